@@ -1,0 +1,54 @@
+//! The fence: proof of leadership that claim queries check in their own WHERE.
+
+use crate::Role;
+
+/// The role and fencing token of one granted tick.
+///
+/// A `Fence` is only ever produced by a successful ACQUIRE ([`crate::lease::acquire`]); there is
+/// no public constructor. Holding one proves nothing by itself: a claim query proves it by carrying
+/// `AND leader_fence($1, $2)` in the WHERE of the query that selects the claimed rows, bound to
+/// [`Fence::role`] and [`Fence::token`] in that order. The database then answers for the holder at
+/// the instant the claim statement starts, so a superseded, paused or expired holder claims nothing.
+///
+/// ```no_run
+/// # async fn claim(pool: &sqlx::PgPool, fence: leader_core::Fence) -> Result<(), sqlx::Error> {
+/// let ids: Vec<i64> = sqlx::query_scalar(
+///     "SELECT id FROM outbox WHERE sent_at IS NULL AND leader_fence($1, $2)
+///      ORDER BY id LIMIT 100 FOR UPDATE SKIP LOCKED",
+/// )
+/// .bind(fence.role())
+/// .bind(fence.token())
+/// .fetch_all(pool)
+/// .await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Fence {
+    role: Role,
+    token: i64,
+}
+
+impl Fence {
+    pub(crate) const fn granted(role: Role, token: i64) -> Fence {
+        Fence { role, token }
+    }
+
+    /// A fence that no ACQUIRE granted, for fakes of the statement layer in tests.
+    ///
+    /// Only with the `test-support` feature. The database still decides: a forged fence passes
+    /// `leader_fence` only if that token really holds the role.
+    #[cfg(feature = "test-support")]
+    pub const fn forge(role: Role, token: i64) -> Fence {
+        Fence { role, token }
+    }
+
+    /// The role this fence leads; bind it as the first argument of `leader_fence`.
+    pub const fn role(&self) -> Role {
+        self.role
+    }
+
+    /// The fencing token; bind it as the second argument of `leader_fence`.
+    pub const fn token(&self) -> i64 {
+        self.token
+    }
+}

@@ -1,0 +1,455 @@
+//! The lease statements: ACQUIRE, RENEW, RELEASE, PAUSE and UNPAUSE.
+//!
+//! | statement | effect | guard in its WHERE |
+//! |---|---|---|
+//! | ACQUIRE | new token, holder, `expires_at = now() + ttl` | unpaused, unheld or expired, past `not_before`, last completed tick at least one interval ago |
+//! | RENEW | `expires_at = now() + ttl` | this token holds the role, unpaused and unexpired |
+//! | RELEASE | clears the holder; stamps `last_tick_*` or sets `not_before` by [`ReleaseOutcome`] | this token holds the role |
+//! | PAUSE | clears the holder, sets `paused_*` | the role exists (`leader_pause`) |
+//! | UNPAUSE | clears `paused_*` | the role exists (`leader_unpause`) |
+//!
+//! Every statement is one autocommit round trip evaluated on the database clock (`now()`), and
+//! leaves nothing on the connection: no session `SET`, no advisory lock, no `LISTEN`, and no named
+//! prepared statement (each query is sent with `persistent(false)`, i.e. as an unnamed statement).
+//! So they work unchanged behind a transaction-mode pooler such as PgBouncer or RDS Proxy.
+//!
+//! # Statement timeout
+//!
+//! Each statement is bounded twice. The caller stops waiting after
+//! [`Timings::statement_timeout`] (a `tokio::time::timeout`, reported as [`Error::Timeout`]). The
+//! server also stops waiting for the lease row's lock after that long: the statement sets
+//! `lock_timeout` with `set_config(.., is_local => true)`, which lasts only until the statement's own
+//! implicit transaction ends, before it touches the row. A session-level `statement_timeout` would
+//! need a session `SET` (which a transaction pooler would leak to the next client), so a statement
+//! that is slow for another reason than the row lock runs to completion on the server.
+//!
+//! That is harmless because every write is conditional on the token. A RENEW or RELEASE that lands
+//! late either still finds its token holding the role, and then does what it would have done on
+//! time (a late RENEW extends the lease of a holder that gave up by at most one TTL, which only
+//! delays the next grant), or finds another token there and changes nothing. Nothing late can hand
+//! a lease to a stale holder or take one from a newer holder.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sqlx::{PgExecutor, Row};
+
+use crate::{Error, Fence, ReleaseOutcome, Role, Timings};
+
+/// The result of ACQUIRE.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Acquired {
+    /// This caller leads the role for one tick.
+    Granted(Grant),
+    /// The role cannot be claimed now.
+    Refused(Refusal),
+}
+
+/// A granted lease.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grant {
+    /// The proof of leadership for this tick's claims.
+    pub fence: Fence,
+    /// The database clock when the lease was granted.
+    pub db_now: DateTime<Utc>,
+    /// When the lease runs out unless renewed (database clock).
+    pub expires_at: DateTime<Utc>,
+}
+
+/// Why ACQUIRE refused, and when to try again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// Why the role could not be claimed.
+    pub reason: RefusalReason,
+    /// How long until the role can next be claimed, as far as the statement could see: the holder's
+    /// expiry, the cooldown, or the next due time. `None` when paused (no time is known).
+    /// A hint, not a promise: a concurrent grant can make the role busy again by then.
+    pub retry_after: Option<Duration>,
+    /// The current holder's id, if the role is held.
+    pub holder_id: Option<String>,
+    /// The database clock when the statement ran.
+    pub db_now: DateTime<Utc>,
+}
+
+/// Why ACQUIRE refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RefusalReason {
+    /// Another holder's lease is live.
+    Held,
+    /// An operator paused the role.
+    Paused,
+    /// A tick that did not complete set a cooldown (`not_before`) that has not passed.
+    CoolingDown,
+    /// The last completed tick ended less than one interval ago.
+    NotDue,
+    /// The role looked free, but a concurrent ACQUIRE won it first.
+    Contended,
+}
+
+/// The result of RENEW.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Renewed {
+    /// The lease was extended.
+    Extended {
+        /// The new expiry (database clock).
+        expires_at: DateTime<Utc>,
+        /// The database clock when the statement ran.
+        db_now: DateTime<Utc>,
+    },
+    /// The token no longer holds the role. Definitive: the tick must stop.
+    Lost(LossReason),
+}
+
+/// Why a RENEW found the lease gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LossReason {
+    /// Another holder was granted the role.
+    TakenOver,
+    /// An operator paused the role.
+    Paused,
+    /// The lease was released (by this holder, or by hand).
+    Released,
+    /// The lease ran out before this RENEW arrived.
+    Expired,
+}
+
+impl LossReason {
+    /// The name used in logs and metric labels.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            LossReason::TakenOver => "taken_over",
+            LossReason::Paused => "paused",
+            LossReason::Released => "released",
+            LossReason::Expired => "expired",
+        }
+    }
+}
+
+/// The result of RELEASE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Released {
+    /// False when the token no longer held the role, so nothing changed.
+    pub changed: bool,
+}
+
+fn ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+fn lock_timeout(timings: &Timings) -> String {
+    ms(timings.statement_timeout()).to_string()
+}
+
+async fn bounded<T>(
+    statement: &'static str,
+    timeout: Duration,
+    fut: impl Future<Output = Result<T, sqlx::Error>>,
+) -> Result<T, Error> {
+    match tokio::time::timeout(timeout, fut).await {
+        Ok(result) => result.map_err(Error::db(statement)),
+        Err(_) => Err(Error::Timeout { statement, timeout }),
+    }
+}
+
+/// Checks an interval for use with [`acquire`] and [`release`].
+///
+/// # Errors
+///
+/// [`Error::Interval`] if it is below one millisecond.
+pub fn check_interval(role: Role, interval: Duration) -> Result<(), Error> {
+    if interval < Duration::from_millis(1) {
+        return Err(Error::Interval { role, interval });
+    }
+    Ok(())
+}
+
+// The token is greatest(old + 1, database clock in ms), not old + 1. After a failover to an
+// asynchronous standby that missed the last grant, old + 1 would re-issue the very token the old
+// leader still holds, and its fence would be true on the new primary. The clock term (the same
+// idea as seeding rows with leader_seed_token()) moves past it, since a takeover takes far longer
+// than a millisecond and a role is granted at most once per interval (at least 1 ms).
+const ACQUIRE: &str = "
+WITH lock_bound AS (SELECT set_config('lock_timeout', $5, true) AS applied),
+granted AS (
+    UPDATE leader_leases
+       SET holder_token = greatest(holder_token + 1, (extract(epoch FROM now()) * 1000)::bigint),
+           holder_id = $2,
+           acquired_at = now(),
+           expires_at = now() + $3 * interval '1 millisecond'
+     WHERE role = $1
+       AND (SELECT applied FROM lock_bound) IS NOT NULL
+       AND paused_at IS NULL
+       AND (expires_at IS NULL OR expires_at <= now())
+       AND (not_before IS NULL OR not_before <= now())
+       AND (last_tick_ended_at IS NULL
+            OR last_tick_ended_at + $4 * interval '1 millisecond' <= now())
+    RETURNING holder_token, expires_at
+),
+seen AS (
+    SELECT l.*, l.last_tick_ended_at + $4 * interval '1 millisecond' AS due_at
+      FROM leader_leases l
+     WHERE l.role = $1
+)
+SELECT g.holder_token                AS granted_token,
+       g.expires_at                  AS granted_until,
+       now()                         AS db_now,
+       s.role IS NOT NULL            AS role_exists,
+       s.paused_at IS NOT NULL       AS paused,
+       coalesce(s.expires_at > now(), false) AS held,
+       coalesce(s.not_before > now(), false) AS cooling,
+       coalesce(s.due_at > now(), false)     AS not_due,
+       s.holder_id                   AS holder_id,
+       (extract(epoch FROM greatest(
+            CASE WHEN s.expires_at > now() THEN s.expires_at END,
+            CASE WHEN s.not_before > now() THEN s.not_before END,
+            CASE WHEN s.due_at > now() THEN s.due_at END) - now()) * 1000)::bigint AS wait_ms
+  FROM (VALUES (1)) AS one (x)
+  LEFT JOIN granted g ON true
+  LEFT JOIN seen s ON true
+";
+
+/// ACQUIRE: claims `role` for one tick if it is unpaused, unheld (or expired), past any cooldown
+/// and due (its last completed tick ended at least `interval` ago).
+///
+/// Racing callers serialize on the row lock and the losers' WHERE re-evaluates against the
+/// winner's row, so at most one caller is granted each tick. A refusal carries, from the same
+/// round trip, when the role can next be claimed.
+///
+/// # Errors
+///
+/// [`Error::RoleNotSeeded`] if the role has no row, [`Error::Interval`] for an interval below
+/// 1 ms, [`Error::Timeout`] or [`Error::Database`] if the statement did not complete.
+pub async fn acquire<'e>(
+    db: impl PgExecutor<'e>,
+    role: Role,
+    holder_id: &str,
+    interval: Duration,
+    timings: &Timings,
+) -> Result<Acquired, Error> {
+    check_interval(role, interval)?;
+    let query = sqlx::query(ACQUIRE)
+        .persistent(false)
+        .bind(role)
+        .bind(holder_id)
+        .bind(ms(timings.ttl()))
+        .bind(ms(interval))
+        .bind(lock_timeout(timings))
+        .fetch_one(db);
+    let row = bounded("ACQUIRE", timings.statement_timeout(), query).await?;
+    let field = |e| Error::Database {
+        statement: "ACQUIRE",
+        source: e,
+    };
+    if !row.try_get::<bool, _>("role_exists").map_err(field)? {
+        return Err(Error::RoleNotSeeded(role));
+    }
+    let db_now: DateTime<Utc> = row.try_get("db_now").map_err(field)?;
+    if let Some(token) = row.try_get::<Option<i64>, _>("granted_token").map_err(field)? {
+        return Ok(Acquired::Granted(Grant {
+            fence: Fence::granted(role, token),
+            db_now,
+            expires_at: row.try_get("granted_until").map_err(field)?,
+        }));
+    }
+    let flag = |name: &str| row.try_get::<bool, _>(name).map_err(field);
+    let reason = if flag("paused")? {
+        RefusalReason::Paused
+    } else if flag("held")? {
+        RefusalReason::Held
+    } else if flag("cooling")? {
+        RefusalReason::CoolingDown
+    } else if flag("not_due")? {
+        RefusalReason::NotDue
+    } else {
+        RefusalReason::Contended
+    };
+    let wait_ms: Option<i64> = row.try_get("wait_ms").map_err(field)?;
+    let retry_after = match reason {
+        RefusalReason::Paused => None,
+        RefusalReason::Contended => Some(Duration::ZERO),
+        _ => Some(Duration::from_millis(wait_ms.unwrap_or(0).max(0) as u64)),
+    };
+    Ok(Acquired::Refused(Refusal {
+        reason,
+        retry_after,
+        holder_id: row.try_get("holder_id").map_err(field)?,
+        db_now,
+    }))
+}
+
+const RENEW: &str = "
+WITH lock_bound AS (SELECT set_config('lock_timeout', $4, true) AS applied),
+renewed AS (
+    UPDATE leader_leases
+       SET expires_at = now() + $3 * interval '1 millisecond'
+     WHERE role = $1
+       AND holder_token = $2
+       AND (SELECT applied FROM lock_bound) IS NOT NULL
+       AND holder_id IS NOT NULL
+       AND paused_at IS NULL
+       AND expires_at > now()
+    RETURNING expires_at
+)
+SELECT r.expires_at               AS renewed_until,
+       now()                      AS db_now,
+       l.paused_at IS NOT NULL    AS paused,
+       l.holder_token             AS current_token,
+       l.holder_id IS NOT NULL    AS held
+  FROM (VALUES (1)) AS one (x)
+  LEFT JOIN renewed r ON true
+  LEFT JOIN leader_leases l ON l.role = $1
+";
+
+/// RENEW: extends the lease held by `fence` to `now() + ttl`.
+///
+/// Only the holder can renew, and only while its lease is live and unpaused: once a lease has
+/// run out it stays lost even if nobody took it, so [`Renewed::Lost`] is always definitive.
+///
+/// # Errors
+///
+/// [`Error::Timeout`] or [`Error::Database`]: the outcome is unknown, which the caller treats as a
+/// missed beat, not a loss.
+pub async fn renew<'e>(
+    db: impl PgExecutor<'e>,
+    fence: Fence,
+    timings: &Timings,
+) -> Result<Renewed, Error> {
+    let query = sqlx::query(RENEW)
+        .persistent(false)
+        .bind(fence.role())
+        .bind(fence.token())
+        .bind(ms(timings.ttl()))
+        .bind(lock_timeout(timings))
+        .fetch_one(db);
+    let row = bounded("RENEW", timings.statement_timeout(), query).await?;
+    let field = |e| Error::Database {
+        statement: "RENEW",
+        source: e,
+    };
+    let db_now: DateTime<Utc> = row.try_get("db_now").map_err(field)?;
+    if let Some(expires_at) = row.try_get("renewed_until").map_err(field)? {
+        return Ok(Renewed::Extended { expires_at, db_now });
+    }
+    let paused: Option<bool> = row.try_get("paused").map_err(field)?;
+    let current: Option<i64> = row.try_get("current_token").map_err(field)?;
+    let held: Option<bool> = row.try_get("held").map_err(field)?;
+    let reason = if paused == Some(true) {
+        LossReason::Paused
+    } else if current != Some(fence.token()) {
+        LossReason::TakenOver
+    } else if held != Some(true) {
+        LossReason::Released
+    } else {
+        LossReason::Expired
+    };
+    Ok(Renewed::Lost(reason))
+}
+
+const RELEASE: &str = "
+WITH lock_bound AS (SELECT set_config('lock_timeout', $5, true) AS applied)
+UPDATE leader_leases
+   SET holder_id = NULL,
+       acquired_at = NULL,
+       expires_at = NULL,
+       last_tick_ended_at = CASE WHEN $3 = 'completed' THEN now() ELSE last_tick_ended_at END,
+       last_tick_holder = CASE WHEN $3 = 'completed' THEN holder_id ELSE last_tick_holder END,
+       not_before = CASE $3
+           WHEN 'completed' THEN not_before
+           WHEN 'panicked' THEN now() + $4 * interval '1 millisecond'
+           ELSE now() + least($4 * interval '1 millisecond', interval '60 seconds')
+       END
+ WHERE role = $1
+   AND holder_token = $2
+   AND holder_id IS NOT NULL
+   AND (SELECT applied FROM lock_bound) IS NOT NULL
+RETURNING now() AS db_now
+";
+
+/// RELEASE: ends the tick held by `fence`, recording `outcome` (see [`ReleaseOutcome`] for what
+/// each outcome writes). `interval` is the role's tick interval, which sets the cooldown.
+///
+/// A no-op ([`Released::changed`] false) when the token no longer holds the role.
+///
+/// # Errors
+///
+/// [`Error::Interval`], [`Error::Timeout`] or [`Error::Database`]. An unreleased lease runs out on
+/// its own after the TTL.
+pub async fn release<'e>(
+    db: impl PgExecutor<'e>,
+    fence: Fence,
+    outcome: ReleaseOutcome,
+    interval: Duration,
+    timings: &Timings,
+) -> Result<Released, Error> {
+    check_interval(fence.role(), interval)?;
+    let query = sqlx::query(RELEASE)
+        .persistent(false)
+        .bind(fence.role())
+        .bind(fence.token())
+        .bind(outcome.as_str())
+        .bind(ms(interval))
+        .bind(lock_timeout(timings))
+        .fetch_optional(db);
+    let row = bounded("RELEASE", timings.statement_timeout(), query).await?;
+    Ok(Released {
+        changed: row.is_some(),
+    })
+}
+
+fn unknown_role(role: &str) -> impl FnOnce(Error) -> Error + '_ {
+    move |err| match &err {
+        Error::Database {
+            source: sqlx::Error::Database(db),
+            ..
+        } if db.code().as_deref() == Some("22023") && db.message().contains("unknown role") => {
+            Error::UnknownRole(role.to_owned())
+        }
+        _ => err,
+    }
+}
+
+/// PAUSE: pauses `role` cluster-wide through `leader_pause`: the holder is cleared (its fence is
+/// false from this commit on and its next RENEW reports [`LossReason::Paused`]) and ACQUIRE
+/// refuses until [`unpause`]. `who` is required and recorded with `why`.
+///
+/// # Errors
+///
+/// [`Error::RoleName`] for a malformed name, [`Error::UnknownRole`] for a role the table does not
+/// have, [`Error::Database`] otherwise.
+pub async fn pause<'e>(
+    db: impl PgExecutor<'e>,
+    role: &str,
+    who: &str,
+    why: Option<&str>,
+    timings: &Timings,
+) -> Result<(), Error> {
+    crate::role::validate(role)?;
+    let query = sqlx::query("SELECT leader_pause($1, $2, $3)")
+        .persistent(false)
+        .bind(role)
+        .bind(who)
+        .bind(why)
+        .execute(db);
+    bounded("PAUSE", timings.statement_timeout(), query)
+        .await
+        .map_err(unknown_role(role))?;
+    Ok(())
+}
+
+/// UNPAUSE: lifts a pause through `leader_unpause`. The role is due at the next ACQUIRE, subject
+/// to its interval and any cooldown (`not_before` is left alone).
+///
+/// # Errors
+///
+/// As [`pause`].
+pub async fn unpause<'e>(db: impl PgExecutor<'e>, role: &str, timings: &Timings) -> Result<(), Error> {
+    crate::role::validate(role)?;
+    let query = sqlx::query("SELECT leader_unpause($1)")
+        .persistent(false)
+        .bind(role)
+        .execute(db);
+    bounded("UNPAUSE", timings.statement_timeout(), query)
+        .await
+        .map_err(unknown_role(role))?;
+    Ok(())
+}

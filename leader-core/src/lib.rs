@@ -1,0 +1,34 @@
+//! The lease protocol behind `leader-runtime`: leadership of a role is a row in `leader_leases`,
+//! claimed for one tick by a single statement on the database clock.
+//!
+//! * [`lease`]: the statements (ACQUIRE, RENEW, RELEASE, PAUSE, UNPAUSE).
+//! * [`Fence`]: the proof a claim query checks with `leader_fence(role, token)`.
+//! * [`Role`], [`Timings`], [`ReleaseOutcome`]: the protocol's vocabulary.
+//! * [`schema`]: the framework migration and the start-up check [`check_schema_ready`].
+//!
+//! Applications use these through `leader-runtime`, which re-exports them.
+//!
+//! # Invariants
+//!
+//! 1. At most one holder per role: ACQUIRE grants only an unheld or expired row, and concurrent
+//!    ACQUIREs serialize on the row lock (tested by racing 16 and 64 acquirers).
+//! 2. A token never decreases, and is never issued twice: each grant issues
+//!    `greatest(token + 1, clock ms)`, and rows are seeded from the clock.
+//! 3. A released tick is stamped as done only if it completed ([`ReleaseOutcome`]).
+//! 4. A claim carrying the fence claims nothing unless its token holds the role, unpaused and
+//!    unexpired, when the claim statement starts.
+
+mod error;
+mod fence;
+pub mod lease;
+mod outcome;
+mod role;
+pub mod schema;
+mod timings;
+
+pub use error::Error;
+pub use fence::Fence;
+pub use outcome::ReleaseOutcome;
+pub use role::{Role, RoleNameError, validate as validate_role_name};
+pub use schema::check_schema_ready;
+pub use timings::{Timings, TimingsError};

@@ -1,0 +1,187 @@
+//! The framework's migration and the start-up check that the database matches the code.
+
+use std::fmt;
+
+use sqlx::PgExecutor;
+
+use crate::{Error, Role};
+
+/// The framework's migrations (`migrations/` at the repository root): the `leader_leases` table,
+/// `leader_fence`, `leader_status`, `leader_pause`, `leader_unpause`, `leader_seed_token` and
+/// `leader_grant_app_role`.
+///
+/// An application's own migrations, which register its roles, run after these. An application
+/// that keeps every migration in one folder copies these files into it instead, so that
+/// `sqlx migrate run` sees them too.
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
+
+/// The name of the CHECK constraint that lists an application's roles.
+pub const ROLE_CONSTRAINT: &str = "leader_leases_role_registered";
+
+/// What [`check_schema_ready`] found wrong, one line per problem with its fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaReport {
+    /// Every problem found, in the order checked.
+    pub problems: Vec<SchemaProblem>,
+}
+
+/// One mismatch between the database and the code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SchemaProblem {
+    /// A framework object is missing: the framework migration has not run.
+    MissingObject(&'static str),
+    /// No `leader_leases_role_registered` constraint: the application's roles migration has not run.
+    NoRoleConstraint,
+    /// The role is not listed in `leader_leases_role_registered`.
+    RoleNotInCheck {
+        /// The role the code uses.
+        role: Role,
+        /// The roles the constraint lists.
+        registered: Vec<String>,
+    },
+    /// The role is allowed but has no row.
+    RoleNotSeeded(Role),
+}
+
+impl fmt::Display for SchemaProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SchemaProblem::MissingObject(what) => write!(
+                f,
+                "{what} is missing: apply the framework migration \
+                 (migrations/20261201000000_leader_leases.up.sql) before starting"
+            ),
+            SchemaProblem::NoRoleConstraint => write!(
+                f,
+                "no roles are registered: add a migration with ALTER TABLE leader_leases ADD \
+                 CONSTRAINT {ROLE_CONSTRAINT} CHECK (role IN ('your_role', ...)) and seed a row \
+                 per role with leader_seed_token()"
+            ),
+            SchemaProblem::RoleNotInCheck { role, registered } => write!(
+                f,
+                "role `{role}` is not in the {ROLE_CONSTRAINT} CHECK (it lists {}): add a \
+                 migration that re-creates the constraint with '{role}' added and runs \
+                 INSERT INTO leader_leases (role, holder_token) VALUES ('{role}', leader_seed_token())",
+                if registered.is_empty() {
+                    "no role".to_owned()
+                } else {
+                    registered.join(", ")
+                }
+            ),
+            SchemaProblem::RoleNotSeeded(role) => write!(
+                f,
+                "role `{role}` has no row in leader_leases: add a migration with \
+                 INSERT INTO leader_leases (role, holder_token) VALUES ('{role}', leader_seed_token())"
+            ),
+        }
+    }
+}
+
+impl fmt::Display for SchemaReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "the database is not ready for leader-runtime:")?;
+        for problem in &self.problems {
+            write!(f, "\n  - {problem}")?;
+        }
+        Ok(())
+    }
+}
+
+const OBJECTS: &str = "
+SELECT to_regclass('leader_leases') IS NOT NULL                         AS leader_leases,
+       to_regclass('leader_status') IS NOT NULL                         AS leader_status,
+       to_regprocedure('leader_fence(text, bigint)') IS NOT NULL        AS leader_fence,
+       to_regprocedure('leader_pause(text, text, text)') IS NOT NULL    AS leader_pause,
+       to_regprocedure('leader_unpause(text)') IS NOT NULL              AS leader_unpause,
+       EXISTS (SELECT 1 FROM pg_attribute
+                WHERE attrelid = to_regclass('leader_leases')
+                  AND attname = 'not_before' AND NOT attisdropped)      AS not_before,
+       (SELECT pg_get_constraintdef(oid) FROM pg_constraint
+         WHERE conrelid = to_regclass('leader_leases') AND conname = $1) AS role_check
+";
+
+/// Extracts the quoted role names from a constraint definition such as
+/// `CHECK ((role = ANY (ARRAY['billing'::text, 'dunning'::text])))`.
+pub fn roles_in_check(definition: &str) -> Vec<String> {
+    definition
+        .split('\'')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Refuses to start unless the database has the framework schema and every role in `roles` is
+/// listed in the role CHECK constraint and has a row.
+///
+/// Runs a handful of catalog reads; call it once at start-up, before the first ACQUIRE. The
+/// runtime calls it for every registered role, always.
+///
+/// # Errors
+///
+/// [`Error::SchemaNotReady`] listing every problem with its fix, or [`Error::Database`].
+pub async fn check_schema_ready<'e, E>(db: E, roles: &[Role]) -> Result<(), Error>
+where
+    E: PgExecutor<'e> + Copy,
+{
+    let db_err = Error::db("the schema check");
+    let objects = sqlx::query_as::<_, (bool, bool, bool, bool, bool, bool, Option<String>)>(OBJECTS)
+        .persistent(false)
+        .bind(ROLE_CONSTRAINT)
+        .fetch_one(db)
+        .await
+        .map_err(db_err)?;
+    let (table, view, fence, pause, unpause, not_before, role_check) = objects;
+    let mut problems: Vec<SchemaProblem> = [
+        (table, "table leader_leases"),
+        (not_before, "column leader_leases.not_before"),
+        (view, "view leader_status"),
+        (fence, "function leader_fence(text, bigint)"),
+        (pause, "function leader_pause(text, text, text)"),
+        (unpause, "function leader_unpause(text)"),
+    ]
+    .into_iter()
+    .filter(|(present, _)| !present)
+    .map(|(_, what)| SchemaProblem::MissingObject(what))
+    .collect();
+    if !table {
+        return Err(Error::SchemaNotReady(SchemaReport { problems }));
+    }
+    let Some(role_check) = role_check else {
+        problems.push(SchemaProblem::NoRoleConstraint);
+        return Err(Error::SchemaNotReady(SchemaReport { problems }));
+    };
+    let registered = roles_in_check(&role_check);
+    let seeded: Vec<String> = sqlx::query_scalar("SELECT role FROM leader_leases")
+        .persistent(false)
+        .fetch_all(db)
+        .await
+        .map_err(Error::db("the schema check"))?;
+    for &role in roles {
+        if !registered.iter().any(|r| r == role.as_str()) {
+            problems.push(SchemaProblem::RoleNotInCheck {
+                role,
+                registered: registered.clone(),
+            });
+        } else if !seeded.iter().any(|r| r == role.as_str()) {
+            problems.push(SchemaProblem::RoleNotSeeded(role));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::SchemaNotReady(SchemaReport { problems }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::roles_in_check;
+
+    #[test]
+    fn reads_roles_from_postgres_constraint_text() {
+        let def = "CHECK ((role = ANY (ARRAY['billing'::text, 'dunning'::text])))";
+        assert_eq!(roles_in_check(def), ["billing", "dunning"]);
+        assert_eq!(roles_in_check("CHECK ((role = 'solo'::text))"), ["solo"]);
+    }
+}

@@ -1,0 +1,85 @@
+//! What a job receives for one tick.
+
+use chrono::{DateTime, Utc};
+use leader_core::{Fence, Role};
+use sqlx::PgPool;
+
+use crate::cancel::{CancelCause, TickCancellation};
+
+/// One granted tick of a role, handed to its job.
+///
+/// It carries the [`Fence`] the job's claim queries must prove, the tick's cancellation (with
+/// its [`CancelCause`]), the database clock reading from ACQUIRE, and the runtime's pool.
+///
+/// # Contract
+///
+/// * The fence was granted by ACQUIRE for this tick and is the only one this tick may use.
+/// * Once [`TickContext::cancelled`] fires, the tick no longer leads (or is shutting down): stop
+///   claiming work and return. Claims carrying the fence already return nothing once the lease is
+///   lost; cancellation is how the job learns to stop early.
+/// * Nothing here compares the database clock with the local clock for safety.
+#[derive(Debug, Clone)]
+pub struct TickContext {
+    fence: Fence,
+    cancellation: TickCancellation,
+    db_now: DateTime<Utc>,
+    pool: PgPool,
+}
+
+impl TickContext {
+    /// A context for a granted tick (built by the runtime; public so job tests can build one).
+    pub fn new(
+        fence: Fence,
+        cancellation: TickCancellation,
+        db_now: DateTime<Utc>,
+        pool: PgPool,
+    ) -> TickContext {
+        TickContext {
+            fence,
+            cancellation,
+            db_now,
+            pool,
+        }
+    }
+
+    /// The fence to bind into this tick's claim queries.
+    pub fn fence(&self) -> Fence {
+        self.fence
+    }
+
+    /// The role this tick leads.
+    pub fn role(&self) -> Role {
+        self.fence.role()
+    }
+
+    /// The database clock when the lease was granted.
+    pub fn db_now(&self) -> DateTime<Utc> {
+        self.db_now
+    }
+
+    /// The runtime's pool.
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// The tick's cancellation, to hand to helpers.
+    pub fn cancellation(&self) -> &TickCancellation {
+        &self.cancellation
+    }
+
+    /// True once the tick has been cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancellation.is_cancelled()
+    }
+
+    /// Why the tick was cancelled, once it was.
+    pub fn cancel_cause(&self) -> Option<CancelCause> {
+        self.cancellation.cause()
+    }
+
+    /// Waits until the tick is cancelled and returns why. Cancellation safe, so it can race the
+    /// work in `tokio::select!`.
+    pub async fn cancelled(&self) -> CancelCause {
+        self.cancellation.cancelled().await
+    }
+}
