@@ -17,7 +17,9 @@ pub enum Error {
     Timings(#[from] TimingsError),
 
     /// A tick interval below one millisecond.
-    #[error("interval for role `{role}` is {interval:?}: it must be at least 1 ms (for example 90s, 5m, 1h)")]
+    #[error(
+        "interval for role `{role}` is {interval:?}: it must be at least 1 ms (for example 90s, 5m, 1h)"
+    )]
     Interval {
         /// The role the interval was given for.
         role: Role,

@@ -9,15 +9,17 @@
 //! | UNPAUSE | clears `paused_*` | the role exists (`leader_unpause`) |
 //!
 //! Every statement is one autocommit round trip evaluated on the database clock (`now()`), and
-//! leaves nothing on the connection: no session `SET`, no advisory lock, no `LISTEN`, and no named
-//! prepared statement (each query is sent with `persistent(false)`, i.e. as an unnamed statement).
-//! So they work unchanged behind a transaction-mode pooler such as PgBouncer or RDS Proxy.
+//! leaves nothing on the connection: no session `SET`, no advisory lock, no `LISTEN`, and no
+//! prepared statement at all: each is sent as one `Query` message with its values inlined (see
+//! the `inline` module for why and how that is injection-proof). So they work unchanged behind a
+//! transaction-mode pooler such as PgBouncer 1.18 or RDS Proxy.
 //!
 //! # Statement timeout
 //!
 //! Each statement is bounded twice. The caller stops waiting after
 //! [`Timings::statement_timeout`] (a `tokio::time::timeout`, reported as [`Error::Timeout`]). The
-//! server also stops waiting for the lease row's lock after that long: the statement sets
+//! server also stops waiting for the lease row's lock, after four fifths of that (so it is the
+//! server that reports a lock wait, as a lock timeout): the statement sets
 //! `lock_timeout` with `set_config(.., is_local => true)`, which lasts only until the statement's own
 //! implicit transaction ends, before it touches the row. A session-level `statement_timeout` would
 //! need a session `SET` (which a transaction pooler would leak to the next client), so a statement
@@ -32,7 +34,10 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use sqlx::postgres::PgRow;
 use sqlx::{PgExecutor, Row};
+
+use crate::inline::{Value, render};
 
 use crate::{Error, Fence, ReleaseOutcome, Role, Timings};
 
@@ -136,19 +141,33 @@ fn ms(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
-fn lock_timeout(timings: &Timings) -> String {
-    ms(timings.statement_timeout()).to_string()
+/// The server-side bound on waiting for the lease row's lock: four fifths of the statement
+/// timeout, so the server gives up (and says why) just before the caller stops waiting.
+fn lock_timeout(timings: &Timings) -> i64 {
+    (ms(timings.statement_timeout()) * 4 / 5).max(1)
 }
 
-async fn bounded<T>(
+/// Sends one rendered statement and returns its rows, bounded by `timeout` on the caller's side.
+async fn send<'e>(
+    db: impl PgExecutor<'e>,
     statement: &'static str,
     timeout: Duration,
-    fut: impl Future<Output = Result<T, sqlx::Error>>,
-) -> Result<T, Error> {
+    sql: String,
+) -> Result<Vec<PgRow>, Error> {
+    // AssertSqlSafe: every value in `sql` was rendered by `inline::render`.
+    let fut = sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).fetch_all(db);
     match tokio::time::timeout(timeout, fut).await {
         Ok(result) => result.map_err(Error::db(statement)),
         Err(_) => Err(Error::Timeout { statement, timeout }),
     }
+}
+
+/// The one row a statement returns.
+fn single(statement: &'static str, rows: Vec<PgRow>) -> Result<PgRow, Error> {
+    rows.into_iter().next().ok_or(Error::Database {
+        statement,
+        source: sqlx::Error::RowNotFound,
+    })
 }
 
 /// Checks an interval for use with [`acquire`] and [`release`].
@@ -169,26 +188,26 @@ pub fn check_interval(role: Role, interval: Duration) -> Result<(), Error> {
 // idea as seeding rows with leader_seed_token()) moves past it, since a takeover takes far longer
 // than a millisecond and a role is granted at most once per interval (at least 1 ms).
 const ACQUIRE: &str = "
-WITH lock_bound AS (SELECT set_config('lock_timeout', $5, true) AS applied),
+WITH lock_bound AS (SELECT set_config('lock_timeout', :lock_ms::text, true) AS applied),
 granted AS (
     UPDATE leader_leases
        SET holder_token = greatest(holder_token + 1, (extract(epoch FROM now()) * 1000)::bigint),
-           holder_id = $2,
+           holder_id = :holder,
            acquired_at = now(),
-           expires_at = now() + $3 * interval '1 millisecond'
-     WHERE role = $1
+           expires_at = now() + :ttl_ms * interval '1 millisecond'
+     WHERE role = :role
        AND (SELECT applied FROM lock_bound) IS NOT NULL
        AND paused_at IS NULL
        AND (expires_at IS NULL OR expires_at <= now())
        AND (not_before IS NULL OR not_before <= now())
        AND (last_tick_ended_at IS NULL
-            OR last_tick_ended_at + $4 * interval '1 millisecond' <= now())
+            OR last_tick_ended_at + :interval_ms * interval '1 millisecond' <= now())
     RETURNING holder_token, expires_at
 ),
 seen AS (
-    SELECT l.*, l.last_tick_ended_at + $4 * interval '1 millisecond' AS due_at
+    SELECT l.*, l.last_tick_ended_at + :interval_ms * interval '1 millisecond' AS due_at
       FROM leader_leases l
-     WHERE l.role = $1
+     WHERE l.role = :role
 )
 SELECT g.holder_token                AS granted_token,
        g.expires_at                  AS granted_until,
@@ -227,15 +246,18 @@ pub async fn acquire<'e>(
     timings: &Timings,
 ) -> Result<Acquired, Error> {
     check_interval(role, interval)?;
-    let query = sqlx::query(ACQUIRE)
-        .persistent(false)
-        .bind(role)
-        .bind(holder_id)
-        .bind(ms(timings.ttl()))
-        .bind(ms(interval))
-        .bind(lock_timeout(timings))
-        .fetch_one(db);
-    let row = bounded("ACQUIRE", timings.statement_timeout(), query).await?;
+    let sql = render(
+        ACQUIRE,
+        &[
+            ("role", Value::Role(role)),
+            ("holder", Value::Text(holder_id)),
+            ("ttl_ms", Value::Int(ms(timings.ttl()))),
+            ("interval_ms", Value::Int(ms(interval))),
+            ("lock_ms", Value::Int(lock_timeout(timings))),
+        ],
+    );
+    let rows = send(db, "ACQUIRE", timings.statement_timeout(), sql).await?;
+    let row = single("ACQUIRE", rows)?;
     let field = |e| Error::Database {
         statement: "ACQUIRE",
         source: e,
@@ -244,7 +266,10 @@ pub async fn acquire<'e>(
         return Err(Error::RoleNotSeeded(role));
     }
     let db_now: DateTime<Utc> = row.try_get("db_now").map_err(field)?;
-    if let Some(token) = row.try_get::<Option<i64>, _>("granted_token").map_err(field)? {
+    if let Some(token) = row
+        .try_get::<Option<i64>, _>("granted_token")
+        .map_err(field)?
+    {
         return Ok(Acquired::Granted(Grant {
             fence: Fence::granted(role, token),
             db_now,
@@ -278,12 +303,12 @@ pub async fn acquire<'e>(
 }
 
 const RENEW: &str = "
-WITH lock_bound AS (SELECT set_config('lock_timeout', $4, true) AS applied),
+WITH lock_bound AS (SELECT set_config('lock_timeout', :lock_ms::text, true) AS applied),
 renewed AS (
     UPDATE leader_leases
-       SET expires_at = now() + $3 * interval '1 millisecond'
-     WHERE role = $1
-       AND holder_token = $2
+       SET expires_at = now() + :ttl_ms * interval '1 millisecond'
+     WHERE role = :role
+       AND holder_token = :token
        AND (SELECT applied FROM lock_bound) IS NOT NULL
        AND holder_id IS NOT NULL
        AND paused_at IS NULL
@@ -297,7 +322,7 @@ SELECT r.expires_at               AS renewed_until,
        l.holder_id IS NOT NULL    AS held
   FROM (VALUES (1)) AS one (x)
   LEFT JOIN renewed r ON true
-  LEFT JOIN leader_leases l ON l.role = $1
+  LEFT JOIN leader_leases l ON l.role = :role
 ";
 
 /// RENEW: extends the lease held by `fence` to `now() + ttl`.
@@ -314,14 +339,17 @@ pub async fn renew<'e>(
     fence: Fence,
     timings: &Timings,
 ) -> Result<Renewed, Error> {
-    let query = sqlx::query(RENEW)
-        .persistent(false)
-        .bind(fence.role())
-        .bind(fence.token())
-        .bind(ms(timings.ttl()))
-        .bind(lock_timeout(timings))
-        .fetch_one(db);
-    let row = bounded("RENEW", timings.statement_timeout(), query).await?;
+    let sql = render(
+        RENEW,
+        &[
+            ("role", Value::Role(fence.role())),
+            ("token", Value::Int(fence.token())),
+            ("ttl_ms", Value::Int(ms(timings.ttl()))),
+            ("lock_ms", Value::Int(lock_timeout(timings))),
+        ],
+    );
+    let rows = send(db, "RENEW", timings.statement_timeout(), sql).await?;
+    let row = single("RENEW", rows)?;
     let field = |e| Error::Database {
         statement: "RENEW",
         source: e,
@@ -346,20 +374,20 @@ pub async fn renew<'e>(
 }
 
 const RELEASE: &str = "
-WITH lock_bound AS (SELECT set_config('lock_timeout', $5, true) AS applied)
+WITH lock_bound AS (SELECT set_config('lock_timeout', :lock_ms::text, true) AS applied)
 UPDATE leader_leases
    SET holder_id = NULL,
        acquired_at = NULL,
        expires_at = NULL,
-       last_tick_ended_at = CASE WHEN $3 = 'completed' THEN now() ELSE last_tick_ended_at END,
-       last_tick_holder = CASE WHEN $3 = 'completed' THEN holder_id ELSE last_tick_holder END,
-       not_before = CASE $3
+       last_tick_ended_at = CASE WHEN :outcome = 'completed' THEN now() ELSE last_tick_ended_at END,
+       last_tick_holder = CASE WHEN :outcome = 'completed' THEN holder_id ELSE last_tick_holder END,
+       not_before = CASE :outcome
            WHEN 'completed' THEN not_before
-           WHEN 'panicked' THEN now() + $4 * interval '1 millisecond'
-           ELSE now() + least($4 * interval '1 millisecond', interval '60 seconds')
+           WHEN 'panicked' THEN now() + :interval_ms * interval '1 millisecond'
+           ELSE now() + least(:interval_ms * interval '1 millisecond', interval '60 seconds')
        END
- WHERE role = $1
-   AND holder_token = $2
+ WHERE role = :role
+   AND holder_token = :token
    AND holder_id IS NOT NULL
    AND (SELECT applied FROM lock_bound) IS NOT NULL
 RETURNING now() AS db_now
@@ -382,17 +410,19 @@ pub async fn release<'e>(
     timings: &Timings,
 ) -> Result<Released, Error> {
     check_interval(fence.role(), interval)?;
-    let query = sqlx::query(RELEASE)
-        .persistent(false)
-        .bind(fence.role())
-        .bind(fence.token())
-        .bind(outcome.as_str())
-        .bind(ms(interval))
-        .bind(lock_timeout(timings))
-        .fetch_optional(db);
-    let row = bounded("RELEASE", timings.statement_timeout(), query).await?;
+    let sql = render(
+        RELEASE,
+        &[
+            ("role", Value::Role(fence.role())),
+            ("token", Value::Int(fence.token())),
+            ("outcome", Value::Text(outcome.as_str())),
+            ("interval_ms", Value::Int(ms(interval))),
+            ("lock_ms", Value::Int(lock_timeout(timings))),
+        ],
+    );
+    let rows = send(db, "RELEASE", timings.statement_timeout(), sql).await?;
     Ok(Released {
-        changed: row.is_some(),
+        changed: !rows.is_empty(),
     })
 }
 
@@ -424,13 +454,15 @@ pub async fn pause<'e>(
     timings: &Timings,
 ) -> Result<(), Error> {
     crate::role::validate(role)?;
-    let query = sqlx::query("SELECT leader_pause($1, $2, $3)")
-        .persistent(false)
-        .bind(role)
-        .bind(who)
-        .bind(why)
-        .execute(db);
-    bounded("PAUSE", timings.statement_timeout(), query)
+    let sql = render(
+        "SELECT leader_pause(:role, :who, :why)",
+        &[
+            ("role", Value::Text(role)),
+            ("who", Value::Text(who)),
+            ("why", Value::OptText(why)),
+        ],
+    );
+    send(db, "PAUSE", timings.statement_timeout(), sql)
         .await
         .map_err(unknown_role(role))?;
     Ok(())
@@ -442,13 +474,17 @@ pub async fn pause<'e>(
 /// # Errors
 ///
 /// As [`pause`].
-pub async fn unpause<'e>(db: impl PgExecutor<'e>, role: &str, timings: &Timings) -> Result<(), Error> {
+pub async fn unpause<'e>(
+    db: impl PgExecutor<'e>,
+    role: &str,
+    timings: &Timings,
+) -> Result<(), Error> {
     crate::role::validate(role)?;
-    let query = sqlx::query("SELECT leader_unpause($1)")
-        .persistent(false)
-        .bind(role)
-        .execute(db);
-    bounded("UNPAUSE", timings.statement_timeout(), query)
+    let sql = render(
+        "SELECT leader_unpause(:role)",
+        &[("role", Value::Text(role))],
+    );
+    send(db, "UNPAUSE", timings.statement_timeout(), sql)
         .await
         .map_err(unknown_role(role))?;
     Ok(())

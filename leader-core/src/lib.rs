@@ -20,6 +20,7 @@
 
 mod error;
 mod fence;
+mod inline;
 pub mod lease;
 mod outcome;
 mod role;

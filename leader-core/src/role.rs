@@ -141,7 +141,9 @@ pub fn validate(name: &str) -> Result<(), RoleNameError> {
             name: owned(),
             len: name.len(),
         }),
-        Some(first) if !first.is_ascii_lowercase() => Err(RoleNameError::BadStart { name: owned() }),
+        Some(first) if !first.is_ascii_lowercase() => {
+            Err(RoleNameError::BadStart { name: owned() })
+        }
         Some(_) => {
             let (index, ch) = name
                 .char_indices()
@@ -197,17 +199,37 @@ mod tests {
     #[test]
     fn names_the_rule_each_bad_name_breaks() {
         assert_eq!(Role::new(""), Err(RoleNameError::Empty));
-        assert!(matches!(Role::new(&"a".repeat(64)), Err(RoleNameError::TooLong { len: 64, .. })));
-        assert!(matches!(Role::new("Billing"), Err(RoleNameError::BadStart { .. })));
-        assert!(matches!(Role::new("9lives"), Err(RoleNameError::BadStart { .. })));
-        assert!(matches!(Role::new("_x"), Err(RoleNameError::BadStart { .. })));
+        assert!(matches!(
+            Role::new(&"a".repeat(64)),
+            Err(RoleNameError::TooLong { len: 64, .. })
+        ));
+        assert!(matches!(
+            Role::new("Billing"),
+            Err(RoleNameError::BadStart { .. })
+        ));
+        assert!(matches!(
+            Role::new("9lives"),
+            Err(RoleNameError::BadStart { .. })
+        ));
+        assert!(matches!(
+            Role::new("_x"),
+            Err(RoleNameError::BadStart { .. })
+        ));
         assert!(matches!(
             Role::new("bill-ing"),
-            Err(RoleNameError::BadChar { ch: '-', index: 4, .. })
+            Err(RoleNameError::BadChar {
+                ch: '-',
+                index: 4,
+                ..
+            })
         ));
         assert!(matches!(
             Role::new("billé"),
-            Err(RoleNameError::BadChar { ch: 'é', index: 4, .. })
+            Err(RoleNameError::BadChar {
+                ch: 'é',
+                index: 4,
+                ..
+            })
         ));
     }
 

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use sqlx::PgExecutor;
+use sqlx::{PgExecutor, Row};
 
 use crate::{Error, Role};
 
@@ -97,7 +97,8 @@ SELECT to_regclass('leader_leases') IS NOT NULL                         AS leade
                 WHERE attrelid = to_regclass('leader_leases')
                   AND attname = 'not_before' AND NOT attisdropped)      AS not_before,
        (SELECT pg_get_constraintdef(oid) FROM pg_constraint
-         WHERE conrelid = to_regclass('leader_leases') AND conname = $1) AS role_check
+         WHERE conrelid = to_regclass('leader_leases')
+           AND conname = 'leader_leases_role_registered') AS role_check
 ";
 
 /// Extracts the quoted role names from a constraint definition such as
@@ -125,13 +126,25 @@ where
     E: PgExecutor<'e> + Copy,
 {
     let db_err = Error::db("the schema check");
-    let objects = sqlx::query_as::<_, (bool, bool, bool, bool, bool, bool, Option<String>)>(OBJECTS)
-        .persistent(false)
-        .bind(ROLE_CONSTRAINT)
-        .fetch_one(db)
-        .await
-        .map_err(db_err)?;
-    let (table, view, fence, pause, unpause, not_before, role_check) = objects;
+    // Sent as simple queries (no bind parameters), like the lease statements, so the check works
+    // through a transaction-mode pooler.
+    let objects = sqlx::raw_sql(OBJECTS).fetch_one(db).await.map_err(db_err)?;
+    let get = |name: &str| {
+        objects
+            .try_get::<bool, _>(name)
+            .map_err(Error::db("the schema check"))
+    };
+    let (table, view, fence, pause, unpause, not_before) = (
+        get("leader_leases")?,
+        get("leader_status")?,
+        get("leader_fence")?,
+        get("leader_pause")?,
+        get("leader_unpause")?,
+        get("not_before")?,
+    );
+    let role_check: Option<String> = objects
+        .try_get("role_check")
+        .map_err(Error::db("the schema check"))?;
     let mut problems: Vec<SchemaProblem> = [
         (table, "table leader_leases"),
         (not_before, "column leader_leases.not_before"),
@@ -152,10 +165,13 @@ where
         return Err(Error::SchemaNotReady(SchemaReport { problems }));
     };
     let registered = roles_in_check(&role_check);
-    let seeded: Vec<String> = sqlx::query_scalar("SELECT role FROM leader_leases")
-        .persistent(false)
+    let seeded: Vec<String> = sqlx::raw_sql("SELECT role FROM leader_leases")
         .fetch_all(db)
         .await
+        .map_err(Error::db("the schema check"))?
+        .iter()
+        .map(|row| row.try_get("role"))
+        .collect::<Result<_, _>>()
         .map_err(Error::db("the schema check"))?;
     for &role in roles {
         if !registered.iter().any(|r| r == role.as_str()) {

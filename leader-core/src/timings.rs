@@ -242,7 +242,13 @@ mod tests {
     fn defaults_are_the_reference_values() {
         let t = Timings::DEFAULT;
         assert_eq!(
-            (t.ttl(), t.heartbeat(), t.statement_timeout(), t.abandon_after(), t.max_poll()),
+            (
+                t.ttl(),
+                t.heartbeat(),
+                t.statement_timeout(),
+                t.abandon_after(),
+                t.max_poll()
+            ),
             (s(10), s(3), s(2), s(6), s(5))
         );
     }
@@ -271,6 +277,9 @@ mod tests {
     fn scaling_keeps_the_margins() {
         let t = Timings::scaled_to_ttl(s(3)).unwrap();
         assert_eq!(t.heartbeat(), Duration::from_millis(900));
-        assert_eq!(t.abandon_after() + t.statement_timeout(), Duration::from_millis(2400));
+        assert_eq!(
+            t.abandon_after() + t.statement_timeout(),
+            Duration::from_millis(2400)
+        );
     }
 }

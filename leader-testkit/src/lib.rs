@@ -1,0 +1,63 @@
+//! Throwaway PostgreSQL for leader-runtime's tests and examples.
+//!
+//! * [`Cluster`]: a private cluster from the machine's PostgreSQL binaries, on a free port,
+//!   removed when its owner goes away (works as root, through `runuser -u postgres`).
+//! * [`Pooler`]: PgBouncer in transaction mode in front of a server.
+//! * [`TestDb`]: a fresh database per test on `DATABASE_URL`, or on a private cluster started for
+//!   the process when it is unset.
+//! * The `with-postgres` binary runs a command with `DATABASE_URL` (and `LEADER_POOLER_URL`,
+//!   when PgBouncer is installed) pointing at a throwaway cluster: the test command uses it so a
+//!   whole test run shares one cluster.
+
+mod cluster;
+mod pooler;
+mod testdb;
+
+pub use cluster::Cluster;
+pub use pooler::{POOLER_USERS, Pooler, pgbouncer_binary};
+pub use testdb::{DATABASE_URL, POOLER_URL, TestDb, VIA_POOLER, via_pooler};
+
+/// Why a throwaway server could not be provided.
+#[derive(Debug, thiserror::Error)]
+pub enum HarnessError {
+    /// No PostgreSQL server binaries were found.
+    #[error(
+        "no PostgreSQL server binaries: put initdb and pg_ctl on PATH (or install PostgreSQL so \
+         `pg_config --bindir` finds them), or set DATABASE_URL to a server to use"
+    )]
+    NoBinaries,
+    /// PgBouncer is not installed.
+    #[error(
+        "pgbouncer is not installed: apt-get install -y pgbouncer (or unset LEADER_REQUIRE_POOLER)"
+    )]
+    NoPgBouncer,
+    /// `LEADER_TEST_VIA_POOLER=1` without `LEADER_POOLER_URL`.
+    #[error("LEADER_TEST_VIA_POOLER=1 needs LEADER_POOLER_URL: run the tests through scripts/test")]
+    PoolerUnset,
+    /// A file or process operation failed.
+    #[error("could not {what}: {source}")]
+    Io {
+        /// The step.
+        what: &'static str,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A server command failed.
+    #[error("{what} failed:\n{output}")]
+    Command {
+        /// The step.
+        what: &'static str,
+        /// What the command printed.
+        output: String,
+    },
+    /// The server refused a connection or a setup statement.
+    #[error("could not set up the test database: {0}")]
+    Connect(#[source] sqlx::Error),
+}
+
+impl HarnessError {
+    pub(crate) fn io(what: &'static str) -> impl FnOnce(std::io::Error) -> HarnessError {
+        move |source| HarnessError::Io { what, source }
+    }
+}

@@ -1,0 +1,237 @@
+//! A private PostgreSQL cluster from the machine's binaries, removed when its owner goes away.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::HarnessError;
+
+/// A private PostgreSQL cluster on a free loopback port, with trust authentication for the
+/// superuser `postgres`.
+///
+/// * Binaries come from `PATH` (`initdb`, `pg_ctl`), else from `pg_config --bindir`.
+/// * As root, every server command runs through `runuser -u postgres` on a directory that user
+///   owns, since PostgreSQL refuses to run as root.
+/// * It is removed on drop, and a detached watchdog removes it when the owning process ends
+///   however it ends (a test process that exits without dropping statics, or is killed).
+/// * Tuned for throwaway use (`fsync = off`): never point it at data you want to keep.
+#[derive(Debug)]
+pub struct Cluster {
+    dir: PathBuf,
+    port: u16,
+    bindir: PathBuf,
+    stopped: bool,
+}
+
+pub(crate) fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim() == "0")
+        .unwrap_or(false)
+}
+
+/// Runs `program` as the `postgres` OS user when we are root, else as ourselves.
+pub(crate) fn server_command(program: &Path) -> Command {
+    if is_root() {
+        let mut cmd = Command::new("runuser");
+        cmd.args(["-u", "postgres", "--"]).arg(program);
+        cmd
+    } else {
+        Command::new(program)
+    }
+}
+
+fn find_bindir() -> Result<PathBuf, HarnessError> {
+    if let Some(path) = std::env::var_os("PATH") {
+        for dir in std::env::split_paths(&path) {
+            if dir.join("initdb").is_file() && dir.join("pg_ctl").is_file() {
+                return Ok(dir);
+            }
+        }
+    }
+    let out = Command::new("pg_config")
+        .arg("--bindir")
+        .output()
+        .map_err(|_| HarnessError::NoBinaries)?;
+    let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    if dir.join("initdb").is_file() {
+        Ok(dir)
+    } else {
+        Err(HarnessError::NoBinaries)
+    }
+}
+
+pub(crate) fn free_port() -> Result<u16, HarnessError> {
+    let listener =
+        TcpListener::bind("127.0.0.1:0").map_err(HarnessError::io("find a free port"))?;
+    Ok(listener
+        .local_addr()
+        .map_err(HarnessError::io("find a free port"))?
+        .port())
+}
+
+pub(crate) fn run(cmd: &mut Command, what: &'static str) -> Result<(), HarnessError> {
+    let out = cmd.output().map_err(HarnessError::io(what))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(HarnessError::Command {
+            what,
+            output: format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        })
+    }
+}
+
+/// A directory the server user owns, under the system temp dir.
+pub(crate) fn owned_temp_dir(prefix: &str) -> Result<PathBuf, HarnessError> {
+    let dir = std::env::temp_dir().join(format!(
+        "{prefix}-{}-{:08x}",
+        std::process::id(),
+        rand::random::<u32>()
+    ));
+    std::fs::create_dir_all(&dir).map_err(HarnessError::io("create the temp dir"))?;
+    if is_root() {
+        run(
+            Command::new("chown").arg("postgres:").arg(&dir),
+            "chown the temp dir to postgres",
+        )?;
+    }
+    Ok(dir)
+}
+
+/// Starts a detached watchdog that runs `cleanup` (a shell snippet) once this process is gone.
+pub(crate) fn watch_owner(cleanup: &str) -> Result<(), HarnessError> {
+    let script = format!(
+        "while [ -d /proc/{pid} ]; do sleep 1; done; {cleanup}",
+        pid = std::process::id()
+    );
+    let mut cmd = if is_root() {
+        let mut cmd = Command::new("setsid");
+        cmd.args(["runuser", "-u", "postgres", "--", "sh", "-c", &script]);
+        cmd
+    } else {
+        let mut cmd = Command::new("setsid");
+        cmd.args(["sh", "-c", &script]);
+        cmd
+    };
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(HarnessError::io("start the cleanup watchdog"))?;
+    Ok(())
+}
+
+impl Cluster {
+    /// Initialises and starts a cluster; returns once it accepts connections.
+    ///
+    /// # Errors
+    ///
+    /// [`HarnessError`] naming the step that failed, with the server's output.
+    pub fn start() -> Result<Cluster, HarnessError> {
+        let bindir = find_bindir()?;
+        let dir = owned_temp_dir("leader-pg")?;
+        let data = dir.join("data");
+        run(
+            server_command(&bindir.join("initdb"))
+                .arg("-D")
+                .arg(&data)
+                .args(["-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8"])
+                .args(["--locale=C", "--no-instructions"]),
+            "initdb",
+        )?;
+        let mut cluster = Cluster {
+            dir: dir.clone(),
+            port: 0,
+            bindir: bindir.clone(),
+            stopped: false,
+        };
+        watch_owner(&format!(
+            "{} -D {} stop -m immediate >/dev/null 2>&1; rm -rf {}",
+            bindir.join("pg_ctl").display(),
+            data.display(),
+            dir.display()
+        ))?;
+        let mut last_error = None;
+        for _ in 0..3 {
+            let port = free_port()?;
+            let options = format!(
+                "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off \
+                 -c synchronous_commit=off -c full_page_writes=off -c max_connections=300",
+                dir.display()
+            );
+            let started = run(
+                server_command(&bindir.join("pg_ctl"))
+                    .arg("-D")
+                    .arg(&data)
+                    .arg("-l")
+                    .arg(dir.join("server.log"))
+                    .args(["-o", &options, "-w", "-t", "60", "start"]),
+                "pg_ctl start",
+            );
+            match started {
+                Ok(()) => {
+                    cluster.port = port;
+                    return Ok(cluster);
+                }
+                Err(err) => last_error = Some(err),
+            }
+        }
+        Err(last_error.expect("three attempts were made"))
+    }
+
+    /// The superuser URL of the `postgres` database.
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// The loopback port the server listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The server's log file.
+    pub fn log_path(&self) -> PathBuf {
+        self.dir.join("server.log")
+    }
+
+    /// Stops the server at once and removes the cluster.
+    pub fn stop(&mut self) {
+        if self.stopped {
+            return;
+        }
+        self.stopped = true;
+        let _ = server_command(&self.bindir.join("pg_ctl"))
+            .arg("-D")
+            .arg(self.dir.join("data"))
+            .args(["stop", "-m", "immediate"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Waits until `check` succeeds or `timeout` passes.
+pub(crate) fn wait_for(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        if check() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}

@@ -1,0 +1,123 @@
+//! PgBouncer in transaction mode in front of a server, for the pooler pass of the tests.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::HarnessError;
+use crate::cluster::{free_port, owned_temp_dir, run, server_command, wait_for, watch_owner};
+
+/// The login roles the pooler lets through: the superuser and the least-privilege test role.
+pub const POOLER_USERS: [&str; 2] = ["postgres", "leader_app"];
+
+/// A PgBouncer 1.18 in `pool_mode = transaction` in front of a server on loopback, configured
+/// as a user's pooler must be for sqlx: `ignore_startup_parameters = extra_float_digits`.
+///
+/// Every database name is forwarded to the same-named database (`* = host=.. port=..`), with a
+/// small server pool (`default_pool_size = 4`) so clients share server connections, which is
+/// what breaks anything that leaves state on a connection.
+#[derive(Debug)]
+pub struct Pooler {
+    dir: PathBuf,
+    port: u16,
+    stopped: bool,
+}
+
+/// Where the `pgbouncer` binary is, if installed.
+pub fn pgbouncer_binary() -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    dirs.push("/usr/sbin".into());
+    dirs.into_iter()
+        .map(|d| d.join("pgbouncer"))
+        .find(|p| p.is_file())
+}
+
+impl Pooler {
+    /// Starts PgBouncer in front of `server_host:server_port`; returns once it accepts
+    /// connections.
+    ///
+    /// # Errors
+    ///
+    /// [`HarnessError::NoPgBouncer`] if it is not installed, or the failing step's output.
+    pub fn start(server_host: &str, server_port: u16) -> Result<Pooler, HarnessError> {
+        let binary = pgbouncer_binary().ok_or(HarnessError::NoPgBouncer)?;
+        let dir = owned_temp_dir("leader-pgbouncer")?;
+        let port = free_port()?;
+        let users: String = POOLER_USERS
+            .iter()
+            .map(|u| format!("\"{u}\" \"\"\n"))
+            .collect();
+        std::fs::write(dir.join("userlist.txt"), users)
+            .map_err(HarnessError::io("write userlist"))?;
+        let ini = format!(
+            "[databases]\n* = host={server_host} port={server_port}\n\n[pgbouncer]\n\
+             listen_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\n\
+             auth_type = trust\nauth_file = {dir}/userlist.txt\npool_mode = transaction\n\
+             default_pool_size = 4\nmax_client_conn = 1000\nmax_db_connections = 0\n\
+             ignore_startup_parameters = extra_float_digits\n\
+             logfile = {dir}/pgbouncer.log\npidfile = {dir}/pgbouncer.pid\n\
+             admin_users = postgres\n",
+            dir = dir.display()
+        );
+        let ini_path = dir.join("pgbouncer.ini");
+        std::fs::write(&ini_path, ini).map_err(HarnessError::io("write pgbouncer.ini"))?;
+        if crate::cluster::is_root() {
+            run(
+                Command::new("chown").arg("-R").arg("postgres:").arg(&dir),
+                "chown the pooler dir",
+            )?;
+        }
+        watch_owner(&format!(
+            "kill $(cat {dir}/pgbouncer.pid) 2>/dev/null; rm -rf {dir}",
+            dir = dir.display()
+        ))?;
+        run(
+            server_command(&binary).arg("-d").arg(&ini_path),
+            "start pgbouncer",
+        )?;
+        let ready = wait_for(Duration::from_secs(10), || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        let pooler = Pooler {
+            dir,
+            port,
+            stopped: false,
+        };
+        if !ready {
+            return Err(HarnessError::Command {
+                what: "wait for pgbouncer",
+                output: std::fs::read_to_string(pooler.dir.join("pgbouncer.log"))
+                    .unwrap_or_default(),
+            });
+        }
+        Ok(pooler)
+    }
+
+    /// The pooler's URL for the `postgres` database; swap the database name for others.
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// Stops the pooler and removes its files.
+    pub fn stop(&mut self) {
+        if self.stopped {
+            return;
+        }
+        self.stopped = true;
+        if let Ok(pid) = std::fs::read_to_string(self.dir.join("pgbouncer.pid")) {
+            let _ = Command::new("kill")
+                .arg(pid.trim())
+                .stderr(Stdio::null())
+                .status();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Drop for Pooler {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

@@ -1,0 +1,152 @@
+//! A fresh database per test, on the server the run was given or on a private cluster.
+
+use std::str::FromStr;
+use std::sync::OnceLock;
+
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{ConnectOptions, PgPool};
+
+use crate::{Cluster, HarnessError};
+
+/// The environment variable naming the server to create test databases on.
+pub const DATABASE_URL: &str = "DATABASE_URL";
+/// The environment variable naming a transaction-mode pooler in front of that server.
+pub const POOLER_URL: &str = "LEADER_POOLER_URL";
+/// Set to `1` to route each test's application pool through [`POOLER_URL`].
+pub const VIA_POOLER: &str = "LEADER_TEST_VIA_POOLER";
+
+fn server_url() -> String {
+    if let Ok(url) = std::env::var(DATABASE_URL) {
+        return url;
+    }
+    static CLUSTER: OnceLock<Cluster> = OnceLock::new();
+    CLUSTER
+        .get_or_init(|| Cluster::start().unwrap_or_else(|e| panic!("{e}")))
+        .url()
+}
+
+/// True when this run routes application pools through the pooler.
+pub fn via_pooler() -> bool {
+    std::env::var(VIA_POOLER).is_ok_and(|v| v == "1")
+}
+
+/// A database created for one test, with its own pools.
+///
+/// * The admin pool connects directly to the server as its superuser: use it for setup and
+///   inspection, and for anything that needs a session (migrations take an advisory lock).
+/// * The application pool is what the code under test uses. When the run sets
+///   `LEADER_TEST_VIA_POOLER=1` it goes through the transaction-mode pooler at
+///   `LEADER_POOLER_URL`, so the same test proves the protocol works behind a pooler.
+///
+/// The database is left behind when the test ends; on the private cluster it goes with it.
+#[derive(Debug)]
+pub struct TestDb {
+    name: String,
+    admin: PgPool,
+    app: PgPool,
+}
+
+impl TestDb {
+    /// A fresh database with the framework migration applied.
+    ///
+    /// # Panics
+    ///
+    /// If no server can be reached or the migration fails: a test cannot go on without them.
+    pub async fn new() -> TestDb {
+        let db = TestDb::unmigrated().await;
+        leader_core::schema::MIGRATOR
+            .run(&db.admin)
+            .await
+            .unwrap_or_else(|e| panic!("the framework migration failed: {e}"));
+        db
+    }
+
+    /// A fresh, empty database.
+    ///
+    /// # Panics
+    ///
+    /// If no server can be reached.
+    pub async fn unmigrated() -> TestDb {
+        TestDb::try_unmigrated()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    async fn try_unmigrated() -> Result<TestDb, HarnessError> {
+        let server = server_url();
+        let options = PgConnectOptions::from_str(&server).map_err(HarnessError::Connect)?;
+        let mut maintenance = options.connect().await.map_err(HarnessError::Connect)?;
+        let name = format!(
+            "leader_test_{}_{:08x}",
+            std::process::id(),
+            rand::random::<u32>()
+        );
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&mut maintenance)
+            .await
+            .map_err(HarnessError::Connect)?;
+        let admin = PgPoolOptions::new()
+            .max_connections(8)
+            .connect_with(options.clone().database(&name))
+            .await
+            .map_err(HarnessError::Connect)?;
+        let app = pool_for(&name, "postgres", 8).await?;
+        Ok(TestDb { name, admin, app })
+    }
+
+    /// The database's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The direct superuser pool.
+    pub fn admin(&self) -> &PgPool {
+        &self.admin
+    }
+
+    /// The application pool (through the pooler on a pooler run).
+    pub fn pool(&self) -> &PgPool {
+        &self.app
+    }
+
+    /// Another application pool of `max` connections, logged in as `user` (through the pooler on
+    /// a pooler run, which lets through the users in [`crate::POOLER_USERS`]).
+    ///
+    /// # Panics
+    ///
+    /// If it cannot connect.
+    pub async fn pool_as(&self, user: &str, max: u32) -> PgPool {
+        pool_for(&self.name, user, max)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Runs a script of SQL (several statements, no parameters) on the admin pool.
+    ///
+    /// # Panics
+    ///
+    /// If a statement fails.
+    pub async fn exec(&self, sql: &'static str) {
+        sqlx::raw_sql(sql)
+            .execute(&self.admin)
+            .await
+            .unwrap_or_else(|e| panic!("setup SQL failed: {e}\n{sql}"));
+    }
+}
+
+async fn pool_for(name: &str, user: &str, max: u32) -> Result<PgPool, HarnessError> {
+    let url = if via_pooler() {
+        std::env::var(POOLER_URL).map_err(|_| HarnessError::PoolerUnset)?
+    } else {
+        server_url()
+    };
+    let options = PgConnectOptions::from_str(&url)
+        .map_err(HarnessError::Connect)?
+        .database(name)
+        .username(user);
+    PgPoolOptions::new()
+        .max_connections(max)
+        .connect_with(options)
+        .await
+        .map_err(HarnessError::Connect)
+}

@@ -1,0 +1,117 @@
+//! Shared set-up for the integration tests.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use leader_runtime::{Role, Timings};
+use leader_testkit::TestDb;
+
+pub const ALPHA: Role = Role::from_static("alpha");
+pub const BETA: Role = Role::from_static("beta");
+pub const GAMMA: Role = Role::from_static("gamma");
+
+pub const ROLES_UP: &str = include_str!("../../migrations/roles.up.sql");
+pub const ROLES_DOWN: &str = include_str!("../../migrations/roles.down.sql");
+
+/// Short timings so expiry-based tests take about a second.
+pub const FAST: Timings = Timings::must(
+    Duration::from_millis(1_000),
+    Duration::from_millis(200),
+    Duration::from_millis(300),
+    Duration::from_millis(600),
+    Duration::from_millis(500),
+);
+
+/// A migrated database with the test roles and an `outbox` of 100 unclaimed rows.
+pub async fn database() -> TestDb {
+    let db = TestDb::new().await;
+    db.exec(ROLES_UP).await;
+    db.exec(
+        "CREATE TABLE outbox (id bigserial PRIMARY KEY, claimed_by bigint);
+         INSERT INTO outbox (claimed_by) SELECT NULL FROM generate_series(1, 100);",
+    )
+    .await;
+    db
+}
+
+/// The fenced claim a leader's job makes: up to 10 unclaimed rows, stamped with the token.
+pub const CLAIM: &str = "
+UPDATE outbox SET claimed_by = $2
+ WHERE id IN (SELECT id FROM outbox
+               WHERE claimed_by IS NULL AND leader_fence($1, $2)
+               ORDER BY id LIMIT 10 FOR UPDATE SKIP LOCKED)
+RETURNING id";
+
+/// Runs [`CLAIM`] with `fence` in its own transaction and returns how many rows it claimed.
+///
+/// A claim with bind parameters runs inside a transaction, as an application's claims do behind
+/// a transaction-mode pooler: sqlx's Parse and Bind then reach the same server connection.
+pub async fn claim(pool: &sqlx::PgPool, fence: leader_runtime::Fence) -> usize {
+    claim_as(pool, fence.role(), fence.token()).await
+}
+
+/// [`claim`] with any role and token, to try forged proofs.
+pub async fn claim_as(pool: &sqlx::PgPool, role: Role, token: i64) -> usize {
+    let mut tx = pool.begin().await.expect("BEGIN");
+    let claimed = claim_in(&mut tx, role, token).await;
+    tx.commit().await.expect("COMMIT");
+    claimed
+}
+
+/// Runs [`CLAIM`] inside an open transaction.
+pub async fn claim_in(tx: &mut sqlx::PgConnection, role: Role, token: i64) -> usize {
+    sqlx::query_scalar::<_, i64>(CLAIM)
+        .persistent(false)
+        .bind(role)
+        .bind(token)
+        .fetch_all(tx)
+        .await
+        .expect("the claim query runs")
+        .len()
+}
+
+/// Moves a role's expiry into the past, as if its TTL had run out.
+pub async fn expire(db: &TestDb, role: Role) {
+    sqlx::query("UPDATE leader_leases SET expires_at = now() - interval '1 ms' WHERE role = $1 AND holder_id IS NOT NULL")
+        .bind(role)
+        .execute(db.admin())
+        .await
+        .unwrap();
+}
+
+/// Clears a role's cooldown and completion stamp so it is due again at once.
+pub async fn make_due(db: &TestDb, role: Role) {
+    sqlx::query(
+        "UPDATE leader_leases SET not_before = NULL, last_tick_ended_at = NULL WHERE role = $1",
+    )
+    .bind(role)
+    .execute(db.admin())
+    .await
+    .unwrap();
+}
+
+#[derive(Debug, sqlx::FromRow)]
+pub struct LeaseRow {
+    pub holder_token: i64,
+    pub holder_id: Option<String>,
+    pub expires_at: Option<chrono::DateTime<chrono::Utc>>,
+    pub last_tick_ended_at: Option<chrono::DateTime<chrono::Utc>>,
+    pub last_tick_holder: Option<String>,
+    pub not_before: Option<chrono::DateTime<chrono::Utc>>,
+    pub paused_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// not_before - now(), in milliseconds.
+    pub cooldown_ms: Option<f64>,
+}
+
+pub async fn lease(db: &TestDb, role: Role) -> LeaseRow {
+    sqlx::query_as(
+        "SELECT holder_token, holder_id, expires_at, last_tick_ended_at, last_tick_holder,
+                not_before, paused_at,
+                (extract(epoch FROM not_before - now()) * 1000)::float8 AS cooldown_ms
+           FROM leader_leases WHERE role = $1",
+    )
+    .bind(role)
+    .fetch_one(db.admin())
+    .await
+    .unwrap()
+}

@@ -1,0 +1,682 @@
+//! The lease protocol against a real PostgreSQL (and, on the pooler pass, through PgBouncer in
+//! transaction mode). Time is moved by editing the lease row from the admin pool where a test
+//! needs an expiry, so nothing here depends on the machine's speed.
+
+mod common;
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use common::*;
+use leader_runtime::lease::{self, Acquired, LossReason, RefusalReason, Renewed};
+use leader_runtime::schema::SchemaProblem;
+use leader_runtime::{Error, Fence, ReleaseOutcome, Role, Timings, check_schema_ready};
+use leader_testkit::TestDb;
+use sqlx::Row;
+
+const HOUR: Duration = Duration::from_secs(3600);
+const T: &Timings = &FAST;
+
+async fn acquire(db: &TestDb, role: Role, who: &str, interval: Duration) -> Acquired {
+    lease::acquire(db.pool(), role, who, interval, T)
+        .await
+        .expect("ACQUIRE runs")
+}
+
+async fn grant(db: &TestDb, role: Role, who: &str) -> Fence {
+    match acquire(db, role, who, HOUR).await {
+        Acquired::Granted(grant) => grant.fence,
+        Acquired::Refused(refusal) => panic!("expected a grant, got {refusal:?}"),
+    }
+}
+
+async fn refusal(db: &TestDb, role: Role, interval: Duration) -> lease::Refusal {
+    match acquire(db, role, "follower", interval).await {
+        Acquired::Refused(refusal) => refusal,
+        Acquired::Granted(grant) => panic!("expected a refusal, got {grant:?}"),
+    }
+}
+
+async fn release(db: &TestDb, fence: Fence, outcome: ReleaseOutcome, interval: Duration) -> bool {
+    lease::release(db.pool(), fence, outcome, interval, T)
+        .await
+        .expect("RELEASE runs")
+        .changed
+}
+
+async fn race_round(db: &TestDb, racers: usize) -> Vec<Fence> {
+    let tasks: Vec<_> = (0..racers)
+        .map(|i| {
+            let pool = db.pool().clone();
+            tokio::spawn(async move {
+                lease::acquire(
+                    &pool,
+                    ALPHA,
+                    &format!("racer-{i}"),
+                    Duration::from_millis(1),
+                    T,
+                )
+                .await
+                .expect("ACQUIRE runs")
+            })
+        })
+        .collect();
+    let mut granted = Vec::new();
+    for task in tasks {
+        if let Acquired::Granted(grant) = task.await.unwrap() {
+            granted.push(grant.fence);
+        }
+    }
+    granted
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn racing_acquirers_get_one_grant_per_round_and_tokens_only_grow() {
+    let db = database().await;
+    let mut tokens = Vec::new();
+    let round = async |db: &TestDb, tokens: &mut Vec<i64>| {
+        let granted = race_round(db, 16).await;
+        assert_eq!(
+            granted.len(),
+            1,
+            "exactly one of 16 racers leads: {granted:?}"
+        );
+        tokens.push(granted[0].token());
+        assert!(
+            release(
+                db,
+                granted[0],
+                ReleaseOutcome::Completed,
+                Duration::from_millis(1)
+            )
+            .await
+        );
+        make_due(db, ALPHA).await;
+    };
+    for _ in 0..5 {
+        round(&db, &mut tokens).await;
+    }
+    // The row is deleted and re-seeded: its new tokens stay above every token issued before.
+    db.exec("DELETE FROM leader_leases WHERE role = 'alpha'")
+        .await;
+    db.exec("INSERT INTO leader_leases (role, holder_token) VALUES ('alpha', leader_seed_token())")
+        .await;
+    for _ in 0..3 {
+        round(&db, &mut tokens).await;
+    }
+    // The roles migration is rolled back and applied again.
+    db.exec(ROLES_DOWN).await;
+    db.exec(ROLES_UP).await;
+    for _ in 0..3 {
+        round(&db, &mut tokens).await;
+    }
+    assert!(
+        tokens.windows(2).all(|w| w[0] < w[1]),
+        "tokens strictly increase across rounds: {tokens:?}"
+    );
+}
+
+#[tokio::test]
+async fn renew_extends_the_holders_lease_and_reports_a_superseded_token_as_lost() {
+    let db = database().await;
+    let old = grant(&db, ALPHA, "old").await;
+    let before = lease(&db, ALPHA).await.expires_at.unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    match lease::renew(db.pool(), old, T).await.unwrap() {
+        Renewed::Extended { expires_at, .. } => {
+            assert!(expires_at > before, "{expires_at} > {before}");
+            assert_eq!(lease(&db, ALPHA).await.expires_at, Some(expires_at));
+        }
+        lost => panic!("the holder's RENEW was refused: {lost:?}"),
+    }
+    expire(&db, ALPHA).await;
+    assert_eq!(
+        lease::renew(db.pool(), old, T).await.unwrap(),
+        Renewed::Lost(LossReason::Expired),
+        "an expired lease stays lost even before anyone takes it"
+    );
+    let new = grant(&db, ALPHA, "new").await;
+    assert!(new.token() > old.token());
+    assert_eq!(
+        lease::renew(db.pool(), old, T).await.unwrap(),
+        Renewed::Lost(LossReason::TakenOver)
+    );
+    assert!(matches!(
+        lease::renew(db.pool(), new, T).await.unwrap(),
+        Renewed::Extended { .. }
+    ));
+    assert!(release(&db, new, ReleaseOutcome::Completed, HOUR).await);
+    assert_eq!(
+        lease::renew(db.pool(), new, T).await.unwrap(),
+        Renewed::Lost(LossReason::Released)
+    );
+}
+
+#[tokio::test]
+async fn the_fence_admits_only_the_live_holder_in_a_real_claim() {
+    let db = database().await;
+    let first = grant(&db, ALPHA, "first").await;
+    assert_eq!(claim(db.pool(), first).await, 10, "the holder claims");
+
+    expire(&db, ALPHA).await;
+    assert_eq!(claim(db.pool(), first).await, 0, "after expiry");
+
+    let second = grant(&db, ALPHA, "second").await;
+    assert_eq!(
+        claim(db.pool(), first).await,
+        0,
+        "after a takeover, the old token"
+    );
+    assert_eq!(
+        claim(db.pool(), second).await,
+        10,
+        "after a takeover, the new token"
+    );
+
+    lease::pause(db.pool(), "alpha", "tests", Some("fence check"), T)
+        .await
+        .unwrap();
+    assert_eq!(claim(db.pool(), second).await, 0, "after a pause");
+    lease::unpause(db.pool(), "alpha", T).await.unwrap();
+    assert_eq!(
+        claim(db.pool(), second).await,
+        0,
+        "unpause does not revive a lease"
+    );
+
+    let third = grant(&db, ALPHA, "third").await;
+    assert_eq!(claim(db.pool(), third).await, 10);
+    assert!(release(&db, third, ReleaseOutcome::Completed, HOUR).await);
+    assert_eq!(claim(db.pool(), third).await, 0, "after a release");
+
+    let other_role = grant(&db, BETA, "beta").await;
+    assert_eq!(
+        claim_as(db.pool(), ALPHA, other_role.token()).await,
+        0,
+        "a token proves only its own role"
+    );
+    let claimed: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM outbox WHERE claimed_by IS NOT NULL")
+            .fetch_one(db.admin())
+            .await
+            .unwrap();
+    assert_eq!(claimed, 30);
+}
+
+#[tokio::test]
+async fn each_release_outcome_records_what_the_design_says() {
+    let db = database().await;
+    let interval = Duration::from_secs(300);
+
+    // Completed: stamped, no cooldown; the next tick is due one interval after it ended.
+    let fence = grant(&db, ALPHA, "holder-a").await;
+    assert!(release(&db, fence, ReleaseOutcome::Completed, interval).await);
+    let row = lease(&db, ALPHA).await;
+    assert!(row.holder_id.is_none() && row.expires_at.is_none());
+    assert!(row.last_tick_ended_at.is_some());
+    assert_eq!(row.last_tick_holder.as_deref(), Some("holder-a"));
+    assert!(row.not_before.is_none());
+    let refused = refusal(&db, ALPHA, interval).await;
+    assert_eq!(refused.reason, RefusalReason::NotDue);
+    let wait = refused.retry_after.unwrap();
+    assert!(
+        wait > Duration::from_secs(290) && wait <= interval,
+        "{wait:?}"
+    );
+    assert!(
+        matches!(
+            acquire(&db, ALPHA, "short-interval", Duration::from_millis(1)).await,
+            Acquired::Granted(_)
+        ),
+        "due under a shorter interval"
+    );
+
+    for (outcome, expected_ms) in [
+        (ReleaseOutcome::Interrupted, 60_000.0),
+        (ReleaseOutcome::Lost, 60_000.0),
+        (ReleaseOutcome::Panicked, 300_000.0),
+    ] {
+        make_due(&db, BETA).await;
+        let stamp_before = lease(&db, BETA).await.last_tick_ended_at;
+        let fence = grant(&db, BETA, "holder-b").await;
+        assert!(release(&db, fence, outcome, interval).await);
+        let row = lease(&db, BETA).await;
+        assert!(row.holder_id.is_none(), "{outcome}: holder cleared");
+        assert_eq!(
+            row.last_tick_ended_at, stamp_before,
+            "{outcome}: not a completion"
+        );
+        let cooldown = row.cooldown_ms.unwrap();
+        assert!(
+            (expected_ms - 5_000.0..=expected_ms).contains(&cooldown),
+            "{outcome}: cooldown {cooldown} ms, expected about {expected_ms}"
+        );
+        let refused = refusal(&db, BETA, Duration::from_millis(1)).await;
+        assert_eq!(refused.reason, RefusalReason::CoolingDown, "{outcome}");
+    }
+
+    // An interval shorter than 60 s bounds the interruption cooldown.
+    make_due(&db, GAMMA).await;
+    let fence = grant(&db, GAMMA, "holder-c").await;
+    assert!(
+        release(
+            &db,
+            fence,
+            ReleaseOutcome::Interrupted,
+            Duration::from_secs(5)
+        )
+        .await
+    );
+    let cooldown = lease(&db, GAMMA).await.cooldown_ms.unwrap();
+    assert!((0.0..=5_000.0).contains(&cooldown), "{cooldown}");
+
+    // A release by a superseded token changes nothing.
+    let live = {
+        make_due(&db, GAMMA).await;
+        grant(&db, GAMMA, "live").await
+    };
+    assert!(!release(&db, fence, ReleaseOutcome::Completed, interval).await);
+    assert_eq!(lease(&db, GAMMA).await.holder_id.as_deref(), Some("live"));
+    assert!(release(&db, live, ReleaseOutcome::Completed, interval).await);
+}
+
+#[tokio::test]
+async fn a_refusal_says_when_the_role_can_next_be_claimed() {
+    let db = database().await;
+    let _held = grant(&db, ALPHA, "leader").await;
+    let refused = refusal(&db, ALPHA, HOUR).await;
+    assert_eq!(refused.reason, RefusalReason::Held);
+    assert_eq!(refused.holder_id.as_deref(), Some("leader"));
+    let wait = refused.retry_after.unwrap();
+    assert!(
+        wait <= T.ttl() && wait > T.ttl() / 2,
+        "the holder's expiry: {wait:?}"
+    );
+}
+
+#[tokio::test]
+async fn pause_stops_the_holder_at_once_and_unpause_leaves_the_cooldown_alone() {
+    let db = database().await;
+    let fence = grant(&db, ALPHA, "holder").await;
+    assert_eq!(claim(db.pool(), fence).await, 10);
+    lease::pause(
+        db.pool(),
+        "alpha",
+        "ops@example",
+        Some("SMTP key rotation"),
+        T,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        claim(db.pool(), fence).await,
+        0,
+        "the fence is false at once"
+    );
+    assert_eq!(
+        lease::renew(db.pool(), fence, T).await.unwrap(),
+        Renewed::Lost(LossReason::Paused)
+    );
+    let other = db.pool_as("postgres", 2).await;
+    for pool in [db.pool(), &other] {
+        let refused = lease::acquire(pool, ALPHA, "anyone", Duration::from_millis(1), T)
+            .await
+            .unwrap();
+        assert!(
+            matches!(&refused, Acquired::Refused(r) if r.reason == RefusalReason::Paused && r.retry_after.is_none()),
+            "{refused:?}"
+        );
+    }
+    let status: (String, Option<String>, Option<String>) = sqlx::query_as(
+        "SELECT state, paused_by, pause_reason FROM leader_status WHERE role = 'alpha'",
+    )
+    .fetch_one(db.admin())
+    .await
+    .unwrap();
+    assert_eq!(
+        status,
+        (
+            "paused".into(),
+            Some("ops@example".into()),
+            Some("SMTP key rotation".into())
+        )
+    );
+
+    db.exec("UPDATE leader_leases SET not_before = now() + interval '1 hour' WHERE role = 'alpha'")
+        .await;
+    lease::unpause(db.pool(), "alpha", T).await.unwrap();
+    let row = lease(&db, ALPHA).await;
+    assert!(row.paused_at.is_none());
+    assert!(
+        row.cooldown_ms.unwrap() > 3_000_000.0,
+        "unpause leaves not_before alone"
+    );
+    assert_eq!(
+        refusal(&db, ALPHA, Duration::from_millis(1)).await.reason,
+        RefusalReason::CoolingDown
+    );
+    db.exec("UPDATE leader_leases SET not_before = NULL WHERE role = 'alpha'")
+        .await;
+    assert!(
+        matches!(
+            acquire(&db, ALPHA, "next", Duration::from_millis(1)).await,
+            Acquired::Granted(_)
+        ),
+        "due at the next ACQUIRE after unpause"
+    );
+}
+
+#[tokio::test]
+async fn the_whole_protocol_runs_with_only_the_documented_grants() {
+    let db = database().await;
+    db.exec(
+        "DO $$ BEGIN
+             CREATE ROLE leader_app LOGIN;
+         EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+         END $$;",
+    )
+    .await;
+    db.exec(
+        "SELECT leader_grant_app_role('leader_app'); GRANT SELECT, UPDATE ON outbox TO leader_app;",
+    )
+    .await;
+    let app = db.pool_as("leader_app", 4).await;
+
+    let fence = match lease::acquire(&app, ALPHA, "app", HOUR, T).await.unwrap() {
+        Acquired::Granted(grant) => grant.fence,
+        other => panic!("{other:?}"),
+    };
+    assert!(matches!(
+        lease::renew(&app, fence, T).await.unwrap(),
+        Renewed::Extended { .. }
+    ));
+    assert_eq!(claim(&app, fence).await, 10);
+    let state: String = sqlx::raw_sql("SELECT state FROM leader_status WHERE role = 'alpha'")
+        .fetch_one(&app)
+        .await
+        .unwrap()
+        .get("state");
+    assert_eq!(state, "leading");
+    assert!(
+        lease::release(&app, fence, ReleaseOutcome::Completed, HOUR, T)
+            .await
+            .unwrap()
+            .changed
+    );
+    lease::pause(&app, "alpha", "app", None, T).await.unwrap();
+    lease::unpause(&app, "alpha", T).await.unwrap();
+    check_schema_ready(&app, &[ALPHA, BETA]).await.unwrap();
+
+    // And nothing more: no INSERT, no DELETE, no DDL.
+    for forbidden in [
+        "INSERT INTO leader_leases (role, holder_token) VALUES ('gamma', 1)",
+        "DELETE FROM leader_leases WHERE role = 'gamma'",
+        "ALTER TABLE leader_leases DROP CONSTRAINT leader_leases_role_registered",
+    ] {
+        let err = sqlx::raw_sql(forbidden).execute(&app).await.unwrap_err();
+        assert!(
+            err.to_string().contains("permission denied")
+                || err.to_string().contains("must be owner"),
+            "{forbidden}: {err}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_claim_in_a_transaction_older_than_the_expiry_is_refused() {
+    let db = database().await;
+    let timings = Timings::must(
+        Duration::from_millis(400),
+        Duration::from_millis(100),
+        Duration::from_millis(100),
+        Duration::from_millis(200),
+        Duration::from_millis(100),
+    );
+    let fence = match lease::acquire(db.pool(), ALPHA, "slow", HOUR, &timings)
+        .await
+        .unwrap()
+    {
+        Acquired::Granted(grant) => grant.fence,
+        other => panic!("{other:?}"),
+    };
+    // The transaction starts while the lease is live, then outlives it.
+    let mut tx = db.admin().begin().await.unwrap();
+    assert_eq!(
+        claim_in(&mut tx, ALPHA, fence.token()).await,
+        10,
+        "claims while live"
+    );
+    let live_until = lease(&db, ALPHA).await.expires_at.unwrap();
+    while sqlx::query_scalar::<_, bool>("SELECT now() > $1")
+        .bind(live_until)
+        .fetch_one(db.admin())
+        .await
+        .unwrap()
+        == false
+    {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        claim_in(&mut tx, ALPHA, fence.token()).await,
+        0,
+        "the same transaction, after the expiry"
+    );
+    tx.commit().await.unwrap();
+
+    // Under REPEATABLE READ the fence refuses to answer from an old snapshot.
+    let fresh = grant(&db, BETA, "rr").await;
+    let mut tx = db.admin().begin().await.unwrap();
+    sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    let err = sqlx::query("SELECT leader_fence($1, $2)")
+        .bind(fresh.role())
+        .bind(fresh.token())
+        .execute(&mut *tx)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("needs READ COMMITTED"), "{err}");
+}
+
+#[tokio::test]
+async fn the_fence_is_a_one_time_filter_and_a_stale_token_never_scans() {
+    let db = database().await;
+    let fence = grant(&db, ALPHA, "planner").await;
+    let plan: Vec<String> = sqlx::query_scalar(
+        "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+         SELECT id FROM outbox WHERE claimed_by IS NULL AND leader_fence('alpha', $1)
+          ORDER BY id LIMIT 10 FOR UPDATE SKIP LOCKED",
+    )
+    .bind(fence.token() - 1)
+    .fetch_all(db.admin())
+    .await
+    .unwrap();
+    let plan = plan.join("\n");
+    assert!(plan.contains("One-Time Filter"), "{plan}");
+    assert!(plan.contains("never executed"), "{plan}");
+}
+
+#[tokio::test]
+async fn renew_and_release_stop_waiting_for_a_locked_row_on_the_server() {
+    let db = database().await;
+    let fence = grant(&db, ALPHA, "holder").await;
+    let mut blocker = db.admin().begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM leader_leases WHERE role = 'alpha' FOR UPDATE")
+        .execute(&mut *blocker)
+        .await
+        .unwrap();
+    let slow_client = Timings::must(
+        Duration::from_secs(30),
+        Duration::from_secs(1),
+        Duration::from_millis(300),
+        Duration::from_secs(2),
+        Duration::from_secs(1),
+    );
+    // The server gives up on the lock after the statement timeout.
+    let err = lease::renew(db.pool(), fence, &slow_client)
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        matches!(&err, Error::Database { .. }) && text.contains("lock timeout"),
+        "the server, not only the client, stopped: {text}"
+    );
+    blocker.rollback().await.unwrap();
+    // Nothing was left on the connections: the next statements wait normally.
+    let setting: String = sqlx::raw_sql("SELECT current_setting('lock_timeout') AS v")
+        .fetch_one(db.pool())
+        .await
+        .unwrap()
+        .get("v");
+    assert_eq!(setting, "0");
+    assert!(matches!(
+        lease::renew(db.pool(), fence, T).await.unwrap(),
+        Renewed::Extended { .. }
+    ));
+}
+
+#[tokio::test]
+async fn the_schema_check_names_what_is_missing_and_how_to_add_it() {
+    let empty = TestDb::unmigrated().await;
+    let err = check_schema_ready(empty.pool(), &[ALPHA])
+        .await
+        .unwrap_err();
+    let Error::SchemaNotReady(report) = &err else {
+        panic!("{err}")
+    };
+    assert!(
+        report
+            .problems
+            .contains(&SchemaProblem::MissingObject("table leader_leases"))
+    );
+    assert!(
+        err.to_string().contains("apply the framework migration"),
+        "{err}"
+    );
+
+    let bare = TestDb::new().await;
+    let err = check_schema_ready(bare.pool(), &[ALPHA]).await.unwrap_err();
+    assert!(err.to_string().contains("no roles are registered"), "{err}");
+
+    let db = database().await;
+    check_schema_ready(db.pool(), &[ALPHA, BETA, GAMMA])
+        .await
+        .unwrap();
+    let delta = Role::from_static("delta");
+    let err = check_schema_ready(db.pool(), &[ALPHA, delta])
+        .await
+        .unwrap_err();
+    let Error::SchemaNotReady(report) = &err else {
+        panic!("{err}")
+    };
+    assert_eq!(report.problems.len(), 1, "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("role `delta` is not in the leader_leases_role_registered CHECK"),
+        "{text}"
+    );
+    assert!(text.contains("alpha, beta, gamma"), "{text}");
+
+    db.exec("DELETE FROM leader_leases WHERE role = 'gamma'")
+        .await;
+    let err = check_schema_ready(db.pool(), &[GAMMA]).await.unwrap_err();
+    assert!(err.to_string().contains("role `gamma` has no row"), "{err}");
+    assert!(matches!(
+        lease::acquire(db.pool(), GAMMA, "x", HOUR, T).await,
+        Err(Error::RoleNotSeeded(r)) if r == GAMMA
+    ));
+}
+
+#[tokio::test]
+async fn bad_input_gets_an_error_that_names_it() {
+    let db = database().await;
+    let err = lease::pause(db.pool(), "omega", "ops", None, T)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::UnknownRole(r) if r == "omega"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("unknown role `omega`"));
+    let err = lease::unpause(db.pool(), "omega", T).await.unwrap_err();
+    assert!(matches!(err, Error::UnknownRole(_)));
+    let err = sqlx::query("SELECT leader_pause('omega', 'ops')")
+        .execute(db.admin())
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("unknown role 'omega'"),
+        "from psql too: {err}"
+    );
+    let err = sqlx::query("SELECT leader_pause('alpha', '')")
+        .execute(db.admin())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("say who is pausing"), "{err}");
+
+    for (name, expect) in [
+        ("", "empty"),
+        ("Billing", "must start with a lowercase"),
+        ("bill-ing", "has `-` at byte 4"),
+    ] {
+        let err = lease::pause(db.pool(), name, "ops", None, T)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains(expect), "{name:?}: {err}");
+        assert!(Role::new(name).is_err());
+    }
+    let err = lease::acquire(db.pool(), ALPHA, "x", Duration::ZERO, T)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Interval { .. }));
+    assert!(err.to_string().contains("must be at least 1 ms"), "{err}");
+    let err = db_insert_role(&db, "Not A Role").await;
+    assert!(err.contains("leader_leases_role_format"), "{err}");
+}
+
+async fn db_insert_role(db: &TestDb, role: &str) -> String {
+    sqlx::query("INSERT INTO leader_leases (role, holder_token) VALUES ($1, 1)")
+        .bind(role)
+        .execute(db.admin())
+        .await
+        .unwrap_err()
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn many_rounds_through_a_shared_pool_leave_no_state_behind() {
+    // Sixty-four acquirers, many rounds: on the pooler pass these share four server connections,
+    // which breaks any statement that relies on session state or named prepared statements.
+    let db = database().await;
+    let pool = db.pool_as("postgres", 16).await;
+    let mut seen = HashSet::new();
+    for _ in 0..10 {
+        let tasks: Vec<_> = (0..64)
+            .map(|i| {
+                let pool = pool.clone();
+                tokio::spawn(async move {
+                    lease::acquire(&pool, BETA, &format!("r{i}"), Duration::from_millis(1), T).await
+                })
+            })
+            .collect();
+        let mut granted = Vec::new();
+        for task in tasks {
+            if let Acquired::Granted(g) = task.await.unwrap().expect("no statement fails") {
+                granted.push(g.fence);
+            }
+        }
+        assert_eq!(granted.len(), 1);
+        assert!(seen.insert(granted[0].token()));
+        lease::release(
+            &pool,
+            granted[0],
+            ReleaseOutcome::Completed,
+            Duration::from_millis(1),
+            T,
+        )
+        .await
+        .unwrap();
+        make_due(&db, BETA).await;
+    }
+}
