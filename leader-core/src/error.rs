@@ -27,6 +27,20 @@ pub enum Error {
         interval: Duration,
     },
 
+    /// Two jobs were registered for the same role.
+    #[error(
+        "role `{role}` is led by two jobs, `{first}` and `{second}`: a role has exactly one job; \
+         rename one role (and register it in your roles migration) or remove one job"
+    )]
+    DuplicateRole {
+        /// The role claimed twice.
+        role: Role,
+        /// The first job registered for it.
+        first: String,
+        /// The second job registered for it.
+        second: String,
+    },
+
     /// The role has no row in `leader_leases`.
     #[error(
         "role `{0}` has no row in leader_leases: register it in your roles migration, \

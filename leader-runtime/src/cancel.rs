@@ -87,7 +87,8 @@ impl TickCancellation {
     /// Waits until cancelled and returns the cause. Cancellation safe.
     pub async fn cancelled(&self) -> CancelCause {
         self.token.cancelled().await;
-        self.cause().expect("the cause is set before the token is cancelled")
+        self.cause()
+            .expect("the cause is set before the token is cancelled")
     }
 
     /// The underlying token, to pass to code that takes a plain [`CancellationToken`].

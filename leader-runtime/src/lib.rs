@@ -1,10 +1,37 @@
 //! Run a background job on exactly one replica at a time, fenced, on PostgreSQL.
 //!
-//! (Crate docs are completed with the runtime.)
+//! Leadership of each role is a row in `leader_leases`, claimed for one tick by a single SQL
+//! statement on the database clock, renewed while the tick runs and released when it ends. The
+//! claim returns a [`Fence`]; every leader-only claim query proves it in its own WHERE with
+//! `leader_fence(role, token)`, so a replaced or frozen leader claims nothing.
+//!
+//! * [`Runtime`]: leads roles (builder API, or every `#[leader_role]` job in the binary).
+//! * [`TickContext`]: what a job gets each tick: the fence, a cancellation with its cause, the
+//!   pool.
+//! * [`panic_guard`]: per-step, per-item and rotating-sweep panic guards for job authors.
+//! * [`leader_role`] and [`fenced`]: registration, and the compile-time check that a claim query
+//!   carries the fence.
+//! * [`lease`], [`schema`]: the protocol underneath, from `leader-core`.
+//!
+//! See the README for the migration an application adds, and the metrics in [`metrics`].
 
 pub mod cancel;
 pub mod context;
+mod heartbeat;
+pub mod holder;
+pub mod metrics;
+pub mod panic_capture;
+pub mod panic_guard;
+mod poll;
 pub mod registry;
+pub mod role_spec;
+mod runtime;
+pub mod shutdown;
+pub mod statements;
+mod tick;
+
+#[cfg(test)]
+mod fake;
 
 pub use cancel::{CancelCause, TickCancellation};
 pub use context::TickContext;
@@ -13,6 +40,7 @@ pub use leader_core::{
 };
 pub use leader_macros::{fenced, leader_role};
 pub use registry::{JobError, JobRegistration, registered_jobs};
+pub use runtime::{Runtime, RuntimeBuilder};
 
 /// Paths used by the macros' expansions. Not a public API: it can change in any release.
 #[doc(hidden)]

@@ -1,0 +1,226 @@
+//! Keeping a granted lease alive while its tick runs.
+//!
+//! # Rules
+//!
+//! 1. RENEW every `heartbeat`, each bounded by the statement timeout (in the statement layer).
+//! 2. The last acknowledged RENEW counts from the instant it was *sent* (monotonic clock), not
+//!    when its answer arrived: the lease it extended runs from the server's `now()` during that
+//!    statement, which is no earlier than the send. The first "acknowledgement" is the ACQUIRE.
+//! 3. Once `abandon_after` has passed since that instant, the tick is cancelled with
+//!    [`CancelCause::HeartbeatTimeout`] and no further statement is sent for it. This also
+//!    happens while a RENEW is in flight: its late answer cannot revive the tick.
+//!    With `abandon_after + statement_timeout < ttl`, the holder gives up before its lease can
+//!    run out, so it stops before anyone else can be granted the role.
+//! 4. Zero rows from RENEW is definitive: cancel at once, with the cause the row shows.
+//! 5. A RENEW error or timeout is a missed beat, not a loss: the next beat is tried on schedule.
+
+use std::time::SystemTime;
+
+use chrono::{DateTime, Utc};
+use leader_core::lease::Renewed;
+use leader_core::{Fence, Timings};
+use tokio::time::{Instant, sleep_until};
+
+use crate::cancel::{CancelCause, TickCancellation};
+use crate::statements::LeaseStatements;
+
+/// The database clock minus the local clock, estimated from one statement's round trip as the
+/// difference between `db_now` and the local wall clock halfway through it. For the drift metric
+/// only: nothing compares the two clocks for safety.
+pub(crate) fn clock_drift_seconds(db_now: DateTime<Utc>, sent: Instant, answered: Instant) -> f64 {
+    let half_trip = (answered - sent) / 2;
+    let local_mid = SystemTime::now() - answered.elapsed() - half_trip;
+    let local: DateTime<Utc> = local_mid.into();
+    (db_now - local).num_microseconds().unwrap_or(0) as f64 / 1e6
+}
+
+/// Renews `fence` until the lease is lost or abandoned, then cancels the tick and returns.
+///
+/// It keeps renewing through a shutdown's grace period (the lease is still this tick's until
+/// RELEASE); the runtime drops it as soon as the work ends.
+pub(crate) async fn keep_alive(
+    statements: &dyn LeaseStatements,
+    fence: Fence,
+    timings: &Timings,
+    acquire_sent: Instant,
+    cancellation: &TickCancellation,
+) {
+    let role = fence.role();
+    let mut last_ack_sent = acquire_sent;
+    let mut next_beat = acquire_sent + timings.heartbeat();
+    loop {
+        let abandon_at = last_ack_sent + timings.abandon_after();
+        sleep_until(next_beat.min(abandon_at)).await;
+        if Instant::now() >= abandon_at {
+            cancellation.cancel(CancelCause::HeartbeatTimeout);
+            return;
+        }
+        let sent = Instant::now();
+        next_beat = sent + timings.heartbeat();
+        tokio::select! {
+            biased;
+            _ = sleep_until(abandon_at) => {
+                cancellation.cancel(CancelCause::HeartbeatTimeout);
+                return;
+            }
+            result = statements.renew(fence) => match result {
+                Ok(Renewed::Extended { db_now, .. }) => {
+                    last_ack_sent = sent;
+                    crate::metrics::clock_drift(clock_drift_seconds(db_now, sent, Instant::now()));
+                }
+                Ok(Renewed::Lost(reason)) => {
+                    cancellation.cancel(CancelCause::from_loss(reason));
+                    return;
+                }
+                Err(err) => {
+                    tracing::warn!(%role, token = fence.token(), error = %err, "RENEW failed; a missed beat, retrying on schedule");
+                }
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use leader_core::Timings;
+    use leader_core::lease::{LossReason, Renewed};
+    use tokio::time::Instant;
+
+    use super::keep_alive;
+    use crate::cancel::{CancelCause, TickCancellation};
+    use crate::fake::{Call, FakeStatements, extended, failed};
+
+    const fn s(secs: u64) -> Duration {
+        Duration::from_secs(secs)
+    }
+    const fn ms(millis: u64) -> Duration {
+        Duration::from_millis(millis)
+    }
+
+    /// Runs the heartbeat for `run_for` of paused time; returns the cause and when it was set.
+    async fn beat(
+        fake: &FakeStatements,
+        timings: Timings,
+        run_for: Duration,
+    ) -> Option<(CancelCause, Duration)> {
+        let cancellation = TickCancellation::new();
+        let grant = FakeStatements::grant("alpha");
+        let started = Instant::now();
+        let heartbeat = keep_alive(fake, grant.fence, &timings, started, &cancellation);
+        let ended = tokio::time::timeout(run_for, heartbeat).await.is_ok();
+        let at = started.elapsed();
+        // Nothing more may be sent afterwards, whatever the time.
+        tokio::time::sleep(s(60)).await;
+        ended.then(|| {
+            (
+                cancellation
+                    .cause()
+                    .expect("a returned heartbeat cancelled the tick"),
+                at,
+            )
+        })
+    }
+
+    fn renews(fake: &FakeStatements) -> Vec<Duration> {
+        fake.calls()
+            .into_iter()
+            .map(|call| match call {
+                Call::Renew(at) => at,
+                other => panic!("the heartbeat only renews: {other:?}"),
+            })
+            .collect()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn renews_every_heartbeat_while_acknowledged() {
+        let fake = FakeStatements::new(vec![]);
+        assert_eq!(beat(&fake, Timings::DEFAULT, s(10)).await, None);
+        assert_eq!(renews(&fake), [s(3), s(6), s(9)]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn no_acknowledgement_for_abandon_after_cancels_and_sends_nothing_more() {
+        // The first RENEW hangs past the abandon point (6 s after the ACQUIRE was sent).
+        let fake = FakeStatements::new(vec![(s(3_600), extended())]);
+        let ended = beat(&fake, Timings::DEFAULT, s(30)).await;
+        assert_eq!(ended, Some((CancelCause::HeartbeatTimeout, s(6))));
+        assert_eq!(
+            renews(&fake),
+            [s(3)],
+            "no statement after the abandon point"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_slow_renew_that_answers_after_the_abandon_point_does_not_revive_the_tick() {
+        let fake = FakeStatements::new(vec![(ms(3_500), extended())]);
+        let ended = beat(&fake, Timings::DEFAULT, s(30)).await;
+        assert_eq!(ended, Some((CancelCause::HeartbeatTimeout, s(6))));
+        assert_eq!(renews(&fake), [s(3)]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_statement_error_is_a_missed_beat_not_a_loss() {
+        let timings = Timings::must(s(5), s(1), s(1), ms(3_500), s(2));
+        let fake = FakeStatements::new(vec![
+            (ms(10), failed()),
+            (ms(10), failed()),
+            (ms(10), extended()),
+        ]);
+        assert_eq!(
+            beat(&fake, timings, ms(4_500)).await,
+            None,
+            "two misses, then an ack"
+        );
+        assert_eq!(renews(&fake)[..4], [s(1), s(2), s(3), s(4)]);
+
+        let fake = FakeStatements::new(vec![
+            (ms(10), failed()),
+            (ms(10), failed()),
+            (ms(10), failed()),
+        ]);
+        assert_eq!(
+            beat(&fake, timings, s(30)).await,
+            Some((CancelCause::HeartbeatTimeout, ms(3_500))),
+            "three misses run out the abandon time counted from the ACQUIRE"
+        );
+        assert_eq!(renews(&fake), [s(1), s(2), s(3)]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_acknowledgement_counts_from_when_the_renew_was_sent() {
+        // Sent at 3 s, answered at 5 s: the abandon point moves to 3 + 6 = 9 s, not 5 + 6.
+        let fake = FakeStatements::new(vec![
+            (s(2), extended()),
+            (ms(10), failed()),
+            (ms(10), failed()),
+        ]);
+        let ended = beat(&fake, Timings::DEFAULT, s(30)).await;
+        assert_eq!(ended, Some((CancelCause::HeartbeatTimeout, s(9))));
+        assert_eq!(renews(&fake), [s(3), s(6)]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn zero_rows_is_a_loss_at_once_with_the_cause_the_row_shows() {
+        for (reason, cause) in [
+            (
+                LossReason::TakenOver,
+                CancelCause::LeaseLost(LossReason::TakenOver),
+            ),
+            (LossReason::Paused, CancelCause::Paused),
+            (
+                LossReason::Expired,
+                CancelCause::LeaseLost(LossReason::Expired),
+            ),
+        ] {
+            let fake = FakeStatements::new(vec![(ms(5), Ok(Renewed::Lost(reason)))]);
+            assert_eq!(
+                beat(&fake, Timings::DEFAULT, s(30)).await,
+                Some((cause, ms(3_005)))
+            );
+            assert_eq!(renews(&fake), [s(3)]);
+        }
+    }
+}

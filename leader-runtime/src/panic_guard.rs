@@ -1,0 +1,194 @@
+//! Panic guards for job authors: a panic stops one step or one item, not the tick.
+//!
+//! A panic on one unusual row should not stop every later step of a tick for every tenant. The
+//! guards here run each step (or item) on its own: one that panics stops, is logged with its name
+//! ("step panicked; running the rest"), and the rest run. At the end the first panic is raised
+//! again, so the runtime still releases the tick as panicked (a cooldown of one interval, and the
+//! `panicked` lease-loss counter goes up) and the defect is not hidden.
+//!
+//! ```no_run
+//! use leader_runtime::{JobError, TickContext, panic_guard::Steps};
+//!
+//! async fn bill(tick: TickContext) -> Result<(), JobError> {
+//!     let mut steps = Steps::new(tick.role().as_str());
+//!     steps.run("close periods", async { /* ... */ }).await;
+//!     steps.run("retry charges", async { /* ... */ }).await;
+//!     steps.finish(); // raises the first step panic again, if any
+//!     Ok(())
+//! }
+//! ```
+
+use std::fmt::{Debug, Display};
+use std::panic::resume_unwind;
+
+use crate::panic_capture::{CatchPanic, CaughtPanic, Reraised};
+
+/// Runs named steps, each guarded: see the [module docs](self).
+#[derive(Debug)]
+#[must_use = "call finish() so a step's panic is raised again at the end"]
+pub struct Steps {
+    scope: String,
+    first_panic: Option<CaughtPanic>,
+    panicked: Vec<String>,
+}
+
+impl Steps {
+    /// A guard for the steps of `scope` (a role or job name, for the logs).
+    pub fn new(scope: impl Into<String>) -> Steps {
+        Steps {
+            scope: scope.into(),
+            first_panic: None,
+            panicked: Vec::new(),
+        }
+    }
+
+    /// Runs one step. Returns its output, or `None` if it panicked (the panic is logged with
+    /// the step's name and kept; the first one is raised again by [`Steps::finish`]).
+    pub async fn run<T>(&mut self, name: &str, step: impl Future<Output = T>) -> Option<T> {
+        match CatchPanic::new(step).await {
+            Ok(output) => Some(output),
+            Err(mut panic) => {
+                panic.step.get_or_insert_with(|| name.to_owned());
+                tracing::error!(
+                    scope = %self.scope, step = name, panic = %panic.message,
+                    location = panic.location.as_deref().unwrap_or("unknown"),
+                    "step panicked; running the rest"
+                );
+                self.panicked.push(name.to_owned());
+                self.first_panic.get_or_insert(panic);
+                None
+            }
+        }
+    }
+
+    /// The names of the steps that panicked so far.
+    pub fn panicked_steps(&self) -> &[String] {
+        &self.panicked
+    }
+
+    /// Ends the guarded steps.
+    ///
+    /// # Panics
+    ///
+    /// Raises the first step's panic again (with its message, step and location), if a step
+    /// panicked, so the tick is released as panicked.
+    pub fn finish(self) {
+        if let Some(panic) = self.first_panic {
+            resume_unwind(Box::new(Reraised(panic)));
+        }
+    }
+}
+
+/// What a guarded batch did, when no item panicked.
+#[derive(Debug)]
+pub struct BatchReport<E> {
+    /// Items whose work returned `Ok`.
+    pub succeeded: usize,
+    /// Items whose work returned an error, described by their `Debug` form.
+    pub failed: Vec<(String, E)>,
+}
+
+fn log_errors<E: Display>(what: &str, failed: &[(String, E)]) {
+    for (item, error) in failed {
+        tracing::warn!(batch = what, item = %item, %error, "item failed");
+    }
+}
+
+fn raise_after<E: Display>(what: &str, first_panic: Option<CaughtPanic>, failed: &[(String, E)]) {
+    if let Some(panic) = first_panic {
+        // The panic drops the report, so the errors collected so far are logged before it.
+        log_errors(what, failed);
+        resume_unwind(Box::new(Reraised(panic)));
+    }
+}
+
+/// Runs `work` on each item. An item whose work panics is left out (logged with its `Debug`
+/// form) and the rest are processed; items that return an error are collected.
+///
+/// # Panics
+///
+/// After the last item, raises the first item's panic again, having logged every collected
+/// error first (the panic drops the report that would have carried them).
+pub async fn run_batch<T, E>(
+    what: &str,
+    items: impl IntoIterator<Item = T>,
+    mut work: impl AsyncFnMut(T) -> Result<(), E>,
+) -> BatchReport<E>
+where
+    T: Debug,
+    E: Display,
+{
+    let mut report = BatchReport {
+        succeeded: 0,
+        failed: Vec::new(),
+    };
+    let mut first_panic = None;
+    for item in items {
+        let label = format!("{item:?}");
+        match CatchPanic::new(work(item)).await {
+            Ok(Ok(())) => report.succeeded += 1,
+            Ok(Err(error)) => report.failed.push((label, error)),
+            Err(mut panic) => {
+                tracing::error!(
+                    batch = what, item = %label, panic = %panic.message,
+                    location = panic.location.as_deref().unwrap_or("unknown"),
+                    "item panicked; processing the rest"
+                );
+                panic.step.get_or_insert(label);
+                first_panic.get_or_insert(panic);
+            }
+        }
+    }
+    raise_after(what, first_panic, &report.failed);
+    report
+}
+
+/// Like [`run_batch`] for a rotating sweep: after each item's `check` ends, however it ends
+/// (success, error or panic), `stamp` records that it was checked, so an item whose check
+/// panics rotates to the back of a least-recently-checked-first listing instead of coming back
+/// first on every tick and blocking the items behind it.
+///
+/// A `stamp` error is collected like a check error.
+///
+/// # Panics
+///
+/// As [`run_batch`]: the first check's panic is raised again after the last item.
+pub async fn sweep_rotating<T, E>(
+    what: &str,
+    items: impl IntoIterator<Item = T>,
+    mut check: impl AsyncFnMut(&T) -> Result<(), E>,
+    mut stamp: impl AsyncFnMut(&T) -> Result<(), E>,
+) -> BatchReport<E>
+where
+    T: Debug,
+    E: Display,
+{
+    let mut report = BatchReport {
+        succeeded: 0,
+        failed: Vec::new(),
+    };
+    let mut first_panic = None;
+    for item in items {
+        let label = format!("{item:?}");
+        let checked = CatchPanic::new(check(&item)).await;
+        let stamped = stamp(&item).await;
+        match checked {
+            Ok(Ok(())) => report.succeeded += 1,
+            Ok(Err(error)) => report.failed.push((label.clone(), error)),
+            Err(mut panic) => {
+                tracing::error!(
+                    batch = what, item = %label, panic = %panic.message,
+                    location = panic.location.as_deref().unwrap_or("unknown"),
+                    "check panicked; stamped the item so it rotates, checking the rest"
+                );
+                panic.step.get_or_insert(label.clone());
+                first_panic.get_or_insert(panic);
+            }
+        }
+        if let Err(error) = stamped {
+            report.failed.push((label, error));
+        }
+    }
+    raise_after(what, first_panic, &report.failed);
+    report
+}

@@ -1,0 +1,490 @@
+//! One granted tick: run the job beside its heartbeat, decide the outcome, release.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use leader_core::lease::Grant;
+use leader_core::{ReleaseOutcome, Timings};
+use sqlx::PgPool;
+use tokio::time::{Instant, sleep_until};
+use tokio_util::sync::CancellationToken;
+
+use crate::cancel::{CancelCause, TickCancellation};
+use crate::context::TickContext;
+use crate::heartbeat::keep_alive;
+use crate::panic_capture::{CatchPanic, CaughtPanic, catch};
+use crate::registry::JobError;
+use crate::role_spec::RoleSpec;
+use crate::statements::LeaseStatements;
+
+/// How the job's future ended.
+#[derive(Debug)]
+pub(crate) enum TickEnd {
+    /// The job returned.
+    Returned(Result<(), JobError>),
+    /// The job panicked.
+    Panicked(CaughtPanic),
+    /// The job did not return within the grace period after its tick was cancelled, and was
+    /// dropped.
+    Abandoned,
+}
+
+/// What the runtime did with a tick.
+#[derive(Debug)]
+#[cfg_attr(
+    not(test),
+    expect(dead_code, reason = "asserted by the paused-clock tests")
+)]
+pub(crate) struct TickReport {
+    /// The label used in logs and the tick-duration metric: completed, failed, panicked,
+    /// interrupted or lost.
+    pub label: &'static str,
+    /// The RELEASE sent, if any (none after a heartbeat timeout).
+    pub release: Option<ReleaseOutcome>,
+    /// Why the tick was cancelled, if it was.
+    pub cause: Option<CancelCause>,
+    /// The job's panic, if it panicked.
+    pub panic: Option<CaughtPanic>,
+}
+
+/// The outcome rules, in the order they are checked:
+///
+/// 1. A loss wins over everything: a tick whose lease was lost is released as lost even if its
+///    work then panicked or failed (after a heartbeat timeout nothing at all is sent).
+/// 2. A shutdown wins over a panic: the tick is released as interrupted, so a deploy adds no
+///    wait, and the panic is still logged.
+/// 3. A panic is released as panicked (cooldown one interval).
+/// 4. A job that returned an error did not complete: released as interrupted (short cooldown).
+/// 5. Otherwise the tick completed.
+pub(crate) fn decide(
+    cause: Option<CancelCause>,
+    end: &TickEnd,
+) -> (Option<ReleaseOutcome>, &'static str) {
+    match (cause, end) {
+        (Some(CancelCause::HeartbeatTimeout), _) => (None, "lost"),
+        (Some(cause), _) if cause.is_loss() => (Some(ReleaseOutcome::Lost), "lost"),
+        (Some(_), _) => (Some(ReleaseOutcome::Interrupted), "interrupted"),
+        (None, TickEnd::Panicked(_)) => (Some(ReleaseOutcome::Panicked), "panicked"),
+        (None, TickEnd::Returned(Err(_))) => (Some(ReleaseOutcome::Interrupted), "failed"),
+        (None, TickEnd::Returned(Ok(()))) => (Some(ReleaseOutcome::Completed), "completed"),
+        (None, TickEnd::Abandoned) => (Some(ReleaseOutcome::Interrupted), "interrupted"),
+    }
+}
+
+/// Everything a tick needs besides its grant.
+pub(crate) struct TickEnv<'a> {
+    pub statements: &'a dyn LeaseStatements,
+    pub timings: &'a Timings,
+    pub grace: Duration,
+    pub shutdown: &'a CancellationToken,
+    pub pool: &'a PgPool,
+}
+
+/// Runs one tick of `spec` under `grant`, whose ACQUIRE was sent at `acquire_sent`.
+pub(crate) async fn run_tick(
+    env: &TickEnv<'_>,
+    spec: &Arc<RoleSpec>,
+    grant: Grant,
+    acquire_sent: Instant,
+) -> TickReport {
+    let fence = grant.fence;
+    let role = fence.role();
+    let token = fence.token();
+    tracing::info!(%role, token, job = %spec.name, "became leader");
+    let started = Instant::now();
+    let cancellation = TickCancellation::new();
+    let context = TickContext::new(fence, cancellation.clone(), grant.db_now, env.pool.clone());
+
+    let end = match catch(|| (spec.job)(context)) {
+        Err(panic) => TickEnd::Panicked(panic),
+        Ok(job) => {
+            let work = CatchPanic::new(job);
+            let heartbeat = keep_alive(
+                env.statements,
+                fence,
+                env.timings,
+                acquire_sent,
+                &cancellation,
+            );
+            tokio::pin!(work, heartbeat);
+            let mut beating = true;
+            // Set once the tick is cancelled: the work is dropped if it has not returned by then.
+            let mut give_up_at: Option<Instant> = None;
+            let far_future = started + Duration::from_secs(86_400 * 365);
+            loop {
+                tokio::select! {
+                    result = &mut work => break match result {
+                        Ok(returned) => TickEnd::Returned(returned),
+                        Err(panic) => TickEnd::Panicked(panic),
+                    },
+                    () = &mut heartbeat, if beating => {
+                        beating = false;
+                        give_up_at.get_or_insert(Instant::now() + env.grace);
+                    }
+                    () = env.shutdown.cancelled(), if !cancellation.is_cancelled() => {
+                        cancellation.cancel(CancelCause::Shutdown);
+                        give_up_at.get_or_insert(Instant::now() + env.grace);
+                    }
+                    () = sleep_until(give_up_at.unwrap_or(far_future)), if give_up_at.is_some() => {
+                        break TickEnd::Abandoned;
+                    }
+                }
+            }
+        }
+    };
+    // The heartbeat future is dropped here: no RENEW starts after the work has ended.
+
+    let cause = cancellation.cause();
+    let (release, label) = decide(cause, &end);
+    let elapsed = started.elapsed();
+    match &end {
+        TickEnd::Panicked(panic) => {
+            tracing::error!(
+                %role, token, job = %spec.name, panic = %panic.message,
+                location = panic.location.as_deref().unwrap_or("unknown"),
+                step = panic.step.as_deref().unwrap_or("-"),
+                "tick panicked"
+            );
+        }
+        TickEnd::Returned(Err(error)) => {
+            tracing::warn!(%role, token, job = %spec.name, %error, "job returned an error");
+        }
+        TickEnd::Abandoned => {
+            tracing::warn!(%role, token, job = %spec.name, grace = ?env.grace, "job did not stop within the grace period; dropped it");
+        }
+        TickEnd::Returned(Ok(())) => {}
+    }
+    if let Some(cause) = cause.filter(|c| c.is_loss()) {
+        tracing::warn!(%role, token, reason = %cause, "lost the lease");
+        crate::metrics::lease_lost(role, cause.as_str());
+    } else if matches!(end, TickEnd::Panicked(_)) && cause.is_none() {
+        crate::metrics::lease_lost(role, "panicked");
+    }
+    crate::metrics::tick_finished(role, label, elapsed);
+
+    if let Some(outcome) = release {
+        match env.statements.release(fence, outcome, spec.every).await {
+            Ok(released) => {
+                tracing::info!(%role, token, %outcome, changed = released.changed, "released");
+            }
+            Err(error) => {
+                tracing::warn!(%role, token, %outcome, %error, "RELEASE failed; the lease runs out after its TTL");
+            }
+        }
+    } else {
+        tracing::info!(%role, token, "sent nothing more for the abandoned tick; the lease runs out after its TTL");
+    }
+    let panic = match end {
+        TickEnd::Panicked(panic) => Some(panic),
+        _ => None,
+    };
+    TickReport {
+        label,
+        release,
+        cause,
+        panic,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use leader_core::lease::{LossReason, Renewed};
+    use leader_core::{ReleaseOutcome, Timings};
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+    use sqlx::postgres::PgPoolOptions;
+    use tokio::time::Instant;
+    use tokio_util::sync::CancellationToken;
+
+    use super::{TickEnv, TickReport, run_tick};
+    use crate::cancel::CancelCause;
+    use crate::context::TickContext;
+    use crate::fake::{Call, FakeStatements, extended};
+    use crate::panic_guard::Steps;
+    use crate::registry::{JobError, JobFuture};
+    use crate::role_spec::RoleSpec;
+
+    const fn s(secs: u64) -> Duration {
+        Duration::from_secs(secs)
+    }
+
+    fn spec(job: impl Fn(TickContext) -> JobFuture + Send + Sync + 'static) -> Arc<RoleSpec> {
+        Arc::new(RoleSpec {
+            role: leader_core::Role::from_static("alpha"),
+            every: s(3_600),
+            job: Arc::new(job),
+            name: "test_job".into(),
+        })
+    }
+
+    /// Runs one tick with the fake statements; `shutdown_at` cancels the runtime at that time.
+    async fn tick(
+        fake: &FakeStatements,
+        spec: Arc<RoleSpec>,
+        shutdown_at: Option<Duration>,
+    ) -> TickReport {
+        crate::panic_capture::install();
+        let pool = PgPoolOptions::new()
+            .connect_lazy("postgres://unused@localhost/unused")
+            .unwrap();
+        let shutdown = CancellationToken::new();
+        if let Some(at) = shutdown_at {
+            let shutdown = shutdown.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(at).await;
+                shutdown.cancel();
+            });
+        }
+        let env = TickEnv {
+            statements: fake,
+            timings: &Timings::DEFAULT,
+            grace: s(5),
+            shutdown: &shutdown,
+            pool: &pool,
+        };
+        run_tick(&env, &spec, FakeStatements::grant("alpha"), Instant::now()).await
+    }
+
+    fn releases(fake: &FakeStatements) -> Vec<ReleaseOutcome> {
+        fake.calls()
+            .into_iter()
+            .filter_map(|call| match call {
+                Call::Release(_, outcome) => Some(outcome),
+                Call::Renew(_) => None,
+            })
+            .collect()
+    }
+
+    fn boxed<F: Future<Output = Result<(), JobError>> + Send + 'static>(f: F) -> JobFuture {
+        Box::pin(f)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_returning_job_completes() {
+        let fake = FakeStatements::new(vec![]);
+        let report = tick(
+            &fake,
+            spec(|_| {
+                boxed(async {
+                    tokio::time::sleep(s(7)).await;
+                    Ok(())
+                })
+            }),
+            None,
+        )
+        .await;
+        assert_eq!(
+            (report.label, report.release),
+            ("completed", Some(ReleaseOutcome::Completed))
+        );
+        assert_eq!(fake.calls()[..2], [Call::Renew(s(3)), Call::Renew(s(6))]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_panicking_job_is_released_as_panicked_and_says_where() {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        let _guard = metrics::set_default_local_recorder(&recorder);
+        let fake = FakeStatements::new(vec![]);
+        let report = tick(
+            &fake,
+            spec(|_| {
+                boxed(async {
+                    tokio::time::sleep(s(1)).await;
+                    panic!("malformed row 17");
+                })
+            }),
+            None,
+        )
+        .await;
+        assert_eq!(
+            (report.label, report.release),
+            ("panicked", Some(ReleaseOutcome::Panicked))
+        );
+        let panic = report.panic.expect("the panic is reported");
+        assert_eq!(panic.message, "malformed row 17");
+        assert!(
+            panic.location.as_deref().unwrap_or("").contains("tick.rs"),
+            "{panic:?}"
+        );
+        assert_eq!(releases(&fake), [ReleaseOutcome::Panicked]);
+        let panicked = snapshotter
+            .snapshot()
+            .into_vec()
+            .into_iter()
+            .find(|(key, ..)| {
+                key.key().name() == "leader_lease_lost_total"
+                    && key.key().labels().any(|l| l.value() == "panicked")
+            });
+        assert!(
+            matches!(panicked, Some((_, _, _, DebugValue::Counter(1)))),
+            "{panicked:?}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_job_that_fails_to_build_its_future_is_a_panic_too() {
+        let fake = FakeStatements::new(vec![]);
+        let report = tick(&fake, spec(|_| panic!("bad config")), None).await;
+        assert_eq!(report.release, Some(ReleaseOutcome::Panicked));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_panic_after_shutdown_is_released_as_interrupted() {
+        let fake = FakeStatements::new(vec![]);
+        let report = tick(
+            &fake,
+            spec(|tick| {
+                boxed(async move {
+                    tick.cancelled().await;
+                    panic!("panicked while stopping");
+                })
+            }),
+            Some(s(2)),
+        )
+        .await;
+        assert_eq!(report.cause, Some(CancelCause::Shutdown));
+        assert_eq!(
+            (report.label, report.release),
+            ("interrupted", Some(ReleaseOutcome::Interrupted))
+        );
+        assert!(report.panic.is_some(), "the panic is still reported");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_panic_after_a_loss_reports_only_the_loss() {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        let _guard = metrics::set_default_local_recorder(&recorder);
+        let fake = FakeStatements::new(vec![(
+            Duration::ZERO,
+            Ok(Renewed::Lost(LossReason::TakenOver)),
+        )]);
+        let report = tick(
+            &fake,
+            spec(|tick| {
+                boxed(async move {
+                    tick.cancelled().await;
+                    panic!("panicked on the cancelled claim");
+                })
+            }),
+            None,
+        )
+        .await;
+        assert_eq!(
+            report.cause,
+            Some(CancelCause::LeaseLost(LossReason::TakenOver))
+        );
+        assert_eq!(
+            (report.label, report.release),
+            ("lost", Some(ReleaseOutcome::Lost))
+        );
+        let reasons: Vec<String> = snapshotter
+            .snapshot()
+            .into_vec()
+            .into_iter()
+            .filter(|(key, ..)| key.key().name() == "leader_lease_lost_total")
+            .filter(|(.., value)| *value == DebugValue::Counter(1))
+            .flat_map(|(key, ..)| {
+                key.key()
+                    .labels()
+                    .map(|l| l.value().to_owned())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        assert_eq!(reasons, ["alpha", "taken_over"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn after_a_heartbeat_timeout_nothing_more_is_sent() {
+        let fake = FakeStatements::new(vec![(s(3_600), extended())]);
+        let report = tick(
+            &fake,
+            spec(|tick| {
+                boxed(async move {
+                    let cause = tick.cancelled().await;
+                    assert_eq!(cause, CancelCause::HeartbeatTimeout);
+                    Ok(())
+                })
+            }),
+            None,
+        )
+        .await;
+        assert_eq!((report.label, report.release), ("lost", None));
+        assert_eq!(fake.calls(), [Call::Renew(s(3))], "no RELEASE either");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_job_error_is_not_a_completion() {
+        let fake = FakeStatements::new(vec![]);
+        let report = tick(
+            &fake,
+            spec(|_| boxed(async { Err("the API is down".into()) })),
+            None,
+        )
+        .await;
+        assert_eq!(
+            (report.label, report.release),
+            ("failed", Some(ReleaseOutcome::Interrupted))
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_job_ignoring_shutdown_is_dropped_after_the_grace_period_and_released() {
+        let fake = FakeStatements::new(vec![]);
+        let report = tick(
+            &fake,
+            spec(|_| {
+                boxed(async {
+                    tokio::time::sleep(s(3_600)).await;
+                    Ok(())
+                })
+            }),
+            Some(s(1)),
+        )
+        .await;
+        assert_eq!(report.release, Some(ReleaseOutcome::Interrupted));
+        let released_at = fake.calls().into_iter().find_map(|c| match c {
+            Call::Release(at, _) => Some(at),
+            Call::Renew(_) => None,
+        });
+        assert_eq!(released_at, Some(s(6)), "shutdown at 1 s + 5 s grace");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_step_panic_lets_the_later_steps_run_then_releases_as_panicked() {
+        let fake = FakeStatements::new(vec![]);
+        let ran = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = ran.clone();
+        let report = tick(
+            &fake,
+            spec(move |_| {
+                let log = log.clone();
+                boxed(async move {
+                    let mut steps = Steps::new("alpha");
+                    steps
+                        .run("first", async { log.lock().unwrap().push("first") })
+                        .await;
+                    steps.run("second", async { panic!("second broke") }).await;
+                    steps
+                        .run("third", async { log.lock().unwrap().push("third") })
+                        .await;
+                    steps.finish();
+                    Ok(())
+                })
+            }),
+            None,
+        )
+        .await;
+        assert_eq!(*ran.lock().unwrap(), ["first", "third"]);
+        assert_eq!(report.release, Some(ReleaseOutcome::Panicked));
+        let panic = report.panic.unwrap();
+        assert_eq!(
+            (panic.message.as_str(), panic.step.as_deref()),
+            ("second broke", Some("second"))
+        );
+        assert!(panic.location.unwrap().contains("tick.rs"));
+    }
+}
