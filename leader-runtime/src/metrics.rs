@@ -49,7 +49,10 @@ pub(crate) async fn read_status(pool: &PgPool) -> Result<Vec<RoleStatus>, sqlx::
     // A simple query (no bind parameters), so it works through a transaction-mode pooler.
     let rows = sqlx::raw_sql(
         "SELECT role,
-                greatest(extract(epoch FROM now() - last_tick_ended_at), 0)::float8 AS age,
+                -- greatest() skips NULLs, so a role that never completed must stay NULL here.
+                CASE WHEN last_tick_ended_at IS NOT NULL
+                     THEN greatest(extract(epoch FROM now() - last_tick_ended_at), 0)::float8
+                END AS age,
                 paused_at IS NOT NULL AS paused
            FROM leader_leases",
     )

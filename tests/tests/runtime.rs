@@ -1,0 +1,570 @@
+//! The runtime against a real PostgreSQL (and through PgBouncer on the pooler pass): contention,
+//! takeover, pause, shutdown and panics. Figures (takeover times) are printed, never asserted.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::*;
+use leader_runtime::panic_guard::Steps;
+use leader_runtime::{CancelCause, JobError, Role, Runtime, TickContext};
+use leader_testkit::TestDb;
+use sqlx::{PgPool, Row};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// Records every tick's holder, token and span in `ticks`, inside a transaction (bind parameters
+/// behind a transaction-mode pooler need one).
+async fn record_start(tick: &TickContext, holder: &str) -> Result<i64, JobError> {
+    let mut tx = tick.pool().begin().await?;
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO ticks (role, holder, token, started_at) VALUES ($1, $2, $3, clock_timestamp()) RETURNING id",
+    )
+    .persistent(false)
+    .bind(tick.role())
+    .bind(holder)
+    .bind(tick.fence().token())
+    .fetch_one(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(id)
+}
+
+async fn record_end(pool: &PgPool, id: i64, note: &str) -> Result<(), JobError> {
+    let mut tx = pool.begin().await?;
+    sqlx::query("UPDATE ticks SET ended_at = clock_timestamp(), note = $2 WHERE id = $1")
+        .persistent(false)
+        .bind(id)
+        .bind(note)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+async fn tick_db() -> TestDb {
+    let db = database().await;
+    db.exec(
+        "CREATE TABLE ticks (id bigserial PRIMARY KEY, role text NOT NULL, holder text NOT NULL,
+                             token bigint NOT NULL, started_at timestamptz NOT NULL,
+                             ended_at timestamptz, note text)",
+    )
+    .await;
+    db
+}
+
+fn start(
+    runtime: Runtime,
+) -> (
+    JoinHandle<Result<(), leader_runtime::Error>>,
+    CancellationToken,
+) {
+    let shutdown = CancellationToken::new();
+    (tokio::spawn(runtime.run(shutdown.clone())), shutdown)
+}
+
+/// A job that records its tick and works for `work` (stopping early if cancelled).
+fn recording_job(
+    holder: &'static str,
+    work: Duration,
+) -> impl Fn(TickContext) -> std::pin::Pin<Box<dyn Future<Output = Result<(), JobError>> + Send>>
++ Send
++ Sync
++ 'static {
+    move |tick: TickContext| {
+        Box::pin(async move {
+            let id = record_start(&tick, holder).await?;
+            let note = tokio::select! {
+                () = tokio::time::sleep(work) => "done".to_owned(),
+                cause = tick.cancelled() => cause.to_string(),
+            };
+            record_end(tick.pool(), id, &note).await
+        })
+    }
+}
+
+async fn count(db: &TestDb, sql: &'static str) -> i64 {
+    sqlx::raw_sql(sql)
+        .fetch_one(db.admin())
+        .await
+        .unwrap()
+        .get(0)
+}
+
+async fn wait_until(db: &TestDb, sql: &'static str, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if count(db, sql).await > 0 {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
+
+fn runtime(
+    db: &TestDb,
+    holder: &'static str,
+    roles: &[Role],
+    every: Duration,
+    work: Duration,
+) -> Runtime {
+    let mut builder = Runtime::builder(db.pool().clone())
+        .timings(FAST)
+        .holder_id(holder)
+        .shutdown_grace(Duration::from_secs(2));
+    for &role in roles {
+        builder = builder.role(role, every, recording_job(holder, work));
+    }
+    builder.build().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_runtimes_never_lead_a_role_at_the_same_time() {
+    let db = tick_db().await;
+    let (a, stop_a) = start(runtime(
+        &db,
+        "replica-a",
+        &[ALPHA, BETA],
+        Duration::from_millis(20),
+        Duration::from_millis(60),
+    ));
+    let (b, stop_b) = start(runtime(
+        &db,
+        "replica-b",
+        &[ALPHA, BETA],
+        Duration::from_millis(20),
+        Duration::from_millis(60),
+    ));
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    stop_a.cancel();
+    stop_b.cancel();
+    a.await.unwrap().unwrap();
+    b.await.unwrap().unwrap();
+
+    let per_role = count(
+        &db,
+        "SELECT min(n) FROM (SELECT count(*) AS n FROM ticks GROUP BY role) t",
+    )
+    .await;
+    assert!(per_role >= 5, "each role ticked several times: {per_role}");
+    let overlaps = count(
+        &db,
+        "SELECT count(*) FROM ticks x JOIN ticks y
+             ON x.role = y.role AND x.id < y.id
+            AND tstzrange(x.started_at, x.ended_at) && tstzrange(y.started_at, y.ended_at)",
+    )
+    .await;
+    assert_eq!(overlaps, 0, "two ticks of one role overlapped");
+    let unfinished = count(&db, "SELECT count(*) FROM ticks WHERE ended_at IS NULL").await;
+    assert_eq!(unfinished, 0, "every tick ended before shutdown returned");
+    let out_of_order = count(
+        &db,
+        "SELECT count(*) FROM (SELECT token, lag(token) OVER (PARTITION BY role ORDER BY started_at) AS prev
+                                 FROM ticks) t WHERE token <= prev",
+    )
+    .await;
+    assert_eq!(out_of_order, 0, "tokens grow from tick to tick");
+    let holders = count(&db, "SELECT count(DISTINCT holder) FROM ticks").await;
+    println!("ticks by {holders} replica(s); no overlap");
+    let released = count(
+        &db,
+        "SELECT count(*) FROM leader_leases WHERE holder_id IS NOT NULL",
+    )
+    .await;
+    assert_eq!(released, 0, "shutdown released every lease");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_leader_stopped_without_releasing_is_replaced_once_its_lease_expires() {
+    let db = tick_db().await;
+    let (a, _stop_a) = start(runtime(
+        &db,
+        "replica-a",
+        &[ALPHA],
+        Duration::from_millis(10),
+        Duration::from_secs(3_600),
+    ));
+    assert!(
+        wait_until(
+            &db,
+            "SELECT count(*) FROM ticks WHERE holder = 'replica-a'",
+            Duration::from_secs(10)
+        )
+        .await
+    );
+    let (b, stop_b) = start(runtime(
+        &db,
+        "replica-b",
+        &[ALPHA],
+        Duration::from_millis(10),
+        Duration::from_secs(3_600),
+    ));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM ticks WHERE holder = 'replica-b'").await,
+        0,
+        "b waits while a renews"
+    );
+
+    // The leader dies: its tasks stop, nothing is released.
+    a.abort();
+    let killed = Instant::now();
+    assert!(a.await.unwrap_err().is_cancelled());
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM leader_leases WHERE role = 'alpha' AND holder_id = 'replica-a'"
+        )
+        .await,
+        1
+    );
+    assert!(
+        wait_until(
+            &db,
+            "SELECT count(*) FROM ticks WHERE holder = 'replica-b'",
+            Duration::from_secs(30)
+        )
+        .await,
+        "b takes over once a's lease runs out"
+    );
+    println!(
+        "takeover after the leader stopped: {:?} (TTL {:?}, max poll {:?})",
+        killed.elapsed(),
+        FAST.ttl(),
+        FAST.max_poll()
+    );
+    stop_b.cancel();
+    b.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn pause_cancels_the_running_tick_and_unpause_resumes_at_the_next_poll() {
+    let db = tick_db().await;
+    let (a, stop_a) = start(runtime(
+        &db,
+        "replica-a",
+        &[ALPHA],
+        Duration::from_millis(10),
+        Duration::from_secs(3_600),
+    ));
+    let (b, stop_b) = start(runtime(
+        &db,
+        "replica-b",
+        &[ALPHA],
+        Duration::from_millis(10),
+        Duration::from_secs(3_600),
+    ));
+    assert!(wait_until(&db, "SELECT count(*) FROM ticks", Duration::from_secs(10)).await);
+    let paused_at = Instant::now();
+    db.exec("SELECT leader_pause('alpha', 'tests', 'mid-tick')")
+        .await;
+    assert!(
+        wait_until(
+            &db,
+            "SELECT count(*) FROM ticks WHERE note = 'paused'",
+            Duration::from_secs(10)
+        )
+        .await,
+        "the running tick is cancelled with cause paused"
+    );
+    println!(
+        "pause to cancelled work: {:?} (heartbeat {:?})",
+        paused_at.elapsed(),
+        FAST.heartbeat()
+    );
+    // Several polls of both runtimes go by: nobody leads.
+    tokio::time::sleep(FAST.max_poll() * 3).await;
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM ticks").await,
+        1,
+        "no ACQUIRE is granted while paused"
+    );
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM leader_leases WHERE holder_id IS NOT NULL"
+        )
+        .await,
+        0
+    );
+
+    db.exec("SELECT leader_unpause('alpha')").await;
+    db.exec("UPDATE leader_leases SET not_before = NULL WHERE role = 'alpha'")
+        .await;
+    assert!(
+        wait_until(
+            &db,
+            "SELECT count(*) FROM ticks WHERE id > 1",
+            FAST.max_poll() * 4
+        )
+        .await,
+        "a runtime leads again after unpause"
+    );
+    stop_a.cancel();
+    stop_b.cancel();
+    a.await.unwrap().unwrap();
+    b.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_clean_shutdown_releases_at_once_and_the_other_replica_leads_next() {
+    let db = tick_db().await;
+    let every = Duration::from_millis(200);
+    let (a, stop_a) = start(runtime(
+        &db,
+        "replica-a",
+        &[ALPHA],
+        every,
+        Duration::from_secs(3_600),
+    ));
+    assert!(
+        wait_until(
+            &db,
+            "SELECT count(*) FROM ticks WHERE holder = 'replica-a'",
+            Duration::from_secs(10)
+        )
+        .await
+    );
+    let (b, stop_b) = start(runtime(
+        &db,
+        "replica-b",
+        &[ALPHA],
+        every,
+        Duration::from_secs(3_600),
+    ));
+
+    let stopping = Instant::now();
+    stop_a.cancel();
+    a.await.unwrap().unwrap();
+    let row = lease(&db, ALPHA).await;
+    assert!(
+        row.holder_id.is_none(),
+        "released when run() returned, not left to expire"
+    );
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM ticks WHERE note = 'shutdown'").await,
+        1
+    );
+    let cooldown = row.cooldown_ms.unwrap();
+    assert!(
+        cooldown <= every.as_millis() as f64,
+        "interrupted: cooldown min(interval, 60 s), got {cooldown} ms"
+    );
+    assert!(
+        wait_until(
+            &db,
+            "SELECT count(*) FROM ticks WHERE holder = 'replica-b'",
+            FAST.ttl()
+        )
+        .await,
+        "b leads at its next poll after the cooldown, well before a's TTL would have run out"
+    );
+    println!(
+        "shutdown to the other replica leading: {:?}",
+        stopping.elapsed()
+    );
+    stop_b.cancel();
+    b.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_panicking_tick_is_not_a_completion_and_everything_else_goes_on() {
+    let recorder = metrics_util::debugging::DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    recorder.install().unwrap();
+
+    let db = tick_db().await;
+    let every = Duration::from_secs(120);
+    let steps_ran = Arc::new(Mutex::new(Vec::<&'static str>::new()));
+    let log = steps_ran.clone();
+    let runtime = Runtime::builder(db.pool().clone())
+        .timings(FAST)
+        .holder_id("replica-a")
+        .status_every(Duration::from_millis(100))
+        .role(ALPHA, every, move |tick: TickContext| {
+            let log = log.clone();
+            async move {
+                record_start(&tick, "replica-a").await?;
+                let mut steps = Steps::new("alpha");
+                steps
+                    .run("first", async { log.lock().unwrap().push("first") })
+                    .await;
+                steps
+                    .run("second", async { panic!("subscription 17 has no plan") })
+                    .await;
+                steps
+                    .run("third", async { log.lock().unwrap().push("third") })
+                    .await;
+                steps.finish();
+                Ok::<(), JobError>(())
+            }
+        })
+        .role(
+            BETA,
+            Duration::from_millis(50),
+            recording_job("replica-a", Duration::from_millis(10)),
+        )
+        .build()
+        .unwrap();
+    let (handle, stop) = start(runtime);
+    assert!(
+        wait_until(
+            &db,
+            "SELECT count(*) FROM ticks WHERE role = 'alpha'",
+            Duration::from_secs(10)
+        )
+        .await
+    );
+    assert!(
+        wait_until(
+            &db,
+            "SELECT count(*) FROM leader_leases WHERE role = 'alpha' AND not_before IS NOT NULL",
+            Duration::from_secs(5)
+        )
+        .await
+    );
+    let betas_before = count(&db, "SELECT count(*) FROM ticks WHERE role = 'beta'").await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert!(
+        count(&db, "SELECT count(*) FROM ticks WHERE role = 'beta'").await > betas_before,
+        "the other role keeps ticking"
+    );
+    assert_eq!(
+        *steps_ran.lock().unwrap(),
+        ["first", "third"],
+        "the later step ran"
+    );
+    let row = lease(&db, ALPHA).await;
+    assert!(
+        row.last_tick_ended_at.is_none() && row.last_tick_holder.is_none(),
+        "not a completion"
+    );
+    let cooldown = row.cooldown_ms.unwrap();
+    assert!(
+        cooldown > 110_000.0 && cooldown <= 120_000.0,
+        "one full interval: {cooldown} ms"
+    );
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM ticks WHERE role = 'alpha'").await,
+        1,
+        "not retried before the cooldown"
+    );
+
+    let snapshot = snapshotter.snapshot().into_hashmap();
+    let value = |name: &str, labels: &[(&str, &str)]| {
+        snapshot
+            .iter()
+            .find(|(key, _)| {
+                key.key().name() == name
+                    && labels
+                        .iter()
+                        .all(|(k, v)| key.key().labels().any(|l| l.key() == *k && l.value() == *v))
+            })
+            .map(|(_, (_, _, value))| value)
+    };
+    use metrics_util::debugging::DebugValue;
+    assert_eq!(
+        value(
+            "leader_lease_lost_total",
+            &[("role", "alpha"), ("reason", "panicked")]
+        ),
+        Some(&DebugValue::Counter(1))
+    );
+    assert_eq!(
+        value(
+            "leader_lease_lost_total",
+            &[("role", "beta"), ("reason", "panicked")]
+        ),
+        Some(&DebugValue::Counter(0)),
+        "the panicked series exists from the start"
+    );
+    assert_eq!(
+        value(
+            "leader_last_tick_unknown",
+            &[("role", "alpha"), ("reason", "never_ran")]
+        ),
+        Some(&DebugValue::Gauge(1.0.into())),
+        "a role that never completed has no age, only the never_ran series"
+    );
+    assert!(value("leader_last_tick_age_seconds", &[("role", "alpha")]).is_none());
+    assert!(value("leader_last_tick_age_seconds", &[("role", "beta")]).is_some());
+    stop.cancel();
+    handle.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_panic_after_shutdown_is_released_as_interrupted() {
+    let db = tick_db().await;
+    let every = Duration::from_secs(600);
+    let runtime = Runtime::builder(db.pool().clone())
+        .timings(FAST)
+        .holder_id("replica-a")
+        .role(ALPHA, every, |tick: TickContext| async move {
+            record_start(&tick, "replica-a").await?;
+            let cause = tick.cancelled().await;
+            assert_eq!(cause, CancelCause::Shutdown);
+            panic!("panicked while shutting down");
+            #[allow(unreachable_code)]
+            Ok::<(), JobError>(())
+        })
+        .build()
+        .unwrap();
+    let (handle, stop) = start(runtime);
+    assert!(wait_until(&db, "SELECT count(*) FROM ticks", Duration::from_secs(10)).await);
+    stop.cancel();
+    handle.await.unwrap().unwrap();
+    let row = lease(&db, ALPHA).await;
+    assert!(row.holder_id.is_none());
+    let cooldown = row.cooldown_ms.unwrap();
+    assert!(
+        cooldown <= 60_000.0 && cooldown > 50_000.0,
+        "interrupted (min(interval, 60 s)), not panicked (600 s): {cooldown} ms"
+    );
+}
+
+#[tokio::test]
+async fn start_up_refuses_roles_the_database_does_not_list() {
+    let db = tick_db().await;
+    let runtime = Runtime::builder(db.pool().clone())
+        .role(
+            Role::from_static("delta"),
+            Duration::from_secs(1),
+            recording_job("x", Duration::ZERO),
+        )
+        .build()
+        .unwrap();
+    let err = runtime.run(CancellationToken::new()).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("role `delta` is not in the leader_leases_role_registered CHECK"),
+        "{err}"
+    );
+
+    let err = Runtime::builder(db.pool().clone())
+        .role(
+            ALPHA,
+            Duration::from_secs(1),
+            recording_job("x", Duration::ZERO),
+        )
+        .role(
+            ALPHA,
+            Duration::from_secs(2),
+            recording_job("y", Duration::ZERO),
+        )
+        .build()
+        .err()
+        .unwrap();
+    assert!(
+        err.to_string().contains("role `alpha` is led by two jobs"),
+        "{err}"
+    );
+    let err = Runtime::builder(db.pool().clone())
+        .role(ALPHA, Duration::ZERO, recording_job("x", Duration::ZERO))
+        .build()
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("must be at least 1 ms"), "{err}");
+}
