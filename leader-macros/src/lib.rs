@@ -1,12 +1,108 @@
-//! Work in progress: replaced by the macros implementation.
+//! `#[leader_role]` and `#[fenced]`: role registration and compile-time fence checks for
+//! [`leader-runtime`](https://docs.rs/leader-runtime).
+//!
+//! Use them through `leader_runtime`, whose paths their expansions name.
+
+mod fenced;
+mod interval;
+mod leader_role;
+mod migrations;
+
 use proc_macro::TokenStream;
 
+/// Registers an async fn as the job of a leader role: the runtime runs it on exactly one replica
+/// at a time, every interval.
+///
+/// # Usage
+///
+/// ```ignore
+/// use leader_runtime::{leader_role, TickContext};
+///
+/// #[leader_role("billing", every = "1h")]
+/// async fn bill(tick: TickContext) -> Result<(), BillingError> {
+///     // claim work with `tick.fence()` ...
+///     Ok(())
+/// }
+/// ```
+///
+/// * The role name starts with a lowercase ASCII letter, then lowercase letters, digits or `_`,
+///   at most 63 bytes.
+/// * `every` is a whole number and a unit: `"250ms"`, `"90s"`, `"5m"`, `"1h"`, `"1d"`.
+/// * The fn is `async fn name(tick: TickContext) -> Result<(), E>`, with `E` converting into
+///   `Box<dyn Error + Send + Sync>`.
+/// * The macro defines the constant `BILLING: Role` (the role name in upper case), so two jobs
+///   for one role in one module fail to compile. The runtime refuses duplicates across modules.
+/// * If a `.sql` file in the crate's `migrations/` folder (or `migrations = "db/migrations"`,
+///   relative to the crate's directory) defines the `leader_leases_role_registered` constraint,
+///   the role must be listed in its `CHECK (role IN (..))`: the last such file (by name, skipping
+///   `*.down.sql`) wins. The file is included in the build so editing it re-runs the check; a
+///   *new* migration file is only seen when the crate rebuilds (a `build.rs` printing
+///   `cargo:rerun-if-changed=migrations` makes that automatic). The runtime checks the database
+///   itself at start-up in any case.
+///
+/// # Equivalent code without the macro
+///
+/// ```ignore
+/// async fn bill(tick: TickContext) -> Result<(), BillingError> { /* ... */ }
+///
+/// /// The `billing` leader role, led by [`bill`] every 1h.
+/// const BILLING: leader_runtime::Role = leader_runtime::Role::from_static("billing");
+///
+/// leader_runtime::__private::inventory::submit! {
+///     leader_runtime::__private::JobRegistration {
+///         role: BILLING,
+///         every: std::time::Duration::from_secs(3600),
+///         job: |tick| Box::pin(async move { bill(tick).await.map_err(Into::into) }),
+///         name: concat!(module_path!(), "::bill"),
+///     }
+/// }
+/// ```
 #[proc_macro_attribute]
-pub fn leader_role(_args: TokenStream, item: TokenStream) -> TokenStream {
-    item
+pub fn leader_role(args: TokenStream, item: TokenStream) -> TokenStream {
+    leader_role::leader_role(args.into(), item.into()).into()
 }
 
+/// Checks at compile time that every claim query in a function carries the leader fence.
+///
+/// A claim selects rows for this leader to work on. A stale leader (one whose lease was taken
+/// over) must claim nothing, so each claim's SQL must have `leader_fence($i, $j)` as a top-level
+/// `AND` condition of the WHERE of the query that selects the rows (the `SELECT … FOR UPDATE
+/// [SKIP LOCKED]`, wherever it is; without one, the statement's own WHERE), with `$i` bound to
+/// `fence.role()` and `$j` to `fence.token()`.
+///
+/// Every call in the body to sqlx's `query`, `query_as`, `query_scalar` (and the `query!`
+/// family of macros) is checked: its SQL must be a string literal, the fence must be there and
+/// not under `OR`, `NOT` or `CASE`, and the binds must come from the function's `Fence`
+/// parameter. Each mistake is a compile error at the offending SQL or bind.
+///
+/// # Usage
+///
+/// ```ignore
+/// use leader_runtime::{fenced, Fence};
+///
+/// #[fenced]
+/// async fn claim_batch(pool: &PgPool, fence: Fence, limit: i64) -> sqlx::Result<Vec<i64>> {
+///     sqlx::query_scalar(
+///         "UPDATE outbox SET status = 'sending'
+///           WHERE id IN (SELECT id FROM outbox
+///                         WHERE status = 'pending' AND leader_fence($2, $3)
+///                         ORDER BY id LIMIT $1
+///                         FOR UPDATE SKIP LOCKED)
+///       RETURNING id",
+///     )
+///     .bind(limit)
+///     .bind(fence.role())
+///     .bind(fence.token())
+///     .fetch_all(pool)
+///     .await
+/// }
+/// ```
+///
+/// # Equivalent code without the macro
+///
+/// The function exactly as written: the macro adds no code, it only refuses to compile a claim
+/// that a stale leader could run.
 #[proc_macro_attribute]
-pub fn fenced(_args: TokenStream, item: TokenStream) -> TokenStream {
-    item
+pub fn fenced(args: TokenStream, item: TokenStream) -> TokenStream {
+    fenced::fenced(args.into(), item.into()).into()
 }

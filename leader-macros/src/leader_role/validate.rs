@@ -1,0 +1,293 @@
+//! Checks a `#[leader_role]` job: role name, interval, signature, and the database's role list.
+
+use std::path::{Path, PathBuf};
+
+use syn::{FnArg, Ident, ItemFn, LitStr, ReturnType, Type};
+
+use super::parse::Args;
+use crate::interval::{ACCEPTED_FORMS, Interval};
+use crate::migrations::{self, CONSTRAINT};
+
+/// The signature a job must have, for error messages.
+const EXPECTED: &str = "a leader job is `async fn name(tick: TickContext) -> Result<(), E>`";
+
+/// A checked job, ready to expand.
+pub struct Job<'a> {
+    pub func: &'a ItemFn,
+    /// The role name and its literal (the constant's ident is spanned at it).
+    pub role: LitStr,
+    /// `BILLING` for `billing`.
+    pub const_ident: Ident,
+    pub every: Interval,
+    pub every_text: String,
+    /// The migration that lists the role, when one was read.
+    pub pinned_by: Option<PathBuf>,
+}
+
+pub fn validate(args: syn::Result<Args>, func: &ItemFn) -> syn::Result<Job<'_>> {
+    let mut errors = Errors::default();
+    errors.check(signature(func));
+    let args = match args {
+        Ok(args) => args,
+        Err(e) => {
+            errors.push(e);
+            return Err(errors.0.expect("an error was pushed"));
+        }
+    };
+    let role = args.role.value();
+    let role_ok =
+        errors.check(role_rule(&role).map_err(|rule| syn::Error::new(args.role.span(), rule)));
+    let every = match &args.every {
+        Some(every) => errors.check(Interval::parse(&every.value()).ok_or_else(|| {
+            syn::Error::new(
+                every.span(),
+                format!(
+                    "`every = {:?}` is not an interval: write {ACCEPTED_FORMS}",
+                    every.value()
+                ),
+            )
+        })),
+        None => {
+            errors.push(syn::Error::new(
+                args.role.span(),
+                "the role's interval is missing: add `every = \"1h\"` (or another interval) \
+                 after the role name",
+            ));
+            None
+        }
+    };
+    let pinned_by = match role_ok {
+        Some(()) => errors
+            .check(pin_to_migrations(&args.role, args.migrations.as_ref()))
+            .flatten(),
+        None => None,
+    };
+    errors.finish()?;
+    Ok(Job {
+        func,
+        const_ident: Ident::new(&role.to_ascii_uppercase(), args.role.span()),
+        role: args.role,
+        every: every.expect("no error, so the interval parsed"),
+        every_text: args.every.expect("no error, so `every` is given").value(),
+        pinned_by,
+    })
+}
+
+/// The role-name rule (the same as `Role::from_static`'s), as a message when broken.
+pub fn role_rule(name: &str) -> Result<(), String> {
+    const RULE: &str = "a role name starts with a lowercase ASCII letter, then lowercase letters, \
+                        digits or `_`, at most 63 bytes (e.g. \"billing\", \"webhook_outbox\")";
+    let starts_well = name.bytes().next().is_some_and(|b| b.is_ascii_lowercase());
+    let rest_ok = name
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    if name.is_empty() {
+        Err(format!("the role name is empty: {RULE}"))
+    } else if name.len() > 63 {
+        Err(format!(
+            "the role name is {} bytes long: {RULE}",
+            name.len()
+        ))
+    } else if starts_well && rest_ok {
+        Ok(())
+    } else {
+        Err(format!("`{name}` is not a valid role name: {RULE}"))
+    }
+}
+
+/// Checks the signature is `async fn name(tick: TickContext) -> Result<(), E>`.
+fn signature(func: &ItemFn) -> syn::Result<()> {
+    let sig = &func.sig;
+    let mut errors = Errors::default();
+    if sig.asyncness.is_none() {
+        errors.push(syn::Error::new(
+            sig.fn_token.span,
+            format!("the `async` keyword is missing: {EXPECTED}"),
+        ));
+    }
+    if let Some(unsafety) = sig.unsafety {
+        errors.push(syn::Error::new(
+            unsafety.span,
+            format!("a leader job cannot be `unsafe`: {EXPECTED}"),
+        ));
+    }
+    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+        errors.push(syn::Error::new_spanned(
+            &sig.generics,
+            format!("a leader job takes no generic parameters: {EXPECTED}"),
+        ));
+    }
+    let mut inputs = sig.inputs.iter().peekable();
+    if let Some(FnArg::Receiver(receiver)) = inputs.peek() {
+        errors.push(syn::Error::new_spanned(
+            receiver,
+            format!("a leader job is a free function, not a method: {EXPECTED}"),
+        ));
+        inputs.next();
+    }
+    match inputs.next() {
+        None => errors.push(syn::Error::new(
+            sig.paren_token.span.join(),
+            format!("the tick context parameter is missing: {EXPECTED}"),
+        )),
+        Some(FnArg::Receiver(receiver)) => errors.push(syn::Error::new_spanned(
+            receiver,
+            format!("a leader job is a free function, not a method: {EXPECTED}"),
+        )),
+        Some(FnArg::Typed(arg)) => {
+            if !last_segment_is(&arg.ty, "TickContext") {
+                let by_ref = matches!(&*arg.ty, Type::Reference(r) if last_segment_is(&r.elem, "TickContext"));
+                let what = if by_ref {
+                    "a leader job takes its `TickContext` by value"
+                } else {
+                    "a leader job's parameter is the tick context"
+                };
+                errors.push(syn::Error::new_spanned(
+                    &arg.ty,
+                    format!("{what}: {EXPECTED}"),
+                ));
+            }
+        }
+    }
+    for extra in inputs {
+        errors.push(syn::Error::new_spanned(
+            extra,
+            format!("a leader job takes only the tick context: {EXPECTED}"),
+        ));
+    }
+    match &sig.output {
+        ReturnType::Default => errors.push(syn::Error::new(
+            sig.paren_token.span.close(),
+            format!("the return type is missing: {EXPECTED}"),
+        )),
+        ReturnType::Type(_, ty) if !last_segment_is(ty, "Result") => errors.push(
+            syn::Error::new_spanned(ty, format!("a leader job returns a `Result`: {EXPECTED}")),
+        ),
+        ReturnType::Type(..) => {}
+    }
+    errors.finish()
+}
+
+fn last_segment_is(ty: &Type, name: &str) -> bool {
+    match ty {
+        Type::Path(p) => p.path.segments.last().is_some_and(|s| s.ident == name),
+        Type::Group(g) => last_segment_is(&g.elem, name),
+        Type::Paren(p) => last_segment_is(&p.elem, name),
+        _ => false,
+    }
+}
+
+/// Checks the role is listed by the migrations' role constraint, when a migration defines it.
+/// The migration read, if any.
+fn pin_to_migrations(role: &LitStr, dir: Option<&LitStr>) -> syn::Result<Option<PathBuf>> {
+    // Cargo sets it for every crate it compiles; without it (a build system other than Cargo)
+    // there is nothing to resolve against, and the runtime's start-up check still runs.
+    let Some(manifest_dir) = std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from) else {
+        return Ok(None);
+    };
+    let folder = match dir {
+        Some(dir) if Path::new(&dir.value()).is_absolute() => {
+            return Err(syn::Error::new(
+                dir.span(),
+                "the migrations folder must be relative to the crate's directory \
+                 (CARGO_MANIFEST_DIR), e.g. `migrations = \"db/migrations\"`, so the build \
+                 works on every machine",
+            ));
+        }
+        Some(dir) => manifest_dir.join(dir.value()),
+        None => manifest_dir.join("migrations"),
+    };
+    let at = dir.map_or_else(|| role.span(), LitStr::span);
+    let check = migrations::find_role_check(&folder, &manifest_dir)
+        .map_err(|why| syn::Error::new(at, why))?;
+    let Some(check) = check else {
+        return Ok(None);
+    };
+    let name = role.value();
+    if check.roles.contains(&name) {
+        return Ok(Some(check.path));
+    }
+    let listed = check
+        .roles
+        .iter()
+        .map(|r| format!("'{r}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let with_new = if listed.is_empty() {
+        format!("'{name}'")
+    } else {
+        format!("{listed}, '{name}'")
+    };
+    Err(syn::Error::new(
+        role.span(),
+        format!(
+            "role `{name}` is not registered in the database: `{}`, the last migration that \
+             defines `{CONSTRAINT}`, lists only {}. Add a migration that registers it: \
+             `ALTER TABLE leader_leases DROP CONSTRAINT {CONSTRAINT}; ALTER TABLE leader_leases \
+             ADD CONSTRAINT {CONSTRAINT} CHECK (role IN ({with_new}));`",
+            check.shown,
+            if listed.is_empty() {
+                "no role".to_owned()
+            } else {
+                listed
+            },
+        ),
+    ))
+}
+
+/// Collects errors so every problem is reported at once.
+#[derive(Default)]
+struct Errors(Option<syn::Error>);
+
+impl Errors {
+    fn push(&mut self, e: syn::Error) {
+        match &mut self.0 {
+            Some(all) => all.combine(e),
+            None => self.0 = Some(e),
+        }
+    }
+
+    fn check<T>(&mut self, result: syn::Result<T>) -> Option<T> {
+        result.map_err(|e| self.push(e)).ok()
+    }
+
+    fn finish(self) -> syn::Result<()> {
+        self.0.map_or(Ok(()), Err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::role_rule;
+
+    #[test]
+    fn role_names() {
+        for good in [
+            "billing",
+            "a",
+            "webhook_outbox",
+            "r2d2",
+            "a_",
+            &"a".repeat(63),
+        ] {
+            assert_eq!(role_rule(good), Ok(()), "{good:?}");
+        }
+        for bad in [
+            "",
+            "Billing",
+            "1abc",
+            "_a",
+            "bill-ing",
+            "bill ing",
+            "café",
+            &"a".repeat(64),
+        ] {
+            assert!(role_rule(bad).is_err(), "{bad:?}");
+        }
+        assert!(
+            role_rule("Billing")
+                .unwrap_err()
+                .contains("starts with a lowercase ASCII letter")
+        );
+    }
+}

@@ -1,0 +1,248 @@
+//! Reads the application's migrations at compile time to find the roles its database registers.
+//!
+//! An application lists its roles in its own migration:
+//!
+//! ```sql
+//! ALTER TABLE leader_leases ADD CONSTRAINT leader_leases_role_registered
+//!     CHECK (role IN ('billing', 'dunning'));
+//! ```
+//!
+//! A later migration may drop the constraint and add it again with more roles, so the last file
+//! (in file-name order, which is the order migrations run in) that defines it wins. Down
+//! migrations (`*.down.sql`) are skipped: they undo, they do not define the current schema.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// The constraint's name, fixed by the framework's schema.
+pub const CONSTRAINT: &str = "leader_leases_role_registered";
+
+/// The role CHECK constraint found in a migration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoleCheck {
+    /// The migration file, absolute (for `include_bytes!`).
+    pub path: PathBuf,
+    /// The migration file relative to the crate's manifest dir, `/`-separated (for messages).
+    pub shown: String,
+    /// The role names listed in the CHECK.
+    pub roles: Vec<String>,
+}
+
+/// Finds the last migration in `dir` that defines the role constraint.
+///
+/// `Ok(None)` when the folder does not exist or no migration defines the constraint: there is
+/// then nothing to pin at compile time (the runtime's start-up check still runs).
+pub fn find_role_check(dir: &Path, manifest_dir: &Path) -> Result<Option<RoleCheck>, String> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read the migrations folder: {e}")),
+    };
+    let mut files: Vec<(String, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_type().is_ok_and(|t| t.is_file()))
+        .filter_map(|entry| Some((entry.file_name().into_string().ok()?, entry.path())))
+        .filter(|(name, _)| name.ends_with(".sql") && !name.ends_with(".down.sql"))
+        .collect();
+    files.sort();
+
+    let mut found = None;
+    for (name, path) in files {
+        let sql = fs::read_to_string(&path).map_err(|e| format!("cannot read `{name}`: {e}"))?;
+        if let Some(roles) = roles_in_sql(&sql) {
+            let shown = path
+                .strip_prefix(manifest_dir)
+                .unwrap_or(&path)
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy())
+                .collect::<Vec<_>>()
+                .join("/");
+            found = Some(RoleCheck { path, shown, roles });
+        }
+    }
+    Ok(found)
+}
+
+/// The roles listed by the last definition of the role constraint in `sql`, if it defines it.
+///
+/// Looks for `CONSTRAINT leader_leases_role_registered CHECK ( ... )` (as in `ALTER TABLE .. ADD
+/// CONSTRAINT` or `CREATE TABLE`) outside comments, and takes the string literals inside the
+/// parentheses: `role IN ('a', 'b')` and `role = ANY (ARRAY['a', 'b'])` both work.
+pub fn roles_in_sql(sql: &str) -> Option<Vec<String>> {
+    let tokens = tokenize(sql);
+    let mut found = None;
+    let mut i = 0;
+    while i + 3 < tokens.len() {
+        let defines = tokens[i] == Token::Word("constraint".into())
+            && tokens[i + 1] == Token::Word(CONSTRAINT.into())
+            && tokens[i + 2] == Token::Word("check".into())
+            && tokens[i + 3] == Token::Punct('(');
+        if !defines {
+            i += 1;
+            continue;
+        }
+        let mut depth = 0usize;
+        let mut roles = Vec::new();
+        let mut j = i + 3;
+        while j < tokens.len() {
+            match &tokens[j] {
+                Token::Punct('(') => depth += 1,
+                Token::Punct(')') => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                Token::Str(role) => roles.push(role.clone()),
+                _ => {}
+            }
+            j += 1;
+        }
+        found = Some(roles);
+        i = j;
+    }
+    found
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Token {
+    /// A keyword or identifier, lower-cased unless it was double-quoted.
+    Word(String),
+    /// A single-quoted string, unescaped.
+    Str(String),
+    Punct(char),
+}
+
+/// A small SQL tokenizer: enough to skip comments and strings and see words and parentheses.
+fn tokenize(sql: &str) -> Vec<Token> {
+    let mut tokens = Vec::new();
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() => {}
+            '-' if chars.peek() == Some(&'-') => {
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        break;
+                    }
+                }
+            }
+            '/' if chars.peek() == Some(&'*') => {
+                chars.next();
+                let mut last = ' ';
+                for c in chars.by_ref() {
+                    if last == '*' && c == '/' {
+                        break;
+                    }
+                    last = c;
+                }
+            }
+            '\'' | '"' => {
+                let mut text = String::new();
+                while let Some(next) = chars.next() {
+                    if next == c {
+                        if chars.peek() == Some(&c) {
+                            chars.next();
+                        } else {
+                            break;
+                        }
+                    }
+                    text.push(next);
+                }
+                tokens.push(if c == '\'' {
+                    Token::Str(text)
+                } else {
+                    Token::Word(text)
+                });
+            }
+            c if c.is_alphanumeric() || c == '_' => {
+                let mut word = c.to_lowercase().collect::<String>();
+                while let Some(&next) = chars.peek() {
+                    if !(next.is_alphanumeric() || next == '_' || next == '$') {
+                        break;
+                    }
+                    word.extend(next.to_lowercase());
+                    chars.next();
+                }
+                tokens.push(Token::Word(word));
+            }
+            c => tokens.push(Token::Punct(c)),
+        }
+    }
+    tokens
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roles(sql: &str) -> Option<Vec<String>> {
+        roles_in_sql(sql)
+    }
+
+    #[test]
+    fn alter_table_add_constraint() {
+        let sql = "ALTER TABLE leader_leases ADD CONSTRAINT leader_leases_role_registered \
+                   CHECK (role IN ('billing', 'dunning'));";
+        assert_eq!(roles(sql), Some(vec!["billing".into(), "dunning".into()]));
+    }
+
+    #[test]
+    fn any_array_form_and_case() {
+        let sql = "alter table leader_leases add constraint \"leader_leases_role_registered\" \
+                   check ((role = ANY (ARRAY['a'::text, 'b_2'::text])));";
+        assert_eq!(roles(sql), Some(vec!["a".into(), "b_2".into()]));
+    }
+
+    #[test]
+    fn drop_then_add_takes_the_added_one() {
+        let sql = "ALTER TABLE leader_leases DROP CONSTRAINT leader_leases_role_registered;\n\
+                   ALTER TABLE leader_leases ADD CONSTRAINT leader_leases_role_registered\n\
+                   CHECK (role IN ('billing', 'dunning', 'webhooks'));";
+        assert_eq!(
+            roles(sql),
+            Some(vec!["billing".into(), "dunning".into(), "webhooks".into()])
+        );
+    }
+
+    #[test]
+    fn comments_and_other_constraints_ignored() {
+        let sql = "-- ADD CONSTRAINT leader_leases_role_registered CHECK (role IN ('x'))\n\
+                   /* CONSTRAINT leader_leases_role_registered CHECK (role IN ('y')) */\n\
+                   ALTER TABLE t ADD CONSTRAINT other CHECK (role IN ('z'));\n\
+                   ALTER TABLE leader_leases DROP CONSTRAINT leader_leases_role_registered;";
+        assert_eq!(roles(sql), None);
+    }
+
+    #[test]
+    fn only_the_check_parentheses_are_read() {
+        let sql = "ALTER TABLE leader_leases ADD CONSTRAINT leader_leases_role_registered \
+                   CHECK (role IN ('a')); INSERT INTO leader_leases (role) VALUES ('a'), ('zz');";
+        assert_eq!(roles(sql), Some(vec!["a".into()]));
+    }
+
+    #[test]
+    fn last_defining_file_wins_and_down_files_are_skipped() {
+        let dir = std::env::temp_dir().join(format!("leader-macros-mig-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(dir.join("migrations")).unwrap();
+        let add = |roles: &str| {
+            format!(
+                "ALTER TABLE leader_leases ADD CONSTRAINT {CONSTRAINT} CHECK (role IN ({roles}));"
+            )
+        };
+        fs::write(dir.join("migrations/0001_a.up.sql"), add("'a'")).unwrap();
+        fs::write(dir.join("migrations/0002_b.sql"), add("'a', 'b'")).unwrap();
+        fs::write(dir.join("migrations/0003_c.up.sql"), "SELECT 1;").unwrap();
+        fs::write(dir.join("migrations/0009_z.down.sql"), add("'z'")).unwrap();
+        fs::write(dir.join("migrations/notes.txt"), add("'t'")).unwrap();
+        let check = find_role_check(&dir.join("migrations"), &dir)
+            .unwrap()
+            .unwrap();
+        assert_eq!(check.roles, vec!["a".to_owned(), "b".to_owned()]);
+        assert_eq!(check.shown, "migrations/0002_b.sql");
+        assert!(check.path.is_absolute());
+        assert_eq!(find_role_check(&dir.join("missing"), &dir), Ok(None));
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

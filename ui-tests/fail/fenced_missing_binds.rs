@@ -1,0 +1,14 @@
+//! The fence placeholders never bound.
+use leader_runtime::{Fence, fenced};
+use sqlx::PgPool;
+
+#[fenced]
+async fn claim(pool: &PgPool, fence: Fence) -> sqlx::Result<Vec<i64>> {
+    sqlx::query_scalar(
+        "UPDATE jobs SET taken = true WHERE NOT taken AND leader_fence($1, $2) RETURNING id",
+    )
+    .fetch_all(pool)
+    .await
+}
+
+fn main() {}

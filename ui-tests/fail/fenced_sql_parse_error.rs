@@ -1,0 +1,14 @@
+//! SQL that does not parse.
+use leader_runtime::{Fence, fenced};
+use sqlx::PgPool;
+
+#[fenced]
+async fn claim(pool: &PgPool, fence: Fence) -> sqlx::Result<Vec<i64>> {
+    sqlx::query_scalar("UPDATE jobs SET WHERE leader_fence($1, $2)")
+        .bind(fence.role())
+        .bind(fence.token())
+        .fetch_all(pool)
+        .await
+}
+
+fn main() {}

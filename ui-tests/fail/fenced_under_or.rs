@@ -1,0 +1,16 @@
+//! The fence under OR: rows match without it.
+use leader_runtime::{Fence, fenced};
+use sqlx::PgPool;
+
+#[fenced]
+async fn claim(pool: &PgPool, fence: Fence) -> sqlx::Result<Vec<i64>> {
+    sqlx::query_scalar(
+        "SELECT id FROM jobs WHERE due <= now() OR leader_fence($1, $2) FOR UPDATE SKIP LOCKED",
+    )
+    .bind(fence.role())
+    .bind(fence.token())
+    .fetch_all(pool)
+    .await
+}
+
+fn main() {}

@@ -1,0 +1,55 @@
+//! Valid jobs: roles listed by the migrations (`webhook_outbox` only by the later one), an
+//! interval in milliseconds, a public constant, and `migrations = "..."`.
+use leader_runtime::{Role, TickContext, leader_role};
+
+#[derive(Debug)]
+struct BillingError;
+
+impl std::fmt::Display for BillingError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("billing failed")
+    }
+}
+
+impl std::error::Error for BillingError {}
+
+#[leader_role("billing", every = "1h")]
+async fn bill(tick: TickContext) -> Result<(), BillingError> {
+    let _ = tick.fence();
+    Ok(())
+}
+
+mod hooks {
+    use leader_runtime::{TickContext, leader_role};
+
+    #[leader_role("webhook_outbox", every = "250ms")]
+    pub async fn deliver(_tick: TickContext) -> Result<(), std::io::Error> {
+        Ok(())
+    }
+}
+
+#[leader_role("reports", every = "1d", migrations = "db/migrations")]
+async fn report(
+    _tick: leader_runtime::TickContext,
+) -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    Ok(())
+}
+
+// No migrations folder there: nothing to pin at compile time.
+#[leader_role("unpinned", every = "90s", migrations = "no/such/folder")]
+async fn unpinned(_tick: TickContext) -> Result<(), std::io::Error> {
+    Ok(())
+}
+
+fn main() {
+    let roles: [Role; 4] = [BILLING, hooks::WEBHOOK_OUTBOX, REPORTS, UNPINNED];
+    assert_eq!(roles[1].as_str(), "webhook_outbox");
+    let jobs: Vec<_> = leader_runtime::registered_jobs().collect();
+    assert_eq!(jobs.len(), 4);
+    let hook = jobs
+        .iter()
+        .find(|j| j.role == hooks::WEBHOOK_OUTBOX)
+        .unwrap();
+    assert_eq!(hook.every, std::time::Duration::from_millis(250));
+    assert!(hook.name.ends_with("::hooks::deliver"), "{}", hook.name);
+}
