@@ -109,14 +109,30 @@ fn raise_after<E: Display>(what: &str, first_panic: Option<CaughtPanic>, failed:
 ///
 /// After the last item, raises the first item's panic again, having logged every collected
 /// error first (the panic drops the report that would have carried them).
-pub async fn run_batch<T, E>(
+///
+/// `work` returns a future that owns what it needs (clone a pool or store into an `async move`
+/// block), so the job's future stays `Send`:
+///
+/// ```no_run
+/// # use leader_runtime::panic_guard::run_batch;
+/// # async fn demo(pool: sqlx::PgPool, ids: Vec<i64>) {
+/// let report = run_batch("email_outbox", ids, |id| {
+///     let pool = pool.clone();
+///     async move { send_one(&pool, id).await }
+/// })
+/// .await;
+/// # }
+/// # async fn send_one(_: &sqlx::PgPool, _: i64) -> Result<(), sqlx::Error> { Ok(()) }
+/// ```
+pub async fn run_batch<T, E, Fut>(
     what: &str,
     items: impl IntoIterator<Item = T>,
-    mut work: impl AsyncFnMut(T) -> Result<(), E>,
+    mut work: impl FnMut(T) -> Fut,
 ) -> BatchReport<E>
 where
     T: Debug,
     E: Display,
+    Fut: Future<Output = Result<(), E>>,
 {
     let mut report = BatchReport {
         succeeded: 0,
@@ -153,15 +169,17 @@ where
 /// # Panics
 ///
 /// As [`run_batch`]: the first check's panic is raised again after the last item.
-pub async fn sweep_rotating<T, E>(
+pub async fn sweep_rotating<T, E, CheckFut, StampFut>(
     what: &str,
     items: impl IntoIterator<Item = T>,
-    mut check: impl AsyncFnMut(&T) -> Result<(), E>,
-    mut stamp: impl AsyncFnMut(&T) -> Result<(), E>,
+    mut check: impl FnMut(T) -> CheckFut,
+    mut stamp: impl FnMut(T) -> StampFut,
 ) -> BatchReport<E>
 where
-    T: Debug,
+    T: Debug + Clone,
     E: Display,
+    CheckFut: Future<Output = Result<(), E>>,
+    StampFut: Future<Output = Result<(), E>>,
 {
     let mut report = BatchReport {
         succeeded: 0,
@@ -170,8 +188,8 @@ where
     let mut first_panic = None;
     for item in items {
         let label = format!("{item:?}");
-        let checked = CatchPanic::new(check(&item)).await;
-        let stamped = stamp(&item).await;
+        let checked = CatchPanic::new(check(item.clone())).await;
+        let stamped = stamp(item).await;
         match checked {
             Ok(Ok(())) => report.succeeded += 1,
             Ok(Err(error)) => report.failed.push((label.clone(), error)),

@@ -15,14 +15,19 @@ pub const POOLER_URL: &str = "LEADER_POOLER_URL";
 /// Set to `1` to route each test's application pool through [`POOLER_URL`].
 pub const VIA_POOLER: &str = "LEADER_TEST_VIA_POOLER";
 
-fn server_url() -> String {
+fn server_url() -> Result<String, HarnessError> {
     if let Ok(url) = std::env::var(DATABASE_URL) {
-        return url;
+        return Ok(url);
     }
-    static CLUSTER: OnceLock<Cluster> = OnceLock::new();
+    static CLUSTER: OnceLock<Result<Cluster, String>> = OnceLock::new();
     CLUSTER
-        .get_or_init(|| Cluster::start().unwrap_or_else(|e| panic!("{e}")))
-        .url()
+        .get_or_init(|| Cluster::start().map_err(|e| e.to_string()))
+        .as_ref()
+        .map(Cluster::url)
+        .map_err(|e| HarnessError::Command {
+            what: "start a throwaway PostgreSQL",
+            output: e.clone(),
+        })
 }
 
 /// True when this run routes application pools through the pooler.
@@ -72,8 +77,14 @@ impl TestDb {
             .unwrap_or_else(|e| panic!("{e}"))
     }
 
-    async fn try_unmigrated() -> Result<TestDb, HarnessError> {
-        let server = server_url();
+    /// [`TestDb::unmigrated`] that reports failure instead of panicking, for programs (such as the
+    /// examples) that use a throwaway database outside tests.
+    ///
+    /// # Errors
+    ///
+    /// [`HarnessError`] naming what could not be set up.
+    pub async fn try_unmigrated() -> Result<TestDb, HarnessError> {
+        let server = server_url()?;
         let options = PgConnectOptions::from_str(&server).map_err(HarnessError::Connect)?;
         let mut maintenance = options.connect().await.map_err(HarnessError::Connect)?;
         let name = format!(
@@ -138,7 +149,7 @@ async fn pool_for(name: &str, user: &str, max: u32) -> Result<PgPool, HarnessErr
     let url = if via_pooler() {
         std::env::var(POOLER_URL).map_err(|_| HarnessError::PoolerUnset)?
     } else {
-        server_url()
+        server_url()?
     };
     let options = PgConnectOptions::from_str(&url)
         .map_err(HarnessError::Connect)?

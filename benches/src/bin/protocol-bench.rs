@@ -1,0 +1,835 @@
+//! `protocol-bench [--write PATH]`: measures the lease protocol on one PostgreSQL database and
+//! prints a Markdown report; with `--write` it also writes the report to PATH.
+//!
+//! 1. ACQUIRE, RENEW and RELEASE latency over sequential acquire→renew→release cycles of one
+//!    role on one connection.
+//! 2. ACQUIRE under contention: 64 tasks on 64 connections race for one role, round after round;
+//!    exactly one must win each round (the process exits 1 otherwise).
+//! 3. The fence's cost: a `FOR UPDATE SKIP LOCKED` claim on a 1,000,000-row outbox, without (A)
+//!    and with (B) `AND leader_fence($1, $2)`, interleaved A, B, A, B… in the same run, five runs;
+//!    plus `EXPLAIN ANALYZE` of B with a stale token, showing the fence as a One-Time Filter above
+//!    a scan that never executes.
+//!
+//! The database is `DATABASE_URL` when set, else a private throwaway cluster (works as root); in
+//! both cases a fresh database is created for the run (and dropped at the end on `DATABASE_URL`).
+//! Every connection is direct: no pooler.
+//!
+//! When PATH already holds a report, only the text between the generated-report markers is
+//! replaced, so hand-written notes outside them survive a re-run.
+
+use std::error::Error;
+use std::fmt::Write as _;
+use std::process::ExitCode;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use leader_core::lease::{self, Acquired, RefusalReason, Renewed};
+use leader_core::{Fence, ReleaseOutcome, Role, Timings};
+use leader_testkit::TestDb;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{ConnectOptions, Connection, PgConnection};
+use tokio::sync::{Barrier, Mutex};
+
+type Res<T> = Result<T, Box<dyn Error + Send + Sync>>;
+
+const COMMAND: &str = "cargo run --release -p leader-benches --bin protocol-bench -- --write docs/benchmarks/protocol.md";
+const BEGIN_MARK: &str =
+    "<!-- BEGIN GENERATED REPORT (protocol-bench); edit only outside these markers -->";
+const END_MARK: &str = "<!-- END GENERATED REPORT -->";
+
+const BENCH: Role = Role::from_static("bench");
+const RACE: Role = Role::from_static("race");
+const FENCE_ROLE: Role = Role::from_static("fence");
+const ROLES_UP: &str = include_str!("../../migrations/roles.up.sql");
+
+/// The tick interval of every role here: the smallest the protocol accepts.
+const INTERVAL: Duration = Duration::from_millis(1);
+
+// Part 1.
+const CYCLES: usize = 2_000;
+const CYCLES_WARMUP: usize = 100;
+// Part 2.
+const RACERS: usize = 64;
+const ROUNDS: usize = 50;
+const ROUNDS_WARMUP: usize = 5;
+// Part 3.
+const OUTBOX_ROWS: i64 = 1_000_000;
+const FENCE_RUNS: usize = 5;
+const FENCE_ITERATIONS: usize = 2_000;
+const FENCE_WARMUP: usize = 200;
+const CLAIM_LIMIT: usize = 100;
+const TARGET_RATIO: f64 = 1.05;
+
+const CLAIM_A: &str = "SELECT id FROM outbox WHERE status = 'pending' AND due_at <= now() \
+                       ORDER BY due_at LIMIT 100 FOR UPDATE SKIP LOCKED";
+const CLAIM_B: &str = "SELECT id FROM outbox WHERE status = 'pending' AND due_at <= now() \
+                       AND leader_fence($1, $2) ORDER BY due_at LIMIT 100 FOR UPDATE SKIP LOCKED";
+const EXPLAIN_B: &str = "EXPLAIN (ANALYZE, COSTS OFF) \
+                         SELECT id FROM outbox WHERE status = 'pending' AND due_at <= now() \
+                         AND leader_fence($1, $2) ORDER BY due_at LIMIT 100 FOR UPDATE SKIP LOCKED";
+
+const OUTBOX_SETUP: &str = "
+CREATE TABLE outbox (
+    id     bigserial   PRIMARY KEY,
+    status text        NOT NULL,
+    due_at timestamptz NOT NULL
+);
+-- One row in five already sent; due times spread over ~28 h from a day ago, so most are due.
+INSERT INTO outbox (status, due_at)
+SELECT CASE WHEN g % 5 = 0 THEN 'sent' ELSE 'pending' END,
+       now() - interval '1 day' + g * interval '100 milliseconds'
+  FROM generate_series(1, 1000000) AS g;
+CREATE INDEX outbox_pending_due ON outbox (due_at) WHERE status = 'pending';
+ANALYZE outbox;
+";
+
+/// A lease long enough that the fence stays live through every fence run.
+fn long_lease() -> Timings {
+    Timings::new(
+        Duration::from_secs(3_600),
+        Duration::from_secs(60),
+        Duration::from_secs(2),
+        Duration::from_secs(120),
+        Duration::from_secs(5),
+    )
+    .expect("a valid combination")
+}
+
+/// Count, median, p99 and max of a sample (nearest-rank percentiles).
+#[derive(Debug, Clone, Copy)]
+struct Stats {
+    n: usize,
+    median: Duration,
+    p99: Duration,
+    max: Duration,
+}
+
+fn stats(mut sample: Vec<Duration>) -> Stats {
+    assert!(!sample.is_empty(), "an empty sample");
+    sample.sort_unstable();
+    let rank = |p: f64| {
+        let k = (p * sample.len() as f64).ceil() as usize;
+        sample[k.clamp(1, sample.len()) - 1]
+    };
+    Stats {
+        n: sample.len(),
+        median: rank(0.50),
+        p99: rank(0.99),
+        max: sample[sample.len() - 1],
+    }
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.3}", d.as_secs_f64() * 1_000.0)
+}
+
+fn ratio(b: Duration, a: Duration) -> f64 {
+    b.as_secs_f64() / a.as_secs_f64()
+}
+
+fn median_f64(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Makes `role` due again at once: no completion stamp, no cooldown. Never timed.
+async fn make_due(admin: &mut PgConnection, role: Role) -> Res<()> {
+    sqlx::query(
+        "UPDATE leader_leases SET last_tick_ended_at = NULL, not_before = NULL WHERE role = $1",
+    )
+    .bind(role)
+    .execute(&mut *admin)
+    .await?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Part 1: sequential cycles.
+
+struct CycleSamples {
+    acquire: Vec<Duration>,
+    renew: Vec<Duration>,
+    release: Vec<Duration>,
+}
+
+async fn cycles(conn: &mut PgConnection, admin: &mut PgConnection, n: usize) -> Res<CycleSamples> {
+    let t = Timings::DEFAULT;
+    let mut out = CycleSamples {
+        acquire: Vec::with_capacity(n),
+        renew: Vec::with_capacity(n),
+        release: Vec::with_capacity(n),
+    };
+    for _ in 0..n {
+        let start = Instant::now();
+        let acquired = lease::acquire(&mut *conn, BENCH, "bench-1", INTERVAL, &t).await?;
+        out.acquire.push(start.elapsed());
+        let Acquired::Granted(grant) = acquired else {
+            return Err(format!("ACQUIRE of a due, free role refused: {acquired:?}").into());
+        };
+
+        let start = Instant::now();
+        let renewed = lease::renew(&mut *conn, grant.fence, &t).await?;
+        out.renew.push(start.elapsed());
+        if !matches!(renewed, Renewed::Extended { .. }) {
+            return Err(format!("RENEW of a live lease failed: {renewed:?}").into());
+        }
+
+        let start = Instant::now();
+        let released = lease::release(
+            &mut *conn,
+            grant.fence,
+            ReleaseOutcome::Completed,
+            INTERVAL,
+            &t,
+        )
+        .await?;
+        out.release.push(start.elapsed());
+        if !released.changed {
+            return Err("RELEASE of a held lease changed nothing".into());
+        }
+
+        make_due(admin, BENCH).await?;
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Part 2: contended ACQUIRE.
+
+struct RaceReport {
+    /// Winners per measured round.
+    winners: Vec<usize>,
+    /// Rounds (warm-up included) with a winner count other than one.
+    bad_rounds: Vec<(usize, usize)>,
+    errors: Vec<String>,
+    latency: Stats,
+    winner_latency: Stats,
+    held: usize,
+    contended: usize,
+    other_refusals: usize,
+}
+
+type Outcome = (Duration, Result<Acquired, String>);
+
+async fn race(options: &PgConnectOptions, admin: &mut PgConnection) -> Res<RaceReport> {
+    let pool = PgPoolOptions::new()
+        .max_connections(RACERS as u32)
+        .connect_with(options.clone())
+        .await?;
+    // Open every connection before the first round, so no round pays for a connect.
+    let mut conns = Vec::with_capacity(RACERS);
+    for _ in 0..RACERS {
+        conns.push(pool.acquire().await?);
+    }
+    let total = ROUNDS_WARMUP + ROUNDS;
+    let go = Arc::new(Barrier::new(RACERS + 1));
+    let done = Arc::new(Barrier::new(RACERS + 1));
+    let results: Arc<Mutex<Vec<Outcome>>> = Arc::new(Mutex::new(Vec::with_capacity(RACERS)));
+
+    let mut tasks = Vec::with_capacity(RACERS);
+    for (i, mut conn) in conns.into_iter().enumerate() {
+        let (go, done, results) = (go.clone(), done.clone(), results.clone());
+        tasks.push(tokio::spawn(async move {
+            let holder = format!("racer-{i}");
+            for _ in 0..total {
+                go.wait().await;
+                let start = Instant::now();
+                let outcome =
+                    lease::acquire(&mut *conn, RACE, &holder, INTERVAL, &Timings::DEFAULT).await;
+                let elapsed = start.elapsed();
+                results
+                    .lock()
+                    .await
+                    .push((elapsed, outcome.map_err(|e| e.to_string())));
+                done.wait().await;
+            }
+        }));
+    }
+
+    let mut report = RaceReport {
+        winners: Vec::with_capacity(ROUNDS),
+        bad_rounds: Vec::new(),
+        errors: Vec::new(),
+        latency: stats(vec![Duration::ZERO]),
+        winner_latency: stats(vec![Duration::ZERO]),
+        held: 0,
+        contended: 0,
+        other_refusals: 0,
+    };
+    let mut latencies = Vec::with_capacity(ROUNDS * RACERS);
+    let mut winner_latencies = Vec::with_capacity(ROUNDS);
+    for round in 0..total {
+        make_due(admin, RACE).await?;
+        go.wait().await;
+        done.wait().await;
+        let outcomes: Vec<Outcome> = results.lock().await.drain(..).collect();
+        let measured = round >= ROUNDS_WARMUP;
+        let mut fences: Vec<Fence> = Vec::new();
+        for (elapsed, outcome) in outcomes {
+            match outcome {
+                Ok(Acquired::Granted(grant)) => {
+                    fences.push(grant.fence);
+                    if measured {
+                        winner_latencies.push(elapsed);
+                    }
+                }
+                Ok(Acquired::Refused(refusal)) if measured => match refusal.reason {
+                    RefusalReason::Held => report.held += 1,
+                    RefusalReason::Contended => report.contended += 1,
+                    _ => report.other_refusals += 1,
+                },
+                Ok(Acquired::Refused(_)) => {}
+                Err(e) => report.errors.push(format!("round {round}: {e}")),
+            }
+            if measured {
+                latencies.push(elapsed);
+            }
+        }
+        if fences.len() != 1 {
+            report.bad_rounds.push((round, fences.len()));
+        }
+        if measured {
+            report.winners.push(fences.len());
+        }
+        // End the winning tick(s), untimed, so the next round starts from a free role.
+        for fence in fences {
+            lease::release(
+                &mut *admin,
+                fence,
+                ReleaseOutcome::Completed,
+                INTERVAL,
+                &Timings::DEFAULT,
+            )
+            .await?;
+        }
+    }
+    for task in tasks {
+        task.await?;
+    }
+    pool.close().await;
+    report.latency = stats(latencies);
+    if !winner_latencies.is_empty() {
+        report.winner_latency = stats(winner_latencies);
+    }
+    Ok(report)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Part 3: the fence's cost.
+
+/// Runs one claim in a transaction that is rolled back; times the claim statement alone.
+async fn claim(conn: &mut PgConnection, fence: Option<(Role, i64)>) -> Res<(Duration, usize)> {
+    let mut tx = conn.begin().await?;
+    let query = match fence {
+        None => sqlx::query(CLAIM_A),
+        Some((role, token)) => sqlx::query(CLAIM_B).bind(role).bind(token),
+    };
+    let start = Instant::now();
+    let rows = query.fetch_all(&mut *tx).await?;
+    let elapsed = start.elapsed();
+    tx.rollback().await?;
+    Ok((elapsed, rows.len()))
+}
+
+struct FenceRun {
+    a: Stats,
+    b: Stats,
+}
+
+async fn fence_run(conn: &mut PgConnection, fence: Fence) -> Res<FenceRun> {
+    let live = Some((fence.role(), fence.token()));
+    for _ in 0..FENCE_WARMUP {
+        claim(conn, None).await?;
+        claim(conn, live).await?;
+    }
+    let mut a = Vec::with_capacity(FENCE_ITERATIONS);
+    let mut b = Vec::with_capacity(FENCE_ITERATIONS);
+    for _ in 0..FENCE_ITERATIONS {
+        let (elapsed, rows) = claim(conn, None).await?;
+        if rows != CLAIM_LIMIT {
+            return Err(format!("claim A returned {rows} rows, not {CLAIM_LIMIT}").into());
+        }
+        a.push(elapsed);
+        let (elapsed, rows) = claim(conn, live).await?;
+        if rows != CLAIM_LIMIT {
+            return Err(format!("claim B with a live fence returned {rows} rows").into());
+        }
+        b.push(elapsed);
+    }
+    Ok(FenceRun {
+        a: stats(a),
+        b: stats(b),
+    })
+}
+
+async fn explain_b(conn: &mut PgConnection, role: Role, token: i64) -> Res<String> {
+    let mut tx = conn.begin().await?;
+    let lines: Vec<String> = sqlx::query_scalar(EXPLAIN_B)
+        .bind(role)
+        .bind(token)
+        .fetch_all(&mut *tx)
+        .await?;
+    tx.rollback().await?;
+    Ok(lines.join("\n"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Machine facts.
+
+fn command_output(program: &str, args: &[&str]) -> Option<String> {
+    let out = std::process::Command::new(program)
+        .args(args)
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn memory() -> String {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("MemTotal:"))?;
+            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(format!("{:.1} GiB", kib as f64 / 1024.0 / 1024.0))
+        })
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+async fn setting(conn: &mut PgConnection, name: &str) -> Res<String> {
+    Ok(sqlx::query_scalar("SELECT current_setting($1)")
+        .bind(name)
+        .fetch_one(&mut *conn)
+        .await?)
+}
+
+// ---------------------------------------------------------------------------------------------
+
+struct Args {
+    write: Option<String>,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = std::env::args().skip(1);
+    let mut write = None;
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--write" => write = Some(args.next().ok_or("--write needs a path")?),
+            "-h" | "--help" => return Err(String::new()),
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    Ok(Args { write })
+}
+
+/// Puts `generated` between the markers of the report at `path`, keeping what lies outside them.
+fn write_report(path: &str, generated: &str) -> std::io::Result<()> {
+    let block = format!("{BEGIN_MARK}\n{generated}{END_MARK}\n");
+    let content = match std::fs::read_to_string(path) {
+        Ok(old) => match (old.find(BEGIN_MARK), old.find(END_MARK)) {
+            (Some(begin), Some(end)) if begin < end => {
+                let after = &old[end + END_MARK.len()..];
+                let after = after.strip_prefix('\n').unwrap_or(after);
+                format!("{}{block}{after}", &old[..begin])
+            }
+            _ => block,
+        },
+        Err(_) => block,
+    };
+    if let Some(dir) = std::path::Path::new(path).parent()
+        && !dir.as_os_str().is_empty()
+    {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(path, content)
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(args) => args,
+        Err(e) => {
+            if !e.is_empty() {
+                eprintln!("protocol-bench: {e}");
+            }
+            eprintln!("usage: protocol-bench [--write PATH]");
+            return ExitCode::from(2);
+        }
+    };
+    match run(&args).await {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("protocol-bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn progress(what: &str) {
+    eprintln!("protocol-bench: {what}");
+}
+
+/// Runs every part and reports; `Ok(false)` when a correctness check failed.
+async fn run(args: &Args) -> Res<bool> {
+    let started = Instant::now();
+    let date = chrono::Utc::now().format("%Y-%m-%d %H:%M UTC").to_string();
+    let load_before = load_average();
+    let external = std::env::var_os(leader_testkit::DATABASE_URL).is_some();
+
+    progress("creating a fresh database");
+    let db = TestDb::new().await;
+    db.exec(ROLES_UP).await;
+    // Every connection here is direct, whatever the environment says about poolers.
+    let options: PgConnectOptions = (*db.admin().connect_options()).clone();
+    let mut admin = options.connect().await?;
+    let mut conn = options.connect().await?;
+
+    let version: String = sqlx::query_scalar("SELECT version()")
+        .fetch_one(&mut admin)
+        .await?;
+    let mut settings = Vec::new();
+    for name in [
+        "fsync",
+        "synchronous_commit",
+        "shared_buffers",
+        "max_connections",
+    ] {
+        settings.push(format!("`{name}={}`", setting(&mut admin, name).await?));
+    }
+
+    // Part 1.
+    progress("part 1: sequential acquire/renew/release cycles");
+    cycles(&mut conn, &mut admin, CYCLES_WARMUP).await?;
+    let samples = cycles(&mut conn, &mut admin, CYCLES).await?;
+    let (acq, ren, rel) = (
+        stats(samples.acquire),
+        stats(samples.renew),
+        stats(samples.release),
+    );
+
+    // Part 2.
+    progress("part 2: 64 concurrent acquirers");
+    let race = race(&options, &mut admin).await?;
+    let race_ok = race.bad_rounds.is_empty() && race.errors.is_empty();
+
+    // Part 3.
+    progress("part 3: building the 1,000,000-row outbox");
+    let setup_start = Instant::now();
+    sqlx::raw_sql(OUTBOX_SETUP).execute(&mut admin).await?;
+    let setup_time = setup_start.elapsed();
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM outbox")
+        .fetch_one(&mut admin)
+        .await?;
+    if rows != OUTBOX_ROWS {
+        return Err(format!("the outbox has {rows} rows, not {OUTBOX_ROWS}").into());
+    }
+    let pending_due: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM outbox WHERE status = 'pending' AND due_at <= now()",
+    )
+    .fetch_one(&mut admin)
+    .await?;
+    let fence = match lease::acquire(
+        &mut admin,
+        FENCE_ROLE,
+        "bench-fence",
+        INTERVAL,
+        &long_lease(),
+    )
+    .await?
+    {
+        Acquired::Granted(grant) => grant.fence,
+        refused => return Err(format!("ACQUIRE of the fence role refused: {refused:?}").into()),
+    };
+    let mut runs = Vec::with_capacity(FENCE_RUNS);
+    for i in 0..FENCE_RUNS {
+        progress(&format!("part 3: fence run {} of {FENCE_RUNS}", i + 1));
+        runs.push(fence_run(&mut conn, fence).await?);
+    }
+    let stale = fence.token() - 1;
+    let (_, stale_rows) = claim(&mut conn, Some((fence.role(), stale))).await?;
+    let explain_stale = explain_b(&mut conn, fence.role(), stale).await?;
+    let explain_live = explain_b(&mut conn, fence.role(), fence.token()).await?;
+    let one_time_ok = explain_stale.contains("One-Time Filter")
+        && explain_stale.contains("never executed")
+        && stale_rows == 0;
+    let ratios: Vec<f64> = runs.iter().map(|r| ratio(r.b.median, r.a.median)).collect();
+    let median_ratio = median_f64(ratios.clone());
+    let p99_ratios: Vec<f64> = runs.iter().map(|r| ratio(r.b.p99, r.a.p99)).collect();
+    lease::release(
+        &mut admin,
+        fence,
+        ReleaseOutcome::Completed,
+        INTERVAL,
+        &long_lease(),
+    )
+    .await?;
+
+    let elapsed = started.elapsed();
+    let load_after = load_average();
+
+    // The report.
+    let mut r = String::new();
+    let w = &mut r;
+    writeln!(w, "# Lease protocol benchmark\n")?;
+    writeln!(
+        w,
+        "Generated by `benches/src/bin/protocol-bench.rs` on {date}, in {:.0} s.\n",
+        elapsed.as_secs_f64()
+    )?;
+    writeln!(w, "Reproduce (from the workspace root):\n")?;
+    writeln!(w, "```sh\n{COMMAND}\n```\n")?;
+    writeln!(
+        w,
+        "Without `DATABASE_URL` it starts a private throwaway PostgreSQL cluster from the machine's \
+         binaries (fine as root); with it, it creates and afterwards drops a fresh database on that \
+         server. Every connection is direct (no pooler).\n"
+    )?;
+    writeln!(w, "## Machine\n")?;
+    writeln!(w, "| fact | value |\n|---|---|")?;
+    writeln!(
+        w,
+        "| CPUs (`nproc`) | {} |",
+        command_output("nproc", &[]).unwrap_or_else(|| "unknown".into())
+    )?;
+    writeln!(w, "| CPU | {} |", cpu_model())?;
+    writeln!(w, "| memory | {} |", memory())?;
+    writeln!(
+        w,
+        "| load average (1/5/15 min) before, after | {load_before}; {load_after} |"
+    )?;
+    writeln!(w, "| PostgreSQL | {version} |")?;
+    writeln!(
+        w,
+        "| server | {}; {} |",
+        if external {
+            "`DATABASE_URL`"
+        } else {
+            "private throwaway cluster on loopback"
+        },
+        settings.join(", ")
+    )?;
+    writeln!(
+        w,
+        "| build | {} |\n",
+        if cfg!(debug_assertions) {
+            "debug (use --release for figures worth keeping)"
+        } else {
+            "release"
+        }
+    )?;
+    writeln!(
+        w,
+        "Latencies are client-side wall time of one statement (one round trip), in milliseconds; \
+         percentiles are nearest-rank over the whole sample.\n"
+    )?;
+
+    writeln!(w, "## 1. Statement latency, uncontended\n")?;
+    writeln!(
+        w,
+        "{CYCLES} cycles of ACQUIRE → RENEW → RELEASE (completed) on one role and one connection, \
+         interval 1 ms, `Timings::DEFAULT`, after {CYCLES_WARMUP} warm-up cycles. After each \
+         RELEASE an untimed admin `UPDATE` clears `last_tick_ended_at` and `not_before` so the role \
+         is due again.\n"
+    )?;
+    writeln!(
+        w,
+        "| statement | count | median (ms) | p99 (ms) | max (ms) |"
+    )?;
+    writeln!(w, "|---|---:|---:|---:|---:|")?;
+    for (name, s) in [("ACQUIRE", acq), ("RENEW", ren), ("RELEASE", rel)] {
+        writeln!(
+            w,
+            "| {name} | {} | {} | {} | {} |",
+            s.n,
+            ms(s.median),
+            ms(s.p99),
+            ms(s.max)
+        )?;
+    }
+    writeln!(w)?;
+
+    writeln!(w, "## 2. ACQUIRE under contention\n")?;
+    writeln!(
+        w,
+        "{RACERS} tasks, each on its own connection of a {RACERS}-connection pool, released together \
+         by a barrier, ACQUIRE one due role; {ROUNDS} measured rounds after {ROUNDS_WARMUP} warm-up \
+         rounds (whose winners are checked too). Between rounds the winner's lease is released and \
+         the role made due, untimed.\n"
+    )?;
+    let exact = race.winners.iter().filter(|&&n| n == 1).count();
+    writeln!(w, "| check / measure | value |\n|---|---:|")?;
+    writeln!(
+        w,
+        "| rounds with exactly one winner | {exact} / {ROUNDS} measured, {} / {} in all: **{}** |",
+        ROUNDS_WARMUP + ROUNDS - race.bad_rounds.len(),
+        ROUNDS_WARMUP + ROUNDS,
+        if race_ok { "PASS" } else { "FAIL" }
+    )?;
+    writeln!(w, "| statement errors | {} |", race.errors.len())?;
+    writeln!(
+        w,
+        "| losers refused as `Held` (saw the winner's committed row) | {} |",
+        race.held
+    )?;
+    writeln!(
+        w,
+        "| losers refused as `Contended` (waited on the row lock, lost the re-check) | {} |",
+        race.contended
+    )?;
+    if race.other_refusals > 0 {
+        writeln!(w, "| other refusals | {} |", race.other_refusals)?;
+    }
+    writeln!(w, "| ACQUIRE count | {} |", race.latency.n)?;
+    writeln!(w, "| ACQUIRE median (ms) | {} |", ms(race.latency.median))?;
+    writeln!(w, "| ACQUIRE p99 (ms) | {} |", ms(race.latency.p99))?;
+    writeln!(w, "| ACQUIRE max (ms) | {} |", ms(race.latency.max))?;
+    writeln!(
+        w,
+        "| winner's ACQUIRE median (ms) | {} |\n",
+        ms(race.winner_latency.median)
+    )?;
+    for (round, n) in &race.bad_rounds {
+        writeln!(w, "- round {round}: {n} winners")?;
+    }
+    for e in race.errors.iter().take(10) {
+        writeln!(w, "- error: {e}")?;
+    }
+    if !race_ok {
+        writeln!(w)?;
+    }
+
+    writeln!(w, "## 3. The fence's cost on a claim\n")?;
+    writeln!(
+        w,
+        "`outbox`: {OUTBOX_ROWS} rows (`id bigserial` primary key, `status text`, `due_at \
+         timestamptz`), one in five `sent`, {pending_due} pending and due; index `outbox_pending_due \
+         ON outbox (due_at) WHERE status = 'pending'`; built with one `INSERT … SELECT \
+         generate_series` then `CREATE INDEX` and `ANALYZE` in {:.1} s.\n",
+        setup_time.as_secs_f64()
+    )?;
+    writeln!(w, "```sql\n-- A\n{CLAIM_A}\n-- B\n{CLAIM_B}\n```\n")?;
+    writeln!(
+        w,
+        "Each claim runs in its own transaction, rolled back afterwards (so every claim locks the \
+         same {CLAIM_LIMIT} rows); only the claim statement is timed. Both are prepared statements \
+         (`sqlx::query(..).bind(..)`) on one direct connection. B's fence is live: its role was \
+         acquired once with a 1 h TTL (`Timings::new`), and every A and B returned {CLAIM_LIMIT} \
+         rows. Each run: {FENCE_WARMUP} warm-up pairs, then {FENCE_ITERATIONS} A and \
+         {FENCE_ITERATIONS} B interleaved A, B, A, B….\n"
+    )?;
+    writeln!(
+        w,
+        "| run | A median (ms) | B median (ms) | **median(B)/median(A)** | B − A (µs) | A p99 (ms) | B p99 (ms) | p99(B)/p99(A) |"
+    )?;
+    writeln!(w, "|---:|---:|---:|---:|---:|---:|---:|---:|")?;
+    for (i, run) in runs.iter().enumerate() {
+        writeln!(
+            w,
+            "| {} | {} | {} | **{:.3}** | {:+.0} | {} | {} | {:.3} |",
+            i + 1,
+            ms(run.a.median),
+            ms(run.b.median),
+            ratios[i],
+            (run.b.median.as_secs_f64() - run.a.median.as_secs_f64()) * 1e6,
+            ms(run.a.p99),
+            ms(run.b.p99),
+            p99_ratios[i]
+        )?;
+    }
+    writeln!(
+        w,
+        "\n**Median ratio over the {FENCE_RUNS} runs: {median_ratio:.3}** (target ≤ {TARGET_RATIO:.2}: {}).\n",
+        if median_ratio <= TARGET_RATIO {
+            "met"
+        } else {
+            "not met"
+        }
+    )?;
+    writeln!(
+        w,
+        "### B with a stale token\n\n`leader_fence('{}', {stale})` (one below the live token) \
+         returned {stale_rows} rows. The fence is a `One-Time Filter` evaluated once per statement; \
+         false, the index scan below it is `never executed`, so a stale leader neither reads nor \
+         locks a row{}:\n",
+        fence.role(),
+        if one_time_ok {
+            ""
+        } else {
+            " (**CHECK FAILED: the plan below does not show it**)"
+        }
+    )?;
+    writeln!(w, "```text\n{explain_stale}\n```\n")?;
+    writeln!(w, "The same with the live token, for comparison:\n")?;
+    writeln!(w, "```text\n{explain_live}\n```")?;
+
+    print!("{r}");
+    let ok = race_ok && one_time_ok;
+
+    drop(conn);
+    drop(admin);
+    if external {
+        drop_database(db).await;
+    }
+
+    if !ok {
+        eprintln!("protocol-bench: a correctness check failed; see the report above");
+        if args.write.is_some() {
+            eprintln!("protocol-bench: not writing the report");
+        }
+        return Ok(false);
+    }
+    if let Some(path) = &args.write {
+        write_report(path, &r)?;
+        progress(&format!("wrote {path}"));
+    }
+    Ok(true)
+}
+
+/// Drops the run's database from a `DATABASE_URL` server (best effort: 1 M rows is worth it).
+async fn drop_database(db: TestDb) {
+    let name = db.name().to_owned();
+    db.admin().close().await;
+    db.pool().close().await;
+    let Ok(url) = std::env::var(leader_testkit::DATABASE_URL) else {
+        return;
+    };
+    let Ok(options) = PgConnectOptions::from_str(&url) else {
+        return;
+    };
+    if let Ok(mut maintenance) = options.connect().await {
+        let sql = format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)");
+        if let Err(e) = sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+            .execute(&mut maintenance)
+            .await
+        {
+            eprintln!("protocol-bench: could not drop database {name}: {e}");
+        }
+    }
+}

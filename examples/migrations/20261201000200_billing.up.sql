@@ -1,0 +1,95 @@
+-- A small billing service: subscriptions billed per period, dunning of declined invoices, and
+-- three queues (webhook outbox, email outbox, webhook deliveries). Periods are seconds long so
+-- the demo shows many of them in a minute.
+
+CREATE TABLE subscriptions (
+    id              bigserial   PRIMARY KEY,
+    customer        text        NOT NULL,
+    amount_cents    integer     NOT NULL CHECK (amount_cents > 0),
+    period_secs     integer     NOT NULL CHECK (period_secs > 0),
+    -- The watermark: billed up to here. A period [billed_until, billed_until + period) is due
+    -- once it has ended; billing it moves the watermark forward by compare-and-set.
+    billed_until    timestamptz NOT NULL,
+    card_declines   boolean     NOT NULL DEFAULT false,
+    -- Test hook: billing this subscription panics (a stand-in for a defect on one unusual row).
+    panic_on_bill   boolean     NOT NULL DEFAULT false
+);
+CREATE INDEX subscriptions_due ON subscriptions (billed_until);
+
+CREATE TABLE invoices (
+    id              bigserial   PRIMARY KEY,
+    subscription_id bigint      NOT NULL REFERENCES subscriptions,
+    period_start    timestamptz NOT NULL,
+    period_end      timestamptz NOT NULL,
+    amount_cents    integer     NOT NULL,
+    paid            boolean     NOT NULL DEFAULT false,
+    created_at      timestamptz NOT NULL DEFAULT now()
+);
+-- Idempotency: a period is invoiced once, whoever tries.
+CREATE UNIQUE INDEX invoices_one_per_period ON invoices (subscription_id, period_start);
+
+CREATE TABLE dunning_runs (
+    id              bigserial   PRIMARY KEY,
+    invoice_id      bigint      NOT NULL UNIQUE REFERENCES invoices,
+    attempt_count   integer     NOT NULL DEFAULT 0,
+    next_attempt_at timestamptz NOT NULL DEFAULT now(),
+    status          text        NOT NULL DEFAULT 'open'
+        CHECK (status IN ('open', 'recovered', 'exhausted'))
+);
+CREATE INDEX dunning_runs_due ON dunning_runs (next_attempt_at) WHERE status = 'open';
+
+CREATE TABLE webhook_outbox (
+    id              bigserial   PRIMARY KEY,
+    event           text        NOT NULL,
+    payload         text        NOT NULL,
+    claimed_token   bigint,
+    dispatched_at   timestamptz
+);
+CREATE INDEX webhook_outbox_pending ON webhook_outbox (id) WHERE dispatched_at IS NULL;
+
+CREATE TABLE email_outbox (
+    id              bigserial   PRIMARY KEY,
+    recipient       text        NOT NULL,
+    subject         text        NOT NULL,
+    claimed_token   bigint,
+    sent_at         timestamptz
+);
+CREATE INDEX email_outbox_pending ON email_outbox (id) WHERE sent_at IS NULL;
+
+CREATE TABLE webhook_deliveries (
+    id              bigserial   PRIMARY KEY,
+    outbox_id       bigint      NOT NULL UNIQUE REFERENCES webhook_outbox,
+    attempt         integer     NOT NULL DEFAULT 0,
+    next_retry_at   timestamptz NOT NULL DEFAULT now(),
+    status          text        NOT NULL DEFAULT 'pending'
+        CHECK (status IN ('pending', 'delivered', 'failed'))
+);
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_retry_at) WHERE status = 'pending';
+
+-- What left the service: one row per outbound effect (an email sent, a webhook delivery
+-- attempted, a card charged), written after the conditional write that allowed it. No unique
+-- constraint on purpose: the demo's checks count duplicates here.
+CREATE TABLE effects (
+    id              bigserial   PRIMARY KEY,
+    kind            text        NOT NULL,
+    key             text        NOT NULL,
+    role            text        NOT NULL,
+    token           bigint      NOT NULL,
+    at              timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+
+-- Every grant a job saw and every claim it made, with the database clock, so the checks can
+-- prove no claim returned rows to a token already superseded.
+CREATE TABLE grants (
+    role            text        NOT NULL,
+    token           bigint      NOT NULL,
+    granted_at      timestamptz NOT NULL,
+    PRIMARY KEY (role, token)
+);
+CREATE TABLE claims (
+    id              bigserial   PRIMARY KEY,
+    role            text        NOT NULL,
+    token           bigint      NOT NULL,
+    rows_claimed    integer     NOT NULL,
+    claimed_at      timestamptz NOT NULL
+);

@@ -1,0 +1,244 @@
+//! The demo: replicas of the billing service leading five roles, one killed midway, then checks.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use leader_runtime::{Runtime, Timings};
+use sqlx::{PgPool, Row};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::checks::{Check, run_checks};
+use crate::seed::{SeedSize, seed};
+
+/// What the demo runs.
+#[derive(Debug, Clone)]
+pub struct DemoConfig {
+    pub replicas: usize,
+    /// How long the replicas run before billing is paused and the queues drain.
+    pub run_for: Duration,
+    /// The longest the queues may take to drain.
+    pub drain_for: Duration,
+    pub timings: Timings,
+    pub seed: SeedSize,
+    /// Kill the billing leader halfway through, without releasing its leases.
+    pub kill_leader: bool,
+    /// Print the live status every this often (`None`: quiet).
+    pub status_every: Option<Duration>,
+}
+
+/// What the demo found.
+#[derive(Debug)]
+pub struct DemoSummary {
+    pub checks: Vec<Check>,
+    /// Per role: ticks granted and rows claimed.
+    pub per_role: BTreeMap<String, (i64, i64)>,
+    /// The killed replica and how long each of its roles took to be led elsewhere.
+    pub takeovers: Vec<(String, Duration)>,
+    pub killed: Option<String>,
+    pub invoices: i64,
+}
+
+impl DemoSummary {
+    pub fn passed(&self) -> bool {
+        self.checks.iter().all(Check::passed)
+    }
+}
+
+struct Replica {
+    name: String,
+    handle: JoinHandle<Result<(), leader_runtime::Error>>,
+}
+
+/// A replica: its own pool (as a separate process would have) and a runtime with every
+/// `#[leader_role]` job of this crate.
+async fn start_replica(
+    connect: &(impl Fn() -> sqlx::postgres::PgConnectOptions + Sync),
+    name: String,
+    timings: Timings,
+    shutdown: &CancellationToken,
+) -> Result<Replica, Box<dyn std::error::Error>> {
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(6)
+        .connect_with(connect())
+        .await?;
+    let runtime = Runtime::builder(pool)
+        .registered_jobs()
+        .timings(timings)
+        .holder_id(name.clone())
+        .shutdown_grace(Duration::from_secs(5))
+        .status_every(Duration::from_secs(1))
+        .build()?;
+    let handle = tokio::spawn(runtime.run(shutdown.clone()));
+    Ok(Replica { name, handle })
+}
+
+async fn leaders(pool: &PgPool) -> sqlx::Result<BTreeMap<String, (String, Option<String>, i64)>> {
+    let rows = sqlx::raw_sql("SELECT role, state, leader, token FROM leader_status ORDER BY role")
+        .fetch_all(pool)
+        .await?;
+    rows.iter()
+        .map(|r| {
+            Ok((
+                r.try_get("role")?,
+                (
+                    r.try_get("state")?,
+                    r.try_get("leader")?,
+                    r.try_get("token")?,
+                ),
+            ))
+        })
+        .collect()
+}
+
+async fn per_role(pool: &PgPool) -> sqlx::Result<BTreeMap<String, (i64, i64)>> {
+    let rows = sqlx::raw_sql(
+        "SELECT g.role, g.ticks, coalesce(c.claimed, 0)::bigint AS claimed
+           FROM (SELECT role, count(*) AS ticks FROM grants GROUP BY role) g
+           LEFT JOIN (SELECT role, sum(rows_claimed) AS claimed FROM claims GROUP BY role) c
+             ON c.role = g.role",
+    )
+    .fetch_all(pool)
+    .await?;
+    rows.iter()
+        .map(|r| {
+            Ok((
+                r.try_get("role")?,
+                (r.try_get("ticks")?, r.try_get("claimed")?),
+            ))
+        })
+        .collect()
+}
+
+async fn print_status(pool: &PgPool, started: Instant) -> sqlx::Result<()> {
+    let leaders = leaders(pool).await?;
+    let counts = per_role(pool).await?;
+    println!(
+        "[{:>3}s] role              state     leader      token          ticks  claimed",
+        started.elapsed().as_secs()
+    );
+    for (role, (state, leader, token)) in &leaders {
+        let (ticks, claimed) = counts.get(role).copied().unwrap_or((0, 0));
+        println!(
+            "       {role:<17} {state:<9} {:<11} {token:<14} {ticks:>5}  {claimed:>7}",
+            leader.as_deref().unwrap_or("-")
+        );
+    }
+    Ok(())
+}
+
+/// Seeds, runs the replicas, kills the billing leader midway, drains, stops, and checks.
+///
+/// `admin` is a pool on the demo's database; `connect` gives each replica's connection options.
+pub async fn run_demo(
+    admin: &PgPool,
+    connect: impl Fn() -> sqlx::postgres::PgConnectOptions + Sync,
+    config: &DemoConfig,
+) -> Result<DemoSummary, Box<dyn std::error::Error>> {
+    seed(admin, config.seed).await?;
+    let shutdown = CancellationToken::new();
+    let mut replicas = Vec::new();
+    for i in 1..=config.replicas {
+        replicas.push(
+            start_replica(&connect, format!("replica-{i}"), config.timings, &shutdown).await?,
+        );
+    }
+    let started = Instant::now();
+    let mut killed: Option<(String, Instant, BTreeMap<String, i64>)> = None;
+    let mut takeovers = Vec::new();
+    let mut next_status = started;
+    while started.elapsed() < config.run_for {
+        if config.kill_leader && killed.is_none() && started.elapsed() >= config.run_for / 2 {
+            let current = leaders(admin).await?;
+            let victim = current
+                .get("billing")
+                .and_then(|(_, leader, _)| leader.clone())
+                .and_then(|leader| replicas.iter().position(|r| r.name == leader));
+            if let Some(index) = victim {
+                let replica = replicas.remove(index);
+                replica.handle.abort();
+                let held: BTreeMap<String, i64> = current
+                    .iter()
+                    .filter(|(_, (_, leader, _))| leader.as_deref() == Some(replica.name.as_str()))
+                    .map(|(role, (_, _, token))| (role.clone(), *token))
+                    .collect();
+                if config.status_every.is_some() {
+                    println!(
+                        ">>> killed {} (leading {}) without releasing its leases",
+                        replica.name,
+                        held.keys().cloned().collect::<Vec<_>>().join(", ")
+                    );
+                }
+                killed = Some((replica.name, Instant::now(), held));
+            }
+        }
+        if let Some((name, at, held)) = &mut killed {
+            let current = leaders(admin).await?;
+            held.retain(|role, token| {
+                let taken = current.get(role).is_some_and(|(_, leader, t)| {
+                    *t > *token && leader.as_deref() != Some(name.as_str())
+                });
+                if taken {
+                    let after = at.elapsed();
+                    if config.status_every.is_some() {
+                        println!(
+                            ">>> {role} taken over {:.1}s after the kill",
+                            after.as_secs_f64()
+                        );
+                    }
+                    takeovers.push((role.clone(), after));
+                }
+                !taken
+            });
+        }
+        if let Some(every) = config.status_every
+            && Instant::now() >= next_status
+        {
+            print_status(admin, started).await?;
+            next_status += every;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // Stop new billing and dunning work, and let the queues drain.
+    for role in ["billing", "dunning"] {
+        sqlx::query("SELECT leader_pause($1, 'billing-demo', 'draining before the checks')")
+            .bind(role)
+            .execute(admin)
+            .await?;
+    }
+    let drain_started = Instant::now();
+    while drain_started.elapsed() < config.drain_for {
+        let pending: i64 = sqlx::raw_sql(
+            "SELECT (SELECT count(*) FROM webhook_outbox WHERE dispatched_at IS NULL)
+                  + (SELECT count(*) FROM email_outbox WHERE sent_at IS NULL)
+                  + (SELECT count(*) FROM webhook_deliveries WHERE status = 'pending')",
+        )
+        .fetch_one(admin)
+        .await?
+        .try_get(0)?;
+        if pending == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    shutdown.cancel();
+    for replica in replicas {
+        replica.handle.await??;
+    }
+    if config.status_every.is_some() {
+        print_status(admin, started).await?;
+    }
+    let invoices: i64 = sqlx::raw_sql("SELECT count(*) FROM invoices")
+        .fetch_one(admin)
+        .await?
+        .try_get(0)?;
+    Ok(DemoSummary {
+        checks: run_checks(admin).await?,
+        per_role: per_role(admin).await?,
+        takeovers,
+        killed: killed.map(|(name, ..)| name),
+        invoices,
+    })
+}

@@ -1,0 +1,138 @@
+//! The five leader jobs. Each claims through its fenced funnel, completes each item through a
+//! compare-and-set, fires the item's effect only when that write applied, and guards each item
+//! (or billing step) so one panicking row does not stop the rest.
+
+use leader_runtime::panic_guard::{Steps, run_batch};
+use leader_runtime::{JobError, TickContext, leader_role};
+
+use crate::store::Store;
+
+/// Subscriptions billed per tick at most.
+const BILLING_BATCH: i64 = 200;
+/// Queue rows claimed per tick at most.
+const QUEUE_BATCH: i64 = 100;
+
+fn store(tick: &TickContext) -> Store {
+    Store::new(tick.pool().clone())
+}
+
+/// A deterministic stand-in for a card network: whether charge `attempt` of run `id` succeeds.
+fn charge_succeeds(id: i64, attempt: i32) -> bool {
+    (id + i64::from(attempt)) % 3 == 0
+}
+
+/// A deterministic stand-in for a webhook receiver: whether attempt `attempt` is accepted.
+fn receiver_accepts(id: i64, attempt: i32) -> bool {
+    (id * 7 + i64::from(attempt)) % 4 != 0
+}
+
+#[leader_role("billing", every = "1s")]
+pub async fn bill(tick: TickContext) -> Result<(), JobError> {
+    let store = store(&tick);
+    let fence = tick.fence();
+    store.note_grant(fence, tick.db_now()).await?;
+    let due = store.due_subscriptions(fence, BILLING_BATCH).await?;
+    let mut steps = Steps::new("billing");
+    for sub in due {
+        if tick.is_cancelled() {
+            break;
+        }
+        let step = format!("subscription {}", sub.id);
+        let billed = steps
+            .run(&step, async {
+                if sub.panic_on_bill {
+                    panic!("subscription {} has no price for its plan", sub.id);
+                }
+                store.close_period(&sub).await
+            })
+            .await;
+        if let Some(Err(error)) = billed {
+            tracing::warn!(subscription = sub.id, %error, "billing failed; retried next tick");
+        }
+    }
+    steps.finish();
+    Ok(())
+}
+
+#[leader_role("dunning", every = "1s")]
+pub async fn dun(tick: TickContext) -> Result<(), JobError> {
+    let store = store(&tick);
+    let fence = tick.fence();
+    store.note_grant(fence, tick.db_now()).await?;
+    let due = store.due_dunning_runs(fence, QUEUE_BATCH).await?;
+    let report = run_batch("dunning", due, |run| {
+        let store = store.clone();
+        async move {
+            let attempt = run.attempt_count + 1;
+            let recovered = charge_succeeds(run.id, attempt);
+            // The attempt is recorded first; only a recorded attempt charges the card.
+            if store.record_attempt(&run, recovered).await? {
+                store
+                    .effect("charge", format!("{}:{attempt}", run.id), fence)
+                    .await?;
+            }
+            Ok::<(), sqlx::Error>(())
+        }
+    })
+    .await;
+    for (run, error) in &report.failed {
+        tracing::warn!(run, %error, "dunning attempt failed; retried next tick");
+    }
+    Ok(())
+}
+
+#[leader_role("webhook_outbox", every = "200ms")]
+pub async fn dispatch_webhooks(tick: TickContext) -> Result<(), JobError> {
+    let store = store(&tick);
+    let fence = tick.fence();
+    store.note_grant(fence, tick.db_now()).await?;
+    let claimed = store.claim_webhooks(fence, QUEUE_BATCH).await?;
+    run_batch("webhook_outbox", claimed, |row| {
+        let store = store.clone();
+        async move { store.mark_dispatched(&row, fence.token()).await.map(drop) }
+    })
+    .await;
+    Ok(())
+}
+
+#[leader_role("email_outbox", every = "200ms")]
+pub async fn send_emails(tick: TickContext) -> Result<(), JobError> {
+    let store = store(&tick);
+    let fence = tick.fence();
+    store.note_grant(fence, tick.db_now()).await?;
+    let claimed = store.claim_emails(&fence, QUEUE_BATCH).await?;
+    run_batch("email_outbox", claimed, |email| {
+        let store = store.clone();
+        async move {
+            if store.mark_sent(&email, fence.token()).await? {
+                store.effect("email", email.id.to_string(), fence).await?;
+            }
+            Ok::<(), sqlx::Error>(())
+        }
+    })
+    .await;
+    Ok(())
+}
+
+#[leader_role("webhook_delivery", every = "200ms")]
+pub async fn deliver_webhooks(tick: TickContext) -> Result<(), JobError> {
+    let store = store(&tick);
+    let fence = tick.fence();
+    store.note_grant(fence, tick.db_now()).await?;
+    let due = store.due_deliveries(fence, QUEUE_BATCH).await?;
+    run_batch("webhook_delivery", due, |delivery| {
+        let store = store.clone();
+        async move {
+            let attempt = delivery.attempt + 1;
+            let accepted = receiver_accepts(delivery.id, attempt);
+            if store.record_delivery(&delivery, accepted).await? {
+                store
+                    .effect("delivery", format!("{}:{attempt}", delivery.id), fence)
+                    .await?;
+            }
+            Ok::<(), sqlx::Error>(())
+        }
+    })
+    .await;
+    Ok(())
+}

@@ -1,0 +1,16 @@
+//! The reference application of `leader-runtime`: a billing service with five leader roles
+//! (`billing`, `dunning`, `webhook_outbox`, `email_outbox`, `webhook_delivery`), each claiming
+//! work through a `#[fenced]` funnel and completing it through compare-and-set writes.
+//!
+//! * [`store`]: the funnels and completions (its module docs list each effect and its guard).
+//! * [`jobs`]: the five `#[leader_role]` jobs, with per-step and per-item panic guards.
+//! * [`demo`]: replicas, a kill midway, and the closing [`checks`].
+
+pub mod checks;
+pub mod demo;
+pub mod jobs;
+pub mod seed;
+pub mod store;
+
+/// The application's migrations: a copy of the framework's, its roles, its tables.
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");

@@ -1,0 +1,446 @@
+//! The billing service's store: five fenced claim funnels, and the compare-and-set writes that
+//! complete the claimed work.
+//!
+//! | role | claim funnel (`#[fenced]`) | completion (compare-and-set) | effect, fired only after it |
+//! |---|---|---|---|
+//! | `billing` | [`Store::due_subscriptions`] | [`Store::close_period`]: the period watermark | invoice, `invoice.finalized` webhook, receipt email (same transaction) |
+//! | `dunning` | [`Store::due_dunning_runs`] | [`Store::record_attempt`]: the attempt count | card charge attempt, reminder email |
+//! | `webhook_outbox` | [`Store::claim_webhooks`] | [`Store::mark_dispatched`]: claimed → dispatched | the delivery row |
+//! | `email_outbox` | [`Store::claim_emails`] | [`Store::mark_sent`]: claimed → sent | the email sent |
+//! | `webhook_delivery` | [`Store::due_deliveries`] | [`Store::record_delivery`]: the attempt count | the HTTP attempt |
+//!
+//! The fence stops a superseded leader from claiming; the compare-and-set stops work it had
+//! already claimed from completing twice. Claims run in a transaction so their bind parameters
+//! work behind a transaction-mode pooler.
+
+use chrono::{DateTime, Utc};
+use leader_runtime::{Fence, fenced};
+use sqlx::{PgPool, Postgres, Transaction};
+
+/// A subscription whose current period has ended.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct DueSubscription {
+    pub id: i64,
+    pub customer: String,
+    pub amount_cents: i32,
+    pub period_secs: i32,
+    pub billed_until: DateTime<Utc>,
+    pub card_declines: bool,
+    pub panic_on_bill: bool,
+}
+
+/// A dunning run due for its next charge attempt.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct DueDunningRun {
+    pub id: i64,
+    pub invoice_id: i64,
+    pub attempt_count: i32,
+}
+
+/// A claimed webhook outbox row.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ClaimedWebhook {
+    pub id: i64,
+    pub event: String,
+}
+
+/// A claimed email.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ClaimedEmail {
+    pub id: i64,
+    pub recipient: String,
+}
+
+/// A webhook delivery due for an attempt.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct DueDelivery {
+    pub id: i64,
+    pub outbox_id: i64,
+    pub attempt: i32,
+}
+
+/// The store, over the application's pool.
+#[derive(Debug, Clone)]
+pub struct Store {
+    pool: PgPool,
+}
+
+/// How many attempts a dunning run or a webhook delivery gets.
+pub const MAX_ATTEMPTS: i32 = 4;
+
+impl Store {
+    pub fn new(pool: PgPool) -> Store {
+        Store { pool }
+    }
+
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// Opens a claim's transaction and notes the database clock just before the claim, for the
+    /// demo's check that no claim returned rows to a superseded token.
+    async fn begin_claim(&self) -> sqlx::Result<(Transaction<'static, Postgres>, DateTime<Utc>)> {
+        let mut tx = self.pool.begin().await?;
+        let at: DateTime<Utc> = sqlx::query_scalar("SELECT clock_timestamp()")
+            .persistent(false)
+            .fetch_one(&mut *tx)
+            .await?;
+        Ok((tx, at))
+    }
+
+    async fn finish_claim(
+        mut tx: Transaction<'static, Postgres>,
+        fence: Fence,
+        rows: usize,
+        at: DateTime<Utc>,
+    ) -> sqlx::Result<()> {
+        if rows > 0 {
+            sqlx::query(
+                "INSERT INTO claims (role, token, rows_claimed, claimed_at) VALUES ($1, $2, $3, $4)",
+            )
+            .persistent(false)
+            .bind(fence.role())
+            .bind(fence.token())
+            .bind(rows as i32)
+            .bind(at)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await
+    }
+
+    /// Claim funnel of `billing`: subscriptions whose current period has ended.
+    #[fenced]
+    pub async fn due_subscriptions(
+        &self,
+        fence: Fence,
+        limit: i64,
+    ) -> sqlx::Result<Vec<DueSubscription>> {
+        let (mut tx, at) = self.begin_claim().await?;
+        let due = sqlx::query_as::<_, DueSubscription>(
+            "SELECT id, customer, amount_cents, period_secs, billed_until, card_declines, panic_on_bill
+               FROM subscriptions
+              WHERE billed_until + period_secs * interval '1 second' <= now()
+                AND leader_fence($2, $3)
+              ORDER BY billed_until
+              LIMIT $1
+                FOR UPDATE SKIP LOCKED",
+        )
+        .persistent(false)
+        .bind(limit)
+        .bind(fence.role())
+        .bind(fence.token())
+        .fetch_all(&mut *tx)
+        .await?;
+        Store::finish_claim(tx, fence, due.len(), at).await?;
+        Ok(due)
+    }
+
+    /// Completion of `billing`: closes the period the caller read, if the watermark is still
+    /// where it read it, and in the same transaction writes the invoice, its webhook, its email
+    /// and (for a declining card) a dunning run. Returns false if the watermark had moved: the
+    /// period was billed by someone else, and nothing was written.
+    pub async fn close_period(&self, sub: &DueSubscription) -> sqlx::Result<bool> {
+        let mut tx = self.pool.begin().await?;
+        let moved = sqlx::query(
+            "UPDATE subscriptions
+                SET billed_until = billed_until + period_secs * interval '1 second'
+              WHERE id = $1 AND billed_until = $2",
+        )
+        .persistent(false)
+        .bind(sub.id)
+        .bind(sub.billed_until)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if moved == 0 {
+            return Ok(false);
+        }
+        let invoice: i64 = sqlx::query_scalar(
+            "INSERT INTO invoices (subscription_id, period_start, period_end, amount_cents, paid)
+             VALUES ($1, $2, $2 + $3 * interval '1 second', $4, NOT $5)
+             RETURNING id",
+        )
+        .persistent(false)
+        .bind(sub.id)
+        .bind(sub.billed_until)
+        .bind(sub.period_secs)
+        .bind(sub.amount_cents)
+        .bind(sub.card_declines)
+        .fetch_one(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO webhook_outbox (event, payload) VALUES ('invoice.finalized', $1::text);
+             ",
+        )
+        .persistent(false)
+        .bind(invoice.to_string())
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("INSERT INTO email_outbox (recipient, subject) VALUES ($1, $2)")
+            .persistent(false)
+            .bind(&sub.customer)
+            .bind(format!("Invoice {invoice}"))
+            .execute(&mut *tx)
+            .await?;
+        if sub.card_declines {
+            sqlx::query("INSERT INTO dunning_runs (invoice_id) VALUES ($1)")
+                .persistent(false)
+                .bind(invoice)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// Claim funnel of `dunning`: open runs due for an attempt.
+    #[fenced]
+    pub async fn due_dunning_runs(
+        &self,
+        fence: Fence,
+        limit: i64,
+    ) -> sqlx::Result<Vec<DueDunningRun>> {
+        let (mut tx, at) = self.begin_claim().await?;
+        let due = sqlx::query_as::<_, DueDunningRun>(
+            "SELECT id, invoice_id, attempt_count
+               FROM dunning_runs
+              WHERE status = 'open' AND next_attempt_at <= now()
+                AND leader_fence($1, $2)
+              ORDER BY next_attempt_at
+              LIMIT $3
+                FOR UPDATE SKIP LOCKED",
+        )
+        .persistent(false)
+        .bind(fence.role())
+        .bind(fence.token())
+        .bind(limit)
+        .fetch_all(&mut *tx)
+        .await?;
+        Store::finish_claim(tx, fence, due.len(), at).await?;
+        Ok(due)
+    }
+
+    /// Completion of `dunning`: records attempt `run.attempt_count + 1` if the count is still
+    /// the one the caller read. Only then may the caller charge the card. Returns whether the
+    /// attempt was recorded.
+    pub async fn record_attempt(&self, run: &DueDunningRun, recovered: bool) -> sqlx::Result<bool> {
+        let mut tx = self.pool.begin().await?;
+        let applied = sqlx::query(
+            "UPDATE dunning_runs
+                SET attempt_count = attempt_count + 1,
+                    next_attempt_at = now() + interval '2 seconds',
+                    status = CASE WHEN $3 THEN 'recovered'
+                                  WHEN attempt_count + 1 >= $4 THEN 'exhausted'
+                                  ELSE 'open' END
+              WHERE id = $1 AND attempt_count = $2 AND status = 'open'",
+        )
+        .persistent(false)
+        .bind(run.id)
+        .bind(run.attempt_count)
+        .bind(recovered)
+        .bind(MAX_ATTEMPTS)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            == 1;
+        if applied && recovered {
+            sqlx::query("UPDATE invoices SET paid = true WHERE id = $1")
+                .persistent(false)
+                .bind(run.invoice_id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(applied)
+    }
+
+    /// Claim funnel of `webhook_outbox`: stamps a batch of undispatched rows with the token.
+    #[fenced]
+    pub async fn claim_webhooks(
+        &self,
+        fence: Fence,
+        limit: i64,
+    ) -> sqlx::Result<Vec<ClaimedWebhook>> {
+        let (mut tx, at) = self.begin_claim().await?;
+        let claimed = sqlx::query_as::<_, ClaimedWebhook>(
+            "WITH batch AS (
+                 SELECT id FROM webhook_outbox
+                  WHERE dispatched_at IS NULL
+                    AND leader_fence($1, $2)
+                  ORDER BY id
+                  LIMIT $3
+                    FOR UPDATE SKIP LOCKED
+             )
+             UPDATE webhook_outbox o
+                SET claimed_token = $2
+               FROM batch
+              WHERE o.id = batch.id
+             RETURNING o.id, o.event",
+        )
+        .persistent(false)
+        .bind(fence.role())
+        .bind(fence.token())
+        .bind(limit)
+        .fetch_all(&mut *tx)
+        .await?;
+        Store::finish_claim(tx, fence, claimed.len(), at).await?;
+        Ok(claimed)
+    }
+
+    /// Completion of `webhook_outbox`: claimed by this token → dispatched, and the delivery
+    /// created, in one transaction. False if another token claimed it since, or it was
+    /// dispatched already.
+    pub async fn mark_dispatched(&self, row: &ClaimedWebhook, token: i64) -> sqlx::Result<bool> {
+        let mut tx = self.pool.begin().await?;
+        let applied = sqlx::query(
+            "UPDATE webhook_outbox SET dispatched_at = now()
+              WHERE id = $1 AND claimed_token = $2 AND dispatched_at IS NULL",
+        )
+        .persistent(false)
+        .bind(row.id)
+        .bind(token)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            == 1;
+        if applied {
+            sqlx::query("INSERT INTO webhook_deliveries (outbox_id) VALUES ($1)")
+                .persistent(false)
+                .bind(row.id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(applied)
+    }
+
+    /// Claim funnel of `email_outbox`: stamps a batch of unsent emails with the token.
+    #[fenced]
+    pub async fn claim_emails(&self, fence: &Fence, limit: i64) -> sqlx::Result<Vec<ClaimedEmail>> {
+        let (mut tx, at) = self.begin_claim().await?;
+        let claimed = sqlx::query_as::<_, ClaimedEmail>(
+            r#"
+            -- Lock a batch first (a superseded leader must not even lock), then stamp it.
+            UPDATE email_outbox
+               SET claimed_token = $3
+             WHERE id IN (SELECT id
+                            FROM email_outbox
+                           WHERE sent_at IS NULL
+                             AND leader_fence($2, $3)
+                           ORDER BY id
+                           LIMIT $1
+                             FOR UPDATE SKIP LOCKED)
+            RETURNING id, recipient
+            "#,
+        )
+        .persistent(false)
+        .bind(limit)
+        .bind(fence.role())
+        .bind(fence.token())
+        .fetch_all(&mut *tx)
+        .await?;
+        Store::finish_claim(tx, *fence, claimed.len(), at).await?;
+        Ok(claimed)
+    }
+
+    /// Completion of `email_outbox`: claimed by this token → sent. The email may go out only if
+    /// this returns true.
+    pub async fn mark_sent(&self, email: &ClaimedEmail, token: i64) -> sqlx::Result<bool> {
+        let mut tx = self.pool.begin().await?;
+        let applied = sqlx::query(
+            "UPDATE email_outbox SET sent_at = now()
+              WHERE id = $1 AND claimed_token = $2 AND sent_at IS NULL",
+        )
+        .persistent(false)
+        .bind(email.id)
+        .bind(token)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            == 1;
+        tx.commit().await?;
+        Ok(applied)
+    }
+
+    /// Claim funnel of `webhook_delivery`: pending deliveries whose retry time has come.
+    #[fenced]
+    pub async fn due_deliveries(&self, fence: Fence, limit: i64) -> sqlx::Result<Vec<DueDelivery>> {
+        let (mut tx, at) = self.begin_claim().await?;
+        let due = sqlx::query_as::<_, DueDelivery>(
+            "SELECT id, outbox_id, attempt
+               FROM webhook_deliveries
+              WHERE status = 'pending' AND next_retry_at <= now()
+                AND leader_fence($1, $2)
+              ORDER BY next_retry_at
+              LIMIT $3
+                FOR UPDATE SKIP LOCKED",
+        )
+        .persistent(false)
+        .bind(fence.role())
+        .bind(fence.token())
+        .bind(limit)
+        .fetch_all(&mut *tx)
+        .await?;
+        Store::finish_claim(tx, fence, due.len(), at).await?;
+        Ok(due)
+    }
+
+    /// Completion of `webhook_delivery`: records attempt `delivery.attempt + 1` and its result
+    /// if the attempt count is still the one read. The HTTP call may happen only if this
+    /// returns true.
+    pub async fn record_delivery(
+        &self,
+        delivery: &DueDelivery,
+        delivered: bool,
+    ) -> sqlx::Result<bool> {
+        let mut tx = self.pool.begin().await?;
+        let applied = sqlx::query(
+            "UPDATE webhook_deliveries
+                SET attempt = attempt + 1,
+                    next_retry_at = now() + (attempt + 1) * interval '500 milliseconds',
+                    status = CASE WHEN $3 THEN 'delivered'
+                                  WHEN attempt + 1 >= $4 THEN 'failed'
+                                  ELSE 'pending' END
+              WHERE id = $1 AND attempt = $2 AND status = 'pending'",
+        )
+        .persistent(false)
+        .bind(delivery.id)
+        .bind(delivery.attempt)
+        .bind(delivered)
+        .bind(MAX_ATTEMPTS)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            == 1;
+        tx.commit().await?;
+        Ok(applied)
+    }
+
+    /// Records an outbound effect (what would be an HTTP call, an email, a charge).
+    pub async fn effect(&self, kind: &str, key: String, fence: Fence) -> sqlx::Result<()> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("INSERT INTO effects (kind, key, role, token) VALUES ($1, $2, $3, $4)")
+            .persistent(false)
+            .bind(kind)
+            .bind(key)
+            .bind(fence.role())
+            .bind(fence.token())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await
+    }
+
+    /// Records the grant of a tick (the database clock from ACQUIRE), for the demo's checks.
+    pub async fn note_grant(&self, fence: Fence, granted_at: DateTime<Utc>) -> sqlx::Result<()> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("INSERT INTO grants (role, token, granted_at) VALUES ($1, $2, $3)")
+            .persistent(false)
+            .bind(fence.role())
+            .bind(fence.token())
+            .bind(granted_at)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await
+    }
+}
