@@ -1,0 +1,285 @@
+//! The billing service against a real PostgreSQL: its five fenced funnels, three replicas
+//! together, and a panic on one subscription.
+
+use std::time::Duration;
+
+use billing_demo::demo::{DemoConfig, run_demo};
+use billing_demo::jobs;
+use billing_demo::seed::{SeedSize, seed};
+use billing_demo::store::Store;
+use leader_runtime::lease::{self, Acquired};
+use leader_runtime::{Fence, Role, Runtime, Timings};
+use leader_testkit::TestDb;
+use sqlx::Row;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+async fn app_db() -> TestDb {
+    let db = TestDb::unmigrated().await;
+    billing_demo::MIGRATOR
+        .run(db.admin())
+        .await
+        .expect("the app's migrations apply");
+    db
+}
+
+async fn count(db: &TestDb, sql: &'static str) -> i64 {
+    sqlx::raw_sql(sql)
+        .fetch_one(db.admin())
+        .await
+        .unwrap()
+        .get(0)
+}
+
+async fn grant(db: &TestDb, role: Role) -> Fence {
+    match lease::acquire(
+        db.pool(),
+        role,
+        "test",
+        Duration::from_millis(1),
+        &Timings::DEFAULT,
+    )
+    .await
+    .unwrap()
+    {
+        Acquired::Granted(grant) => grant.fence,
+        Acquired::Refused(refusal) => panic!("{role}: {refusal:?}"),
+    }
+}
+
+/// An old fence and the fence that superseded it.
+async fn superseded_and_live(db: &TestDb, role: Role) -> (Fence, Fence) {
+    let old = grant(db, role).await;
+    sqlx::query("UPDATE leader_leases SET expires_at = now() - interval '1 ms' WHERE role = $1")
+        .bind(role)
+        .execute(db.admin())
+        .await
+        .unwrap();
+    let live = grant(db, role).await;
+    (old, live)
+}
+
+#[tokio::test]
+async fn each_funnel_claims_nothing_with_a_superseded_fence_and_rows_with_the_live_one() {
+    let db = app_db().await;
+    seed(
+        db.admin(),
+        SeedSize {
+            subscriptions: 50,
+            webhooks: 50,
+            emails: 50,
+        },
+    )
+    .await
+    .unwrap();
+    db.exec(
+        "UPDATE subscriptions SET billed_until = now() - interval '1 hour';
+         INSERT INTO invoices (subscription_id, period_start, period_end, amount_cents)
+              SELECT id, now() - interval '2 hours', now() - interval '1 hour', 100 FROM subscriptions WHERE id <= 5;
+         INSERT INTO dunning_runs (invoice_id) SELECT id FROM invoices;
+         INSERT INTO webhook_deliveries (outbox_id) SELECT id FROM webhook_outbox WHERE id <= 5;",
+    )
+    .await;
+    let store = Store::new(db.pool().clone());
+    type Claimed = usize;
+    let funnels: [(Role, &str); 5] = [
+        (jobs::BILLING, "due_subscriptions"),
+        (jobs::DUNNING, "due_dunning_runs"),
+        (jobs::WEBHOOK_OUTBOX, "claim_webhooks"),
+        (jobs::EMAIL_OUTBOX, "claim_emails"),
+        (jobs::WEBHOOK_DELIVERY, "due_deliveries"),
+    ];
+    for (role, funnel) in funnels {
+        let (old, live) = superseded_and_live(&db, role).await;
+        let claim = async |fence: Fence| -> Claimed {
+            match funnel {
+                "due_subscriptions" => store.due_subscriptions(fence, 10).await.unwrap().len(),
+                "due_dunning_runs" => store.due_dunning_runs(fence, 10).await.unwrap().len(),
+                "claim_webhooks" => store.claim_webhooks(fence, 10).await.unwrap().len(),
+                "claim_emails" => store.claim_emails(&fence, 10).await.unwrap().len(),
+                "due_deliveries" => store.due_deliveries(fence, 10).await.unwrap().len(),
+                other => unreachable!("{other}"),
+            }
+        };
+        assert_eq!(
+            claim(old).await,
+            0,
+            "{funnel}: a superseded fence claims nothing"
+        );
+        assert!(
+            claim(live).await > 0,
+            "{funnel}: the live fence claims rows"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_replicas_bill_each_period_and_dispatch_each_row_once() {
+    let db = app_db().await;
+    let options = db.admin().connect_options().as_ref().clone();
+    let config = DemoConfig {
+        replicas: 3,
+        run_for: Duration::from_secs(10),
+        drain_for: Duration::from_secs(15),
+        timings: Timings::scaled_to_ttl(Duration::from_secs(2)).unwrap(),
+        seed: SeedSize {
+            subscriptions: 100,
+            webhooks: 300,
+            emails: 150,
+        },
+        kill_leader: true,
+        status_every: None,
+    };
+    let summary = run_demo(db.admin(), || options.clone(), &config)
+        .await
+        .unwrap();
+    for check in &summary.checks {
+        println!("{:>4} violations: {}", check.violations, check.name);
+    }
+    assert!(summary.passed(), "{:#?}", summary.checks);
+    assert!(
+        summary.killed.is_some(),
+        "the billing leader was killed midway"
+    );
+    assert!(
+        summary.invoices >= 100,
+        "every subscription billed: {}",
+        summary.invoices
+    );
+    let multi_period = count(&db, "SELECT count(*) FROM (SELECT subscription_id FROM invoices GROUP BY 1 HAVING count(*) > 1) t").await;
+    assert!(
+        multi_period > 0,
+        "many ticks: subscriptions were billed for several periods"
+    );
+    let replicas = count(&db, "SELECT count(DISTINCT holder_id) FROM (SELECT last_tick_holder AS holder_id FROM leader_leases) t").await;
+    println!(
+        "roles last completed by {replicas} distinct replica(s); takeovers {:?}",
+        summary.takeovers
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_panicking_subscription_does_not_stop_the_others_and_is_retried_after_the_cooldown() {
+    let db = app_db().await;
+    seed(
+        db.admin(),
+        SeedSize {
+            subscriptions: 20,
+            webhooks: 0,
+            emails: 0,
+        },
+    )
+    .await
+    .unwrap();
+    db.exec(
+        "UPDATE subscriptions SET billed_until = now() - interval '3610 seconds', period_secs = 3600;
+         UPDATE subscriptions SET panic_on_bill = true WHERE id = 7;",
+    )
+    .await;
+    let every = Duration::from_secs(2);
+    let runtime = Runtime::builder(db.pool().clone())
+        .timings(Timings::scaled_to_ttl(Duration::from_secs(2)).unwrap())
+        .role(jobs::BILLING, every, jobs::bill)
+        .build()
+        .unwrap();
+    let shutdown = CancellationToken::new();
+    let handle = tokio::spawn(runtime.run(shutdown.clone()));
+
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while count(
+        &db,
+        "SELECT count(*) FROM leader_leases WHERE role = 'billing' AND not_before IS NOT NULL",
+    )
+    .await
+        == 0
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the billing tick never ended as panicked"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM invoices").await,
+        19,
+        "the others were billed in the same tick"
+    );
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM invoices WHERE subscription_id = 7"
+        )
+        .await,
+        0
+    );
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM leader_leases WHERE role = 'billing' AND last_tick_ended_at IS NULL
+                      AND not_before > now() + interval '1 second'").await,
+        1,
+        "released as panicked: no completion, a cooldown of one interval"
+    );
+
+    // The defect is fixed (here: the row); after the cooldown the subscription is billed.
+    db.exec("UPDATE subscriptions SET panic_on_bill = false WHERE id = 7")
+        .await;
+    while count(
+        &db,
+        "SELECT count(*) FROM invoices WHERE subscription_id = 7",
+    )
+    .await
+        == 0
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the subscription was not retried after the cooldown"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(count(&db, "SELECT count(*) FROM invoices").await, 20);
+    shutdown.cancel();
+    handle.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn every_job_is_registered_by_its_attribute() {
+    let mut roles: Vec<(&str, Duration)> = leader_runtime::registered_jobs()
+        .map(|job| (job.role.as_str(), job.every))
+        .collect();
+    roles.sort();
+    assert_eq!(
+        roles,
+        [
+            ("billing", Duration::from_secs(1)),
+            ("dunning", Duration::from_secs(1)),
+            ("email_outbox", Duration::from_millis(200)),
+            ("webhook_delivery", Duration::from_millis(200)),
+            ("webhook_outbox", Duration::from_millis(200)),
+        ]
+    );
+    let db = app_db().await;
+    let roles: Vec<Role> = leader_runtime::registered_jobs()
+        .map(|job| job.role)
+        .collect();
+    leader_runtime::check_schema_ready(db.pool(), &roles)
+        .await
+        .unwrap();
+}
+
+#[test]
+fn the_copied_framework_migration_matches_the_original() {
+    for suffix in ["up", "down"] {
+        let name = format!("20261201000000_leader_leases.{suffix}.sql");
+        let original = std::fs::read_to_string(format!(
+            "{}/../migrations/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap();
+        let copy =
+            std::fs::read_to_string(format!("{}/migrations/{name}", env!("CARGO_MANIFEST_DIR")))
+                .unwrap();
+        assert!(
+            original == copy,
+            "examples/migrations/{name} differs from migrations/{name}: copy it again"
+        );
+    }
+}
