@@ -56,9 +56,13 @@ AS $$ SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint $$;
 --   can predate a takeover: the fence refuses to answer there rather than answer from a stale view.
 -- * Its arguments are constants or bind parameters in every claim, so the planner evaluates it once
 --   per statement as a One-Time Filter: with a stale token the scan below it never runs.
+-- * It is plpgsql because an SQL function that reads a table is never inlined and runs through
+--   the slower SQL-function executor; and it has no SET search_path clause (unlike the operator
+--   functions) because that costs a configuration save and restore on every claim. It is
+--   SECURITY INVOKER, so the caller's search_path only decides which leader_leases the caller
+--   itself is checked against.
 CREATE FUNCTION leader_fence(p_role text, p_token bigint) RETURNS boolean
 LANGUAGE plpgsql STABLE
-SET search_path FROM CURRENT
 AS $$
 BEGIN
     IF current_setting('transaction_isolation') <> 'read committed' THEN
@@ -68,13 +72,13 @@ BEGIN
                   HINT = 'Run fenced claims in autocommit or a READ COMMITTED transaction: a snapshot '
                          'older than the statement can miss a takeover.';
     END IF;
+    -- Released and paused rows have no expiry (leader_leases_held_has_holder_and_expiry,
+    -- leader_leases_paused_is_unheld), so the expiry test also covers them.
     RETURN EXISTS (
         SELECT 1
           FROM leader_leases
          WHERE role = p_role
            AND holder_token = p_token
-           AND holder_id IS NOT NULL
-           AND paused_at IS NULL
            AND expires_at > statement_timestamp()
     );
 END

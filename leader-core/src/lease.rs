@@ -310,8 +310,7 @@ renewed AS (
      WHERE role = :role
        AND holder_token = :token
        AND (SELECT applied FROM lock_bound) IS NOT NULL
-       AND holder_id IS NOT NULL
-       AND paused_at IS NULL
+       -- A released or paused row has no expiry, so this also refuses those.
        AND expires_at > now()
     RETURNING expires_at
 )

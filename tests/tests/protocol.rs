@@ -188,6 +188,13 @@ async fn the_fence_admits_only_the_live_holder_in_a_real_claim() {
     assert_eq!(claim(db.pool(), third).await, 10);
     assert!(release(&db, third, ReleaseOutcome::Completed, HOUR).await);
     assert_eq!(claim(db.pool(), third).await, 0, "after a release");
+    let stamped = lease(&db, ALPHA).await.last_tick_ended_at;
+    assert!(
+        !release(&db, third, ReleaseOutcome::Panicked, HOUR).await,
+        "a second release of the same tick changes nothing"
+    );
+    assert_eq!(lease(&db, ALPHA).await.last_tick_ended_at, stamped);
+    assert!(lease(&db, ALPHA).await.not_before.is_none());
 
     let other_role = grant(&db, BETA, "beta").await;
     assert_eq!(
@@ -679,4 +686,35 @@ async fn many_rounds_through_a_shared_pool_leave_no_state_behind() {
         .unwrap();
         make_due(&db, BETA).await;
     }
+}
+
+#[tokio::test]
+async fn a_promoted_standby_that_missed_the_last_grant_never_reissues_its_token() {
+    // An asynchronous standby promoted after a failover can lack the last ACQUIRE: its row still
+    // carries the token before the one the old leader holds. The next grant there must not
+    // re-issue the old leader's token, or its fence would be true on the new primary.
+    let db = database().await;
+    let before = grant(&db, ALPHA, "old-leader").await;
+    release(
+        &db,
+        before,
+        ReleaseOutcome::Completed,
+        Duration::from_millis(1),
+    )
+    .await;
+    make_due(&db, ALPHA).await;
+    let old_leader = grant(&db, ALPHA, "old-leader").await;
+    db.exec(
+        "UPDATE leader_leases
+            SET holder_token = holder_token - 1, holder_id = NULL, acquired_at = NULL, expires_at = NULL
+          WHERE role = 'alpha'",
+    )
+    .await;
+    let after_failover = grant(&db, ALPHA, "new-leader").await;
+    assert!(
+        after_failover.token() > old_leader.token(),
+        "{} must be above the old leader's {}",
+        after_failover.token(),
+        old_leader.token()
+    );
 }
