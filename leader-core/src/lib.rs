@@ -18,6 +18,8 @@
 //! 4. A claim carrying the fence claims nothing unless its token holds the role, unpaused and
 //!    unexpired, when the claim statement starts.
 
+#![warn(missing_docs)]
+
 mod error;
 mod fence;
 mod inline;

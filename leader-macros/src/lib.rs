@@ -3,6 +3,8 @@
 //!
 //! Use them through `leader_runtime`, whose paths their expansions name.
 
+#![warn(missing_docs)]
+
 mod fenced;
 mod interval;
 mod leader_role;

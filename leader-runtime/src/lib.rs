@@ -15,6 +15,8 @@
 //!
 //! See the README for the migration an application adds, and the metrics in [`metrics`].
 
+#![warn(missing_docs)]
+
 pub mod cancel;
 pub mod context;
 mod heartbeat;

@@ -210,3 +210,82 @@ where
     raise_after(what, first_panic, &report.failed);
     report
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::{run_batch, sweep_rotating};
+    use crate::panic_capture::{CatchPanic, install};
+
+    #[tokio::test]
+    async fn a_batch_processes_every_other_item_then_raises_the_first_panic() {
+        install();
+        let done = Arc::new(Mutex::new(Vec::new()));
+        let log = done.clone();
+        let outcome = CatchPanic::new(run_batch("items", 1..=5, move |n| {
+            let log = log.clone();
+            async move {
+                match n {
+                    2 => panic!("item two is malformed"),
+                    4 => Err(format!("item {n} failed")),
+                    _ => {
+                        log.lock().unwrap().push(n);
+                        Ok(())
+                    }
+                }
+            }
+        }))
+        .await;
+        assert_eq!(
+            *done.lock().unwrap(),
+            [1, 3, 5],
+            "the items after the panic ran"
+        );
+        let panic = outcome.expect_err("the panic is raised after the last item");
+        assert_eq!(panic.message, "item two is malformed");
+        assert_eq!(panic.step.as_deref(), Some("2"));
+    }
+
+    #[tokio::test]
+    async fn a_batch_without_panics_reports_its_errors() {
+        let report = run_batch("items", ["a", "b"], |item| async move {
+            if item == "b" { Err("no") } else { Ok(()) }
+        })
+        .await;
+        assert_eq!(report.succeeded, 1);
+        assert_eq!(report.failed.len(), 1);
+        assert_eq!(report.failed[0].0, "\"b\"");
+    }
+
+    #[tokio::test]
+    async fn a_rotating_sweep_stamps_the_item_whose_check_panicked() {
+        install();
+        let stamped = Arc::new(Mutex::new(Vec::new()));
+        let stamps = stamped.clone();
+        let outcome = CatchPanic::new(sweep_rotating(
+            "stale holds",
+            [10, 11, 12],
+            |id| async move {
+                if id == 11 {
+                    panic!("hold 11 has no invoice");
+                }
+                Ok::<(), String>(())
+            },
+            move |id| {
+                let stamps = stamps.clone();
+                async move {
+                    stamps.lock().unwrap().push(id);
+                    Ok(())
+                }
+            },
+        ))
+        .await;
+        assert_eq!(
+            *stamped.lock().unwrap(),
+            [10, 11, 12],
+            "the panicking item is stamped too, so it rotates to the back"
+        );
+        assert_eq!(outcome.unwrap_err().message, "hold 11 has no invoice");
+    }
+}

@@ -9,6 +9,8 @@
 //!   when PgBouncer is installed) pointing at a throwaway cluster: the test command uses it so a
 //!   whole test run shares one cluster.
 
+#![warn(missing_docs)]
+
 mod cluster;
 mod pooler;
 mod testdb;
