@@ -15,6 +15,8 @@
 
 use chrono::{DateTime, Utc};
 use leader_runtime::{Fence, fenced};
+use sqlx::postgres::PgArguments;
+use sqlx::query::Query;
 use sqlx::{PgPool, Postgres, Transaction};
 
 /// A subscription whose current period has ended.
@@ -75,6 +77,19 @@ impl Store {
 
     pub fn pool(&self) -> &PgPool {
         &self.pool
+    }
+
+    /// Runs one statement in a transaction of its own (bind parameters behind a
+    /// transaction-mode pooler need one) and returns how many rows it changed.
+    async fn execute_alone(&self, query: Query<'_, Postgres, PgArguments>) -> sqlx::Result<u64> {
+        let mut tx = self.pool.begin().await?;
+        let changed = query
+            .persistent(false)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        tx.commit().await?;
+        Ok(changed)
     }
 
     /// Opens a claim's transaction and notes the database clock just before the claim, for the
@@ -347,20 +362,13 @@ impl Store {
     /// Completion of `email_outbox`: claimed by this token → sent. The email may go out only if
     /// this returns true.
     pub async fn mark_sent(&self, email: &ClaimedEmail, token: i64) -> sqlx::Result<bool> {
-        let mut tx = self.pool.begin().await?;
-        let applied = sqlx::query(
+        let query = sqlx::query(
             "UPDATE email_outbox SET sent_at = now()
               WHERE id = $1 AND claimed_token = $2 AND sent_at IS NULL",
         )
-        .persistent(false)
         .bind(email.id)
-        .bind(token)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected()
-            == 1;
-        tx.commit().await?;
-        Ok(applied)
+        .bind(token);
+        Ok(self.execute_alone(query).await? == 1)
     }
 
     /// Claim funnel of `webhook_delivery`: pending deliveries whose retry time has come.
@@ -394,8 +402,7 @@ impl Store {
         delivery: &DueDelivery,
         delivered: bool,
     ) -> sqlx::Result<bool> {
-        let mut tx = self.pool.begin().await?;
-        let applied = sqlx::query(
+        let query = sqlx::query(
             "UPDATE webhook_deliveries
                 SET attempt = attempt + 1,
                     next_retry_at = now() + (attempt + 1) * interval '500 milliseconds',
@@ -404,43 +411,30 @@ impl Store {
                                   ELSE 'pending' END
               WHERE id = $1 AND attempt = $2 AND status = 'pending'",
         )
-        .persistent(false)
         .bind(delivery.id)
         .bind(delivery.attempt)
         .bind(delivered)
-        .bind(MAX_ATTEMPTS)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected()
-            == 1;
-        tx.commit().await?;
-        Ok(applied)
+        .bind(MAX_ATTEMPTS);
+        Ok(self.execute_alone(query).await? == 1)
     }
 
     /// Records an outbound effect (what would be an HTTP call, an email, a charge).
     pub async fn effect(&self, kind: &str, key: String, fence: Fence) -> sqlx::Result<()> {
-        let mut tx = self.pool.begin().await?;
-        sqlx::query("INSERT INTO effects (kind, key, role, token) VALUES ($1, $2, $3, $4)")
-            .persistent(false)
-            .bind(kind)
-            .bind(key)
-            .bind(fence.role())
-            .bind(fence.token())
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await
+        let query =
+            sqlx::query("INSERT INTO effects (kind, key, role, token) VALUES ($1, $2, $3, $4)")
+                .bind(kind)
+                .bind(key)
+                .bind(fence.role())
+                .bind(fence.token());
+        self.execute_alone(query).await.map(drop)
     }
 
     /// Records the grant of a tick (the database clock from ACQUIRE), for the demo's checks.
     pub async fn note_grant(&self, fence: Fence, granted_at: DateTime<Utc>) -> sqlx::Result<()> {
-        let mut tx = self.pool.begin().await?;
-        sqlx::query("INSERT INTO grants (role, token, granted_at) VALUES ($1, $2, $3)")
-            .persistent(false)
+        let query = sqlx::query("INSERT INTO grants (role, token, granted_at) VALUES ($1, $2, $3)")
             .bind(fence.role())
             .bind(fence.token())
-            .bind(granted_at)
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await
+            .bind(granted_at);
+        self.execute_alone(query).await.map(drop)
     }
 }
