@@ -454,13 +454,15 @@ async fn a_claim_in_a_transaction_older_than_the_expiry_is_refused() {
         "claims while live"
     );
     let live_until = lease(&db, ALPHA).await.expires_at.unwrap();
-    while sqlx::query_scalar::<_, bool>("SELECT now() > $1")
-        .bind(live_until)
-        .fetch_one(db.admin())
-        .await
-        .unwrap()
-        == false
-    {
+    loop {
+        let expired: bool = sqlx::query_scalar("SELECT now() > $1")
+            .bind(live_until)
+            .fetch_one(db.admin())
+            .await
+            .unwrap();
+        if expired {
+            break;
+        }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(
