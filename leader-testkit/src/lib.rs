@@ -8,6 +8,11 @@
 //! * The `with-postgres` binary runs a command with `DATABASE_URL` (and `LEADER_POOLER_URL`,
 //!   when PgBouncer is installed) pointing at a throwaway cluster: the test command uses it so a
 //!   whole test run shares one cluster.
+//!
+//! Why not an existing crate: `pgtemp` runs `initdb` as the current user, which PostgreSQL
+//! refuses when that is root (as on CI here), and `#[sqlx::test]` needs a server already running
+//! (`DATABASE_URL`) and gives no way to route a test's pool through a pooler. This crate starts
+//! the server itself, through `runuser -u postgres` when root, and hands out both pools.
 
 #![warn(missing_docs)]
 

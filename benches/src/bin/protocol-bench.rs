@@ -17,13 +17,15 @@
 //! When PATH already holds a report, only the text between the generated-report markers is
 //! replaced, so hand-written notes outside them survive a re-run.
 
-use std::error::Error;
 use std::fmt::Write as _;
 use std::process::ExitCode;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use leader_benches::report::{self, progress};
+use leader_benches::stats::{self, Stats};
+use leader_benches::{Res, machine};
 use leader_core::lease::{self, Acquired, RefusalReason, Renewed};
 use leader_core::{Fence, ReleaseOutcome, Role, Timings};
 use leader_testkit::TestDb;
@@ -31,12 +33,8 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection, PgConnection};
 use tokio::sync::{Barrier, Mutex};
 
-type Res<T> = Result<T, Box<dyn Error + Send + Sync>>;
-
+const NAME: &str = "protocol-bench";
 const COMMAND: &str = "cargo run --release -p leader-benches --bin protocol-bench -- --write docs/benchmarks/protocol.md";
-const BEGIN_MARK: &str =
-    "<!-- BEGIN GENERATED REPORT (protocol-bench); edit only outside these markers -->";
-const END_MARK: &str = "<!-- END GENERATED REPORT -->";
 
 const BENCH: Role = Role::from_static("bench");
 const RACE: Role = Role::from_static("race");
@@ -96,46 +94,12 @@ fn long_lease() -> Timings {
     .expect("a valid combination")
 }
 
-/// Count, median, p99 and max of a sample (nearest-rank percentiles).
-#[derive(Debug, Clone, Copy)]
-struct Stats {
-    n: usize,
-    median: Duration,
-    p99: Duration,
-    max: Duration,
-}
-
-fn stats(mut sample: Vec<Duration>) -> Stats {
-    assert!(!sample.is_empty(), "an empty sample");
-    sample.sort_unstable();
-    let rank = |p: f64| {
-        let k = (p * sample.len() as f64).ceil() as usize;
-        sample[k.clamp(1, sample.len()) - 1]
-    };
-    Stats {
-        n: sample.len(),
-        median: rank(0.50),
-        p99: rank(0.99),
-        max: sample[sample.len() - 1],
-    }
-}
-
 fn ms(d: Duration) -> String {
     format!("{:.3}", d.as_secs_f64() * 1_000.0)
 }
 
 fn ratio(b: Duration, a: Duration) -> f64 {
     b.as_secs_f64() / a.as_secs_f64()
-}
-
-fn median_f64(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }
 
 /// Makes `role` due again at once: no completion stamp, no cooldown. Never timed.
@@ -256,8 +220,8 @@ async fn race(options: &PgConnectOptions, admin: &mut PgConnection) -> Res<RaceR
         winners: Vec::with_capacity(ROUNDS),
         bad_rounds: Vec::new(),
         errors: Vec::new(),
-        latency: stats(vec![Duration::ZERO]),
-        winner_latency: stats(vec![Duration::ZERO]),
+        latency: Stats::of(vec![Duration::ZERO]),
+        winner_latency: Stats::of(vec![Duration::ZERO]),
         held: 0,
         contended: 0,
         other_refusals: 0,
@@ -313,9 +277,9 @@ async fn race(options: &PgConnectOptions, admin: &mut PgConnection) -> Res<RaceR
         task.await?;
     }
     pool.close().await;
-    report.latency = stats(latencies);
+    report.latency = Stats::of(latencies);
     if !winner_latencies.is_empty() {
-        report.winner_latency = stats(winner_latencies);
+        report.winner_latency = Stats::of(winner_latencies);
     }
     Ok(report)
 }
@@ -363,8 +327,8 @@ async fn fence_run(conn: &mut PgConnection, fence: Fence) -> Res<FenceRun> {
         b.push(elapsed);
     }
     Ok(FenceRun {
-        a: stats(a),
-        b: stats(b),
+        a: Stats::of(a),
+        b: Stats::of(b),
     })
 }
 
@@ -379,131 +343,23 @@ async fn explain_b(conn: &mut PgConnection, role: Role, token: i64) -> Res<Strin
     Ok(lines.join("\n"))
 }
 
-// ---------------------------------------------------------------------------------------------
-// Machine facts.
-
-fn command_output(program: &str, args: &[&str]) -> Option<String> {
-    let out = std::process::Command::new(program)
-        .args(args)
-        .output()
-        .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
-}
-
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown".into())
-}
-
-fn memory() -> String {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|s| {
-            let line = s.lines().find(|l| l.starts_with("MemTotal:"))?;
-            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-            Some(format!("{:.1} GiB", kib as f64 / 1024.0 / 1024.0))
-        })
-        .unwrap_or_else(|| "unknown".into())
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|| "unknown".into())
-}
-
-async fn setting(conn: &mut PgConnection, name: &str) -> Res<String> {
-    Ok(sqlx::query_scalar("SELECT current_setting($1)")
-        .bind(name)
-        .fetch_one(&mut *conn)
-        .await?)
-}
-
-// ---------------------------------------------------------------------------------------------
-
-struct Args {
-    write: Option<String>,
-}
-
-fn parse_args() -> Result<Args, String> {
-    let mut args = std::env::args().skip(1);
-    let mut write = None;
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--write" => write = Some(args.next().ok_or("--write needs a path")?),
-            "-h" | "--help" => return Err(String::new()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    Ok(Args { write })
-}
-
-/// Puts `generated` between the markers of the report at `path`, keeping what lies outside them.
-fn write_report(path: &str, generated: &str) -> std::io::Result<()> {
-    let block = format!("{BEGIN_MARK}\n{generated}{END_MARK}\n");
-    let content = match std::fs::read_to_string(path) {
-        Ok(old) => match (old.find(BEGIN_MARK), old.find(END_MARK)) {
-            (Some(begin), Some(end)) if begin < end => {
-                let after = &old[end + END_MARK.len()..];
-                let after = after.strip_prefix('\n').unwrap_or(after);
-                format!("{}{block}{after}", &old[..begin])
-            }
-            _ => block,
-        },
-        Err(_) => block,
-    };
-    if let Some(dir) = std::path::Path::new(path).parent()
-        && !dir.as_os_str().is_empty()
-    {
-        std::fs::create_dir_all(dir)?;
-    }
-    std::fs::write(path, content)
-}
-
 #[tokio::main]
 async fn main() -> ExitCode {
-    let args = match parse_args() {
-        Ok(args) => args,
-        Err(e) => {
-            if !e.is_empty() {
-                eprintln!("protocol-bench: {e}");
-            }
-            eprintln!("usage: protocol-bench [--write PATH]");
-            return ExitCode::from(2);
-        }
+    let write = match report::parse_write(std::env::args().skip(1)) {
+        Ok(write) => write,
+        Err(e) => return report::usage(NAME, &e),
     };
-    match run(&args).await {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(e) => {
-            eprintln!("protocol-bench: {e}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-fn progress(what: &str) {
-    eprintln!("protocol-bench: {what}");
+    report::exit_code(NAME, run(write.as_deref()).await)
 }
 
 /// Runs every part and reports; `Ok(false)` when a correctness check failed.
-async fn run(args: &Args) -> Res<bool> {
+async fn run(write: Option<&str>) -> Res<bool> {
     let started = Instant::now();
     let date = chrono::Utc::now().format("%Y-%m-%d %H:%M UTC").to_string();
-    let load_before = load_average();
+    let load_before = machine::load_average();
     let external = std::env::var_os(leader_testkit::DATABASE_URL).is_some();
 
-    progress("creating a fresh database");
+    progress(NAME, "creating a fresh database");
     let db = TestDb::new().await;
     db.exec(ROLES_UP).await;
     // Every connection here is direct, whatever the environment says about poolers.
@@ -521,26 +377,29 @@ async fn run(args: &Args) -> Res<bool> {
         "shared_buffers",
         "max_connections",
     ] {
-        settings.push(format!("`{name}={}`", setting(&mut admin, name).await?));
+        settings.push(format!(
+            "`{name}={}`",
+            machine::setting(&mut admin, name).await?
+        ));
     }
 
     // Part 1.
-    progress("part 1: sequential acquire/renew/release cycles");
+    progress(NAME, "part 1: sequential acquire/renew/release cycles");
     cycles(&mut conn, &mut admin, CYCLES_WARMUP).await?;
     let samples = cycles(&mut conn, &mut admin, CYCLES).await?;
     let (acq, ren, rel) = (
-        stats(samples.acquire),
-        stats(samples.renew),
-        stats(samples.release),
+        Stats::of(samples.acquire),
+        Stats::of(samples.renew),
+        Stats::of(samples.release),
     );
 
     // Part 2.
-    progress("part 2: 64 concurrent acquirers");
+    progress(NAME, "part 2: 64 concurrent acquirers");
     let race = race(&options, &mut admin).await?;
     let race_ok = race.bad_rounds.is_empty() && race.errors.is_empty();
 
     // Part 3.
-    progress("part 3: building the 1,000,000-row outbox");
+    progress(NAME, "part 3: building the 1,000,000-row outbox");
     let setup_start = Instant::now();
     sqlx::raw_sql(OUTBOX_SETUP).execute(&mut admin).await?;
     let setup_time = setup_start.elapsed();
@@ -569,7 +428,10 @@ async fn run(args: &Args) -> Res<bool> {
     };
     let mut runs = Vec::with_capacity(FENCE_RUNS);
     for i in 0..FENCE_RUNS {
-        progress(&format!("part 3: fence run {} of {FENCE_RUNS}", i + 1));
+        progress(
+            NAME,
+            &format!("part 3: fence run {} of {FENCE_RUNS}", i + 1),
+        );
         runs.push(fence_run(&mut conn, fence).await?);
     }
     let stale = fence.token() - 1;
@@ -580,7 +442,7 @@ async fn run(args: &Args) -> Res<bool> {
         && explain_stale.contains("never executed")
         && stale_rows == 0;
     let ratios: Vec<f64> = runs.iter().map(|r| ratio(r.b.median, r.a.median)).collect();
-    let median_ratio = median_f64(ratios.clone());
+    let median_ratio = stats::median(ratios.clone());
     let p99_ratios: Vec<f64> = runs.iter().map(|r| ratio(r.b.p99, r.a.p99)).collect();
     lease::release(
         &mut admin,
@@ -592,58 +454,28 @@ async fn run(args: &Args) -> Res<bool> {
     .await?;
 
     let elapsed = started.elapsed();
-    let load_after = load_average();
+    let load_after = machine::load_average();
 
     // The report.
     let mut r = String::new();
     let w = &mut r;
-    writeln!(w, "# Lease protocol benchmark\n")?;
-    writeln!(
-        w,
-        "Generated by `benches/src/bin/protocol-bench.rs` on {date}, in {:.0} s.\n",
-        elapsed.as_secs_f64()
-    )?;
-    writeln!(w, "Reproduce (from the workspace root):\n")?;
-    writeln!(w, "```sh\n{COMMAND}\n```\n")?;
+    report::header(w, "Lease protocol benchmark", NAME, &date, elapsed, COMMAND)?;
     writeln!(
         w,
         "Without `DATABASE_URL` it starts a private throwaway PostgreSQL cluster from the machine's \
          binaries (fine as root); with it, it creates and afterwards drops a fresh database on that \
          server. Every connection is direct (no pooler).\n"
     )?;
-    writeln!(w, "## Machine\n")?;
-    writeln!(w, "| fact | value |\n|---|---|")?;
-    writeln!(
-        w,
-        "| CPUs (`nproc`) | {} |",
-        command_output("nproc", &[]).unwrap_or_else(|| "unknown".into())
-    )?;
-    writeln!(w, "| CPU | {} |", cpu_model())?;
-    writeln!(w, "| memory | {} |", memory())?;
-    writeln!(
-        w,
-        "| load average (1/5/15 min) before, after | {load_before}; {load_after} |"
-    )?;
-    writeln!(w, "| PostgreSQL | {version} |")?;
-    writeln!(
-        w,
-        "| server | {}; {} |",
+    let server = format!(
+        "{}; {}",
         if external {
             "`DATABASE_URL`"
         } else {
             "private throwaway cluster on loopback"
         },
         settings.join(", ")
-    )?;
-    writeln!(
-        w,
-        "| build | {} |\n",
-        if cfg!(debug_assertions) {
-            "debug (use --release for figures worth keeping)"
-        } else {
-            "release"
-        }
-    )?;
+    );
+    report::machine_section(w, &load_before, &load_after, &version, &server)?;
     writeln!(
         w,
         "Latencies are client-side wall time of one statement (one round trip), in milliseconds; \
@@ -798,18 +630,13 @@ async fn run(args: &Args) -> Res<bool> {
         drop_database(db).await;
     }
 
-    if !ok {
-        eprintln!("protocol-bench: a correctness check failed; see the report above");
-        if args.write.is_some() {
-            eprintln!("protocol-bench: not writing the report");
-        }
-        return Ok(false);
-    }
-    if let Some(path) = &args.write {
-        write_report(path, &r)?;
-        progress(&format!("wrote {path}"));
-    }
-    Ok(true)
+    Ok(report::conclude(
+        NAME,
+        &r,
+        write,
+        ok,
+        "a correctness check failed",
+    )?)
 }
 
 /// Drops the run's database from a `DATABASE_URL` server (best effort: 1 M rows is worth it).

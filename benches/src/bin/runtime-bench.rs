@@ -21,7 +21,6 @@
 //! replaced, so hand-written notes outside them survive a re-run.
 
 use std::collections::BTreeMap;
-use std::error::Error;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -29,6 +28,9 @@ use std::process::{ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
+use leader_benches::report::{self, progress};
+use leader_benches::stats::{max, median, min};
+use leader_benches::{Res, machine};
 use leader_core::lease::{self, Acquired, Renewed};
 use leader_core::{Fence, Role, Timings};
 use leader_runtime::{JobError, Runtime, TickContext};
@@ -40,12 +42,8 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio_util::sync::CancellationToken;
 
-type Res<T> = Result<T, Box<dyn Error + Send + Sync>>;
-
+const NAME: &str = "runtime-bench";
 const COMMAND: &str = "cargo run --release -p leader-benches --bin runtime-bench -- --write docs/benchmarks/runtime.md";
-const BEGIN_MARK: &str =
-    "<!-- BEGIN GENERATED REPORT (runtime-bench); edit only outside these markers -->";
-const END_MARK: &str = "<!-- END GENERATED REPORT -->";
 
 const IDLE: Role = Role::from_static("idle");
 const NAIVE: Role = Role::from_static("naive");
@@ -86,35 +84,8 @@ fn timings() -> Timings {
     Timings::scaled_to_ttl(TTL).expect("TTL 3 s scales to valid timings")
 }
 
-// ---------------------------------------------------------------------------------------------
-// Small statistics.
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n == 0 {
-        f64::NAN
-    } else if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
-fn max(v: &[f64]) -> f64 {
-    v.iter().copied().fold(f64::NEG_INFINITY, f64::max)
-}
-
-fn min(v: &[f64]) -> f64 {
-    v.iter().copied().fold(f64::INFINITY, f64::min)
-}
-
 fn secs_between(from: DateTime<Utc>, to: DateTime<Utc>) -> f64 {
     (to - from).num_microseconds().unwrap_or(i64::MAX) as f64 / 1e6
-}
-
-fn progress(what: &str) {
-    eprintln!("runtime-bench: {what}");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -634,49 +605,6 @@ async fn replica(url: &str, holder: &str, run: i32) -> Res<()> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Machine facts.
-
-fn command_output(program: &str, args: &[&str]) -> Option<String> {
-    let out = std::process::Command::new(program)
-        .args(args)
-        .output()
-        .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
-}
-
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown".into())
-}
-
-fn memory() -> String {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|s| {
-            let line = s.lines().find(|l| l.starts_with("MemTotal:"))?;
-            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-            Some(format!("{:.1} GiB", kib as f64 / 1024.0 / 1024.0))
-        })
-        .unwrap_or_else(|| "unknown".into())
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|| "unknown".into())
-}
-
-// ---------------------------------------------------------------------------------------------
 
 enum Args {
     Bench {
@@ -702,69 +630,27 @@ fn parse_args() -> Result<Args, String> {
             run,
         });
     }
-    let mut args = args.into_iter();
-    let mut write = None;
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--write" => write = Some(args.next().ok_or("--write needs a path")?),
-            "-h" | "--help" => return Err(String::new()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    Ok(Args::Bench { write })
-}
-
-/// Puts `generated` between the markers of the report at `path`, keeping what lies outside them.
-fn write_report(path: &str, generated: &str) -> std::io::Result<()> {
-    let block = format!("{BEGIN_MARK}\n{generated}{END_MARK}\n");
-    let content = match std::fs::read_to_string(path) {
-        Ok(old) => match (old.find(BEGIN_MARK), old.find(END_MARK)) {
-            (Some(begin), Some(end)) if begin < end => {
-                let after = &old[end + END_MARK.len()..];
-                let after = after.strip_prefix('\n').unwrap_or(after);
-                format!("{}{block}{after}", &old[..begin])
-            }
-            _ => block,
-        },
-        Err(_) => block,
-    };
-    if let Some(dir) = Path::new(path).parent()
-        && !dir.as_os_str().is_empty()
-    {
-        std::fs::create_dir_all(dir)?;
-    }
-    std::fs::write(path, content)
+    Ok(Args::Bench {
+        write: report::parse_write(args)?,
+    })
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = match parse_args() {
         Ok(args) => args,
-        Err(e) => {
-            if !e.is_empty() {
-                eprintln!("runtime-bench: {e}");
-            }
-            eprintln!("usage: runtime-bench [--write PATH]");
-            return ExitCode::from(2);
-        }
+        Err(e) => return report::usage(NAME, &e),
     };
     let result = match args {
         Args::Replica { url, holder, run } => replica(&url, &holder, run).await.map(|()| true),
         Args::Bench { write } => bench(write.as_deref()).await,
     };
-    match result {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(e) => {
-            eprintln!("runtime-bench: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    report::exit_code(NAME, result)
 }
 
 /// Starts the cluster, runs every part, stops the cluster; `Ok(false)` when a check failed.
 async fn bench(write: Option<&str>) -> Res<bool> {
-    progress("starting a private PostgreSQL cluster");
+    progress(NAME, "starting a private PostgreSQL cluster");
     let cluster = tokio::task::spawn_blocking(Cluster::start).await??;
     let result = measure(&cluster, write).await;
     tokio::task::spawn_blocking(move || drop(cluster)).await?;
@@ -774,7 +660,7 @@ async fn bench(write: Option<&str>) -> Res<bool> {
 async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
     let started = Instant::now();
     let date = Utc::now().format("%Y-%m-%d %H:%M UTC").to_string();
-    let load_before = load_average();
+    let load_before = machine::load_average();
     let log: PathBuf = cluster.log_path();
 
     let server: PgConnectOptions = cluster.url().parse()?;
@@ -800,21 +686,28 @@ async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
         .await?;
     let mut admin = options.connect().await?;
     let mut marker = options.connect().await?;
-    let log_statement: String = sqlx::query_scalar("SELECT current_setting('log_statement')")
-        .fetch_one(&mut marker)
-        .await?;
+    let log_statement = machine::setting(&mut marker, "log_statement").await?;
     if log_statement != "all" {
         return Err(format!("log_statement is {log_statement:?} on a new connection").into());
     }
 
-    progress("part 1: four runtimes, one leading a long tick (settle 4 s, count 20 s)");
+    progress(
+        NAME,
+        "part 1: four runtimes, one leading a long tick (settle 4 s, count 20 s)",
+    );
     let runtime = idle_runtime(&options, &mut admin, &mut marker, &log).await?;
-    progress("part 1: naive baseline, four replicas polling every 250 ms (settle 4 s, count 20 s)");
+    progress(
+        NAME,
+        "part 1: naive baseline, four replicas polling every 250 ms (settle 4 s, count 20 s)",
+    );
     let (naive, naive_errors) = idle_naive(&options, &mut admin, &mut marker, &log).await?;
 
-    progress(&format!(
-        "part 2: {TAKEOVER_RUNS} takeovers of a SIGKILLed leader, {TAKEOVER_REPLICAS} replica processes each"
-    ));
+    progress(
+        NAME,
+        &format!(
+            "part 2: {TAKEOVER_RUNS} takeovers of a SIGKILLed leader, {TAKEOVER_REPLICAS} replica processes each"
+        ),
+    );
     let exe = std::env::current_exe()?;
     let url = format!(
         "{}/{DATABASE}",
@@ -825,18 +718,21 @@ async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
     for run in 0..TAKEOVER_RUNS {
         match takeover_run(&exe, &url, &mut admin, run).await {
             Ok(t) => {
-                progress(&format!(
-                    "part 2: run {}: killed {} {:.0} ms after its last RENEW; {} took over after {:.3} s",
-                    run + 1,
-                    t.killed,
-                    t.since_renew * 1e3,
-                    t.successor,
-                    t.takeover
-                ));
+                progress(
+                    NAME,
+                    &format!(
+                        "part 2: run {}: killed {} {:.0} ms after its last RENEW; {} took over after {:.3} s",
+                        run + 1,
+                        t.killed,
+                        t.since_renew * 1e3,
+                        t.successor,
+                        t.takeover
+                    ),
+                );
                 takeovers.push(t);
             }
             Err(e) => {
-                progress(&format!("part 2: run {}: {e}", run + 1));
+                progress(NAME, &format!("part 2: run {}: {e}", run + 1));
                 takeover_errors.push(format!("run {}: {e}", run + 1));
             }
         }
@@ -846,7 +742,7 @@ async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
     drop(maintenance);
 
     let elapsed = started.elapsed();
-    let load_after = load_average();
+    let load_after = machine::load_average();
 
     // Checks.
     let idle_ok = runtime.one_leader_throughout();
@@ -870,47 +766,27 @@ async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
     // The report.
     let mut r = String::new();
     let w = &mut r;
-    writeln!(w, "# Runtime benchmark: idle load and takeover\n")?;
-    writeln!(
+    report::header(
         w,
-        "Generated by `benches/src/bin/runtime-bench.rs` on {date}, in {:.0} s.\n",
-        elapsed.as_secs_f64()
+        "Runtime benchmark: idle load and takeover",
+        NAME,
+        &date,
+        elapsed,
+        COMMAND,
     )?;
-    writeln!(w, "Reproduce (from the workspace root):\n")?;
-    writeln!(w, "```sh\n{COMMAND}\n```\n")?;
     writeln!(
         w,
         "It always starts a private throwaway PostgreSQL cluster from the machine's binaries \
          (fine as root; `DATABASE_URL` is ignored, since the statements are counted from that \
          server's log). Every connection is direct (no pooler).\n"
     )?;
-    writeln!(w, "## Machine\n")?;
-    writeln!(w, "| fact | value |\n|---|---|")?;
-    writeln!(
+    report::machine_section(
         w,
-        "| CPUs (`nproc`) | {} |",
-        command_output("nproc", &[]).unwrap_or_else(|| "unknown".into())
-    )?;
-    writeln!(w, "| CPU | {} |", cpu_model())?;
-    writeln!(w, "| memory | {} |", memory())?;
-    writeln!(
-        w,
-        "| load average (1/5/15 min) before, after | {load_before}; {load_after} |"
-    )?;
-    writeln!(w, "| PostgreSQL | {version} |")?;
-    writeln!(
-        w,
-        "| server | private throwaway cluster on loopback (`fsync=off`); `log_statement=all` on the \
-         benchmark database only |"
-    )?;
-    writeln!(
-        w,
-        "| build | {} |\n",
-        if cfg!(debug_assertions) {
-            "debug (use --release for figures worth keeping)"
-        } else {
-            "release"
-        }
+        &load_before,
+        &load_after,
+        &version,
+        "private throwaway cluster on loopback (`fsync=off`); `log_statement=all` on the \
+         benchmark database only",
     )?;
     writeln!(
         w,
@@ -1104,16 +980,5 @@ async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
     }
 
     print!("{r}");
-    if !ok {
-        eprintln!("runtime-bench: a check failed; see the report above");
-        if write.is_some() {
-            eprintln!("runtime-bench: not writing the report");
-        }
-        return Ok(false);
-    }
-    if let Some(path) = write {
-        write_report(path, &r)?;
-        progress(&format!("wrote {path}"));
-    }
-    Ok(true)
+    Ok(report::conclude(NAME, &r, write, ok, "a check failed")?)
 }
