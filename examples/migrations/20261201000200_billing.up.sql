@@ -86,6 +86,12 @@ CREATE TABLE grants (
     granted_at      timestamptz NOT NULL,
     PRIMARY KEY (role, token)
 );
+-- When the demo stopped taking new billing periods: every period that ended before it must be
+-- billed by the end.
+CREATE TABLE billing_cutoff (
+    cutoff          timestamptz NOT NULL
+);
+
 CREATE TABLE claims (
     id              bigserial   PRIMARY KEY,
     role            text        NOT NULL,

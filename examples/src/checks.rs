@@ -29,9 +29,11 @@ pub const CHECKS: &[(&str, &str)] = &[
          WHERE (NOT last AND period_end <> next_start) OR (last AND period_end <> billed_until)",
     ),
     (
-        "every subscription billed at least once",
-        "SELECT count(*) FROM subscriptions s
-          WHERE NOT EXISTS (SELECT 1 FROM invoices i WHERE i.subscription_id = s.id)",
+        "every period that ended before the billing cutoff was billed",
+        "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM billing_cutoff) THEN 1
+                     ELSE (SELECT count(*) FROM subscriptions s, billing_cutoff c
+                            WHERE s.billed_until + s.period_secs * interval '1 second' <= c.cutoff)
+                END",
     ),
     (
         "every webhook outbox row dispatched, exactly once",

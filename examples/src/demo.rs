@@ -18,7 +18,7 @@ pub struct DemoConfig {
     pub replicas: usize,
     /// How long the replicas run before billing is paused and the queues drain.
     pub run_for: Duration,
-    /// The longest the queues may take to drain.
+    /// The longest billing may take to catch up with the cutoff and the queues to drain.
     pub drain_for: Duration,
     pub timings: Timings,
     pub seed: SeedSize,
@@ -128,6 +128,18 @@ async fn print_status(pool: &PgPool, started: Instant) -> sqlx::Result<()> {
     Ok(())
 }
 
+/// Polls `count_sql` until it returns 0 or `until` passes.
+async fn wait_for_zero(pool: &PgPool, count_sql: &'static str, until: Instant) -> sqlx::Result<()> {
+    while Instant::now() < until {
+        let left: i64 = sqlx::raw_sql(count_sql).fetch_one(pool).await?.try_get(0)?;
+        if left == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(())
+}
+
 /// Seeds, runs the replicas, kills the billing leader midway, drains, stops, and checks.
 ///
 /// `admin` is a pool on the demo's database; `connect` gives each replica's connection options.
@@ -201,28 +213,25 @@ pub async fn run_demo(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
-    // Stop new billing and dunning work, and let the queues drain.
+    // Take no new billing periods: billing catches up on every period that ended before the
+    // cutoff, then billing and dunning pause and the queues drain.
+    let drain_until = Instant::now() + config.drain_for;
+    sqlx::raw_sql("INSERT INTO billing_cutoff (cutoff) VALUES (now())")
+        .execute(admin)
+        .await?;
+    let caught_up = "SELECT count(*) FROM subscriptions s, billing_cutoff c
+                      WHERE s.billed_until + s.period_secs * interval '1 second' <= c.cutoff";
+    wait_for_zero(admin, caught_up, drain_until).await?;
     for role in ["billing", "dunning"] {
         sqlx::query("SELECT leader_pause($1, 'billing-demo', 'draining before the checks')")
             .bind(role)
             .execute(admin)
             .await?;
     }
-    let drain_started = Instant::now();
-    while drain_started.elapsed() < config.drain_for {
-        let pending: i64 = sqlx::raw_sql(
-            "SELECT (SELECT count(*) FROM webhook_outbox WHERE dispatched_at IS NULL)
-                  + (SELECT count(*) FROM email_outbox WHERE sent_at IS NULL)
-                  + (SELECT count(*) FROM webhook_deliveries WHERE status = 'pending')",
-        )
-        .fetch_one(admin)
-        .await?
-        .try_get(0)?;
-        if pending == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let queued = "SELECT (SELECT count(*) FROM webhook_outbox WHERE dispatched_at IS NULL)
+                       + (SELECT count(*) FROM email_outbox WHERE sent_at IS NULL)
+                       + (SELECT count(*) FROM webhook_deliveries WHERE status = 'pending')";
+    wait_for_zero(admin, queued, drain_until).await?;
     shutdown.cancel();
     for replica in replicas {
         replica.handle.await??;

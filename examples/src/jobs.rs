@@ -65,13 +65,8 @@ pub async fn dun(tick: TickContext) -> Result<(), JobError> {
         async move {
             let attempt = run.attempt_count + 1;
             let recovered = charge_succeeds(run.id, attempt);
-            // The attempt is recorded first; only a recorded attempt charges the card.
-            if store.record_attempt(&run, recovered).await? {
-                store
-                    .effect("charge", format!("{}:{attempt}", run.id), fence)
-                    .await?;
-            }
-            Ok::<(), sqlx::Error>(())
+            // Only an attempt recorded by compare-and-set charges the card.
+            store.record_attempt(&run, recovered, fence).await.map(drop)
         }
     })
     .await;
@@ -103,12 +98,7 @@ pub async fn send_emails(tick: TickContext) -> Result<(), JobError> {
     let claimed = store.claim_emails(&fence, QUEUE_BATCH).await?;
     run_batch("email_outbox", claimed, |email| {
         let store = store.clone();
-        async move {
-            if store.mark_sent(&email, fence.token()).await? {
-                store.effect("email", email.id.to_string(), fence).await?;
-            }
-            Ok::<(), sqlx::Error>(())
-        }
+        async move { store.mark_sent(&email, fence).await.map(drop) }
     })
     .await;
     Ok(())
@@ -125,12 +115,10 @@ pub async fn deliver_webhooks(tick: TickContext) -> Result<(), JobError> {
         async move {
             let attempt = delivery.attempt + 1;
             let accepted = receiver_accepts(delivery.id, attempt);
-            if store.record_delivery(&delivery, accepted).await? {
-                store
-                    .effect("delivery", format!("{}:{attempt}", delivery.id), fence)
-                    .await?;
-            }
-            Ok::<(), sqlx::Error>(())
+            store
+                .record_delivery(&delivery, accepted, fence)
+                .await
+                .map(drop)
         }
     })
     .await;

@@ -1,7 +1,7 @@
 //! The billing service's store: five fenced claim funnels, and the compare-and-set writes that
 //! complete the claimed work.
 //!
-//! | role | claim funnel (`#[fenced]`) | completion (compare-and-set) | effect, fired only after it |
+//! | role | claim funnel (`#[fenced]`) | completion (compare-and-set) | effect, recorded in the same transaction |
 //! |---|---|---|---|
 //! | `billing` | [`Store::due_subscriptions`] | [`Store::close_period`]: the period watermark | invoice, `invoice.finalized` webhook, receipt email (same transaction) |
 //! | `dunning` | [`Store::due_dunning_runs`] | [`Store::record_attempt`]: the attempt count | card charge attempt, reminder email |
@@ -237,9 +237,14 @@ impl Store {
     }
 
     /// Completion of `dunning`: records attempt `run.attempt_count + 1` if the count is still
-    /// the one the caller read. Only then may the caller charge the card. Returns whether the
-    /// attempt was recorded.
-    pub async fn record_attempt(&self, run: &DueDunningRun, recovered: bool) -> sqlx::Result<bool> {
+    /// the one the caller read, and in the same transaction the charge it allows. Returns whether
+    /// the attempt was recorded; a superseded or repeated attempt records and charges nothing.
+    pub async fn record_attempt(
+        &self,
+        run: &DueDunningRun,
+        recovered: bool,
+        fence: Fence,
+    ) -> sqlx::Result<bool> {
         let mut tx = self.pool.begin().await?;
         let applied = sqlx::query(
             "UPDATE dunning_runs
@@ -259,12 +264,16 @@ impl Store {
         .await?
         .rows_affected()
             == 1;
-        if applied && recovered {
-            sqlx::query("UPDATE invoices SET paid = true WHERE id = $1")
-                .persistent(false)
-                .bind(run.invoice_id)
-                .execute(&mut *tx)
-                .await?;
+        if applied {
+            let key = format!("{}:{}", run.id, run.attempt_count + 1);
+            Store::record_effect(&mut tx, "charge", key, fence).await?;
+            if recovered {
+                sqlx::query("UPDATE invoices SET paid = true WHERE id = $1")
+                    .persistent(false)
+                    .bind(run.invoice_id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
         }
         tx.commit().await?;
         Ok(applied)
@@ -359,16 +368,26 @@ impl Store {
         Ok(claimed)
     }
 
-    /// Completion of `email_outbox`: claimed by this token → sent. The email may go out only if
-    /// this returns true.
-    pub async fn mark_sent(&self, email: &ClaimedEmail, token: i64) -> sqlx::Result<bool> {
-        let query = sqlx::query(
+    /// Completion of `email_outbox`: claimed by this token → sent, and in the same transaction
+    /// the send it allows. False if another token claimed the email since, or it was sent.
+    pub async fn mark_sent(&self, email: &ClaimedEmail, fence: Fence) -> sqlx::Result<bool> {
+        let mut tx = self.pool.begin().await?;
+        let applied = sqlx::query(
             "UPDATE email_outbox SET sent_at = now()
               WHERE id = $1 AND claimed_token = $2 AND sent_at IS NULL",
         )
+        .persistent(false)
         .bind(email.id)
-        .bind(token);
-        Ok(self.execute_alone(query).await? == 1)
+        .bind(fence.token())
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            == 1;
+        if applied {
+            Store::record_effect(&mut tx, "email", email.id.to_string(), fence).await?;
+        }
+        tx.commit().await?;
+        Ok(applied)
     }
 
     /// Claim funnel of `webhook_delivery`: pending deliveries whose retry time has come.
@@ -395,14 +414,16 @@ impl Store {
     }
 
     /// Completion of `webhook_delivery`: records attempt `delivery.attempt + 1` and its result
-    /// if the attempt count is still the one read. The HTTP call may happen only if this
-    /// returns true.
+    /// if the attempt count is still the one read, and in the same transaction the HTTP attempt
+    /// it allows. Returns whether the attempt was recorded.
     pub async fn record_delivery(
         &self,
         delivery: &DueDelivery,
         delivered: bool,
+        fence: Fence,
     ) -> sqlx::Result<bool> {
-        let query = sqlx::query(
+        let mut tx = self.pool.begin().await?;
+        let applied = sqlx::query(
             "UPDATE webhook_deliveries
                 SET attempt = attempt + 1,
                     next_retry_at = now() + (attempt + 1) * interval '500 milliseconds',
@@ -411,22 +432,43 @@ impl Store {
                                   ELSE 'pending' END
               WHERE id = $1 AND attempt = $2 AND status = 'pending'",
         )
+        .persistent(false)
         .bind(delivery.id)
         .bind(delivery.attempt)
         .bind(delivered)
-        .bind(MAX_ATTEMPTS);
-        Ok(self.execute_alone(query).await? == 1)
+        .bind(MAX_ATTEMPTS)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            == 1;
+        if applied {
+            let key = format!("{}:{}", delivery.id, delivery.attempt + 1);
+            Store::record_effect(&mut tx, "delivery", key, fence).await?;
+        }
+        tx.commit().await?;
+        Ok(applied)
     }
 
-    /// Records an outbound effect (what would be an HTTP call, an email, a charge).
-    pub async fn effect(&self, kind: &str, key: String, fence: Fence) -> sqlx::Result<()> {
-        let query =
-            sqlx::query("INSERT INTO effects (kind, key, role, token) VALUES ($1, $2, $3, $4)")
-                .bind(kind)
-                .bind(key)
-                .bind(fence.role())
-                .bind(fence.token());
-        self.execute_alone(query).await.map(drop)
+    /// Records an outbound effect (what would be an email, an HTTP call or a charge) in the
+    /// transaction of the conditional write that allows it, so the record exists exactly when the
+    /// write applied: a replica that dies between the two leaves neither. A real call to the
+    /// outside world cannot join the transaction: it goes after the commit, keyed by this
+    /// record's `key` so the provider can deduplicate a retry.
+    async fn record_effect(
+        tx: &mut Transaction<'static, Postgres>,
+        kind: &str,
+        key: String,
+        fence: Fence,
+    ) -> sqlx::Result<()> {
+        sqlx::query("INSERT INTO effects (kind, key, role, token) VALUES ($1, $2, $3, $4)")
+            .persistent(false)
+            .bind(kind)
+            .bind(key)
+            .bind(fence.role())
+            .bind(fence.token())
+            .execute(&mut **tx)
+            .await
+            .map(drop)
     }
 
     /// Records the grant of a tick (the database clock from ACQUIRE), for the demo's checks.
