@@ -722,3 +722,42 @@ async fn a_promoted_standby_that_missed_the_last_grant_never_reissues_its_token(
         old_leader.token()
     );
 }
+
+#[tokio::test]
+async fn leader_status_names_each_state_in_one_word() {
+    let db = database().await;
+    let state = async |role: &str| -> (String, Option<String>) {
+        sqlx::query_as("SELECT state, leader FROM leader_status WHERE role = $1")
+            .bind(role)
+            .fetch_one(db.admin())
+            .await
+            .unwrap()
+    };
+    assert_eq!(state("alpha").await, ("idle".into(), None));
+    let fence = grant(&db, ALPHA, "replica-1").await;
+    assert_eq!(
+        state("alpha").await,
+        ("leading".into(), Some("replica-1".into()))
+    );
+    expire(&db, ALPHA).await;
+    assert_eq!(
+        state("alpha").await,
+        ("expired".into(), Some("replica-1".into())),
+        "a holder that went silent"
+    );
+    release(&db, fence, ReleaseOutcome::Interrupted, HOUR).await;
+    assert_eq!(state("alpha").await, ("cooldown".into(), None));
+    lease::pause(db.pool(), "alpha", "ops", None, T)
+        .await
+        .unwrap();
+    assert_eq!(state("alpha").await, ("paused".into(), None));
+    let (age, cooldown_until): (Option<String>, Option<chrono::DateTime<chrono::Utc>>) =
+        sqlx::query_as(
+            "SELECT last_tick_age::text, cooldown_until FROM leader_status WHERE role = 'alpha'",
+        )
+        .fetch_one(db.admin())
+        .await
+        .unwrap();
+    assert!(age.is_none(), "no completed tick, so no age");
+    assert!(cooldown_until.is_some());
+}
