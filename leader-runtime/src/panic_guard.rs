@@ -134,29 +134,10 @@ where
     E: Display,
     Fut: Future<Output = Result<(), E>>,
 {
-    let mut report = BatchReport {
-        succeeded: 0,
-        failed: Vec::new(),
-    };
-    let mut first_panic = None;
-    for item in items {
-        let label = format!("{item:?}");
-        match CatchPanic::new(work(item)).await {
-            Ok(Ok(())) => report.succeeded += 1,
-            Ok(Err(error)) => report.failed.push((label, error)),
-            Err(mut panic) => {
-                tracing::error!(
-                    batch = what, item = %label, panic = %panic.message,
-                    location = panic.location.as_deref().unwrap_or("unknown"),
-                    "item panicked; processing the rest"
-                );
-                panic.step.get_or_insert(label);
-                first_panic.get_or_insert(panic);
-            }
-        }
-    }
-    raise_after(what, first_panic, &report.failed);
-    report
+    guard_each(what, items, |item| {
+        (work(item), None::<std::future::Ready<Result<(), E>>>)
+    })
+    .await
 }
 
 /// Like [`run_batch`] for a rotating sweep: after each item's `check` ends, however it ends
@@ -181,6 +162,23 @@ where
     CheckFut: Future<Output = Result<(), E>>,
     StampFut: Future<Output = Result<(), E>>,
 {
+    // Futures are lazy: the stamp's future is built here but runs only after the check ends.
+    guard_each(what, items, |item| (check(item.clone()), Some(stamp(item)))).await
+}
+
+/// The loop behind [`run_batch`] and [`sweep_rotating`]: `split` gives each item's guarded work
+/// and, optionally, a follow-up that runs however the work ended (unguarded).
+async fn guard_each<T, E, Fut, After>(
+    what: &str,
+    items: impl IntoIterator<Item = T>,
+    mut split: impl FnMut(T) -> (Fut, Option<After>),
+) -> BatchReport<E>
+where
+    T: Debug,
+    E: Display,
+    Fut: Future<Output = Result<(), E>>,
+    After: Future<Output = Result<(), E>>,
+{
     let mut report = BatchReport {
         succeeded: 0,
         failed: Vec::new(),
@@ -188,22 +186,26 @@ where
     let mut first_panic = None;
     for item in items {
         let label = format!("{item:?}");
-        let checked = CatchPanic::new(check(item.clone())).await;
-        let stamped = stamp(item).await;
-        match checked {
+        let (work, after) = split(item);
+        let outcome = CatchPanic::new(work).await;
+        let followed = match after {
+            Some(after) => after.await,
+            None => Ok(()),
+        };
+        match outcome {
             Ok(Ok(())) => report.succeeded += 1,
             Ok(Err(error)) => report.failed.push((label.clone(), error)),
             Err(mut panic) => {
                 tracing::error!(
                     batch = what, item = %label, panic = %panic.message,
                     location = panic.location.as_deref().unwrap_or("unknown"),
-                    "check panicked; stamped the item so it rotates, checking the rest"
+                    "item panicked; processing the rest"
                 );
                 panic.step.get_or_insert(label.clone());
                 first_panic.get_or_insert(panic);
             }
         }
-        if let Err(error) = stamped {
+        if let Err(error) = followed {
             report.failed.push((label, error));
         }
     }

@@ -71,6 +71,14 @@ pub(crate) fn decide(
     }
 }
 
+/// Resolves at `at`, or never when there is no deadline yet.
+async fn give_up(at: Option<Instant>) {
+    match at {
+        Some(at) => sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Everything a tick needs besides its grant.
 pub(crate) struct TickEnv<'a> {
     pub statements: &'a dyn LeaseStatements,
@@ -110,7 +118,6 @@ pub(crate) async fn run_tick(
             let mut beating = true;
             // Set once the tick is cancelled: the work is dropped if it has not returned by then.
             let mut give_up_at: Option<Instant> = None;
-            let far_future = started + Duration::from_secs(86_400 * 365);
             loop {
                 tokio::select! {
                     result = &mut work => break match result {
@@ -125,7 +132,7 @@ pub(crate) async fn run_tick(
                         cancellation.cancel(CancelCause::Shutdown);
                         give_up_at.get_or_insert(Instant::now() + env.grace);
                     }
-                    () = sleep_until(give_up_at.unwrap_or(far_future)), if give_up_at.is_some() => {
+                    () = give_up(give_up_at) => {
                         break TickEnd::Abandoned;
                     }
                 }
