@@ -92,6 +92,45 @@ impl Store {
         Ok(changed)
     }
 
+    /// Completes one claimed item: runs the compare-and-set `cas` in a transaction of its own
+    /// and, only if it changed exactly one row, records `effect` (its kind and key) and runs
+    /// `also` in the same transaction. Returns whether the write applied.
+    ///
+    /// The effect record commits with the write that allows it, so a replica that dies between
+    /// the two leaves neither. A real call to the outside world cannot join the transaction: it
+    /// goes after the commit, keyed by the record's key so the provider can deduplicate a retry.
+    async fn complete(
+        &self,
+        cas: Query<'_, Postgres, PgArguments>,
+        effect: Option<(&str, String, Fence)>,
+        also: Option<Query<'_, Postgres, PgArguments>>,
+    ) -> sqlx::Result<bool> {
+        let mut tx = self.pool.begin().await?;
+        let applied = cas
+            .persistent(false)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected()
+            == 1;
+        if applied {
+            if let Some((kind, key, fence)) = effect {
+                sqlx::query("INSERT INTO effects (kind, key, role, token) VALUES ($1, $2, $3, $4)")
+                    .persistent(false)
+                    .bind(kind)
+                    .bind(key)
+                    .bind(fence.role())
+                    .bind(fence.token())
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            if let Some(also) = also {
+                also.persistent(false).execute(&mut *tx).await?;
+            }
+        }
+        tx.commit().await?;
+        Ok(applied)
+    }
+
     /// Opens a claim's transaction and notes the database clock just before the claim, for the
     /// demo's check that no claim returned rows to a superseded token.
     async fn begin_claim(&self) -> sqlx::Result<(Transaction<'static, Postgres>, DateTime<Utc>)> {
@@ -237,16 +276,16 @@ impl Store {
     }
 
     /// Completion of `dunning`: records attempt `run.attempt_count + 1` if the count is still
-    /// the one the caller read, and in the same transaction the charge it allows. Returns whether
-    /// the attempt was recorded; a superseded or repeated attempt records and charges nothing.
+    /// the one the caller read, and in the same transaction the charge it allows (and the
+    /// invoice paid, if it was recovered). Returns whether the attempt was recorded; a superseded
+    /// or repeated attempt records and charges nothing.
     pub async fn record_attempt(
         &self,
         run: &DueDunningRun,
         recovered: bool,
         fence: Fence,
     ) -> sqlx::Result<bool> {
-        let mut tx = self.pool.begin().await?;
-        let applied = sqlx::query(
+        let cas = sqlx::query(
             "UPDATE dunning_runs
                 SET attempt_count = attempt_count + 1,
                     next_attempt_at = now() + interval '2 seconds',
@@ -255,28 +294,16 @@ impl Store {
                                   ELSE 'open' END
               WHERE id = $1 AND attempt_count = $2 AND status = 'open'",
         )
-        .persistent(false)
         .bind(run.id)
         .bind(run.attempt_count)
         .bind(recovered)
-        .bind(MAX_ATTEMPTS)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected()
-            == 1;
-        if applied {
-            let key = format!("{}:{}", run.id, run.attempt_count + 1);
-            Store::record_effect(&mut tx, "charge", key, fence).await?;
-            if recovered {
-                sqlx::query("UPDATE invoices SET paid = true WHERE id = $1")
-                    .persistent(false)
-                    .bind(run.invoice_id)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-        }
-        tx.commit().await?;
-        Ok(applied)
+        .bind(MAX_ATTEMPTS);
+        let charge = format!("{}:{}", run.id, run.attempt_count + 1);
+        let paid = recovered.then(|| {
+            sqlx::query("UPDATE invoices SET paid = true WHERE id = $1").bind(run.invoice_id)
+        });
+        self.complete(cas, Some(("charge", charge, fence)), paid)
+            .await
     }
 
     /// Claim funnel of `webhook_outbox`: stamps a batch of undispatched rows with the token.
@@ -316,27 +343,15 @@ impl Store {
     /// created, in one transaction. False if another token claimed it since, or it was
     /// dispatched already.
     pub async fn mark_dispatched(&self, row: &ClaimedWebhook, token: i64) -> sqlx::Result<bool> {
-        let mut tx = self.pool.begin().await?;
-        let applied = sqlx::query(
+        let cas = sqlx::query(
             "UPDATE webhook_outbox SET dispatched_at = now()
               WHERE id = $1 AND claimed_token = $2 AND dispatched_at IS NULL",
         )
-        .persistent(false)
         .bind(row.id)
-        .bind(token)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected()
-            == 1;
-        if applied {
-            sqlx::query("INSERT INTO webhook_deliveries (outbox_id) VALUES ($1)")
-                .persistent(false)
-                .bind(row.id)
-                .execute(&mut *tx)
-                .await?;
-        }
-        tx.commit().await?;
-        Ok(applied)
+        .bind(token);
+        let delivery =
+            sqlx::query("INSERT INTO webhook_deliveries (outbox_id) VALUES ($1)").bind(row.id);
+        self.complete(cas, None, Some(delivery)).await
     }
 
     /// Claim funnel of `email_outbox`: stamps a batch of unsent emails with the token.
@@ -371,23 +386,14 @@ impl Store {
     /// Completion of `email_outbox`: claimed by this token → sent, and in the same transaction
     /// the send it allows. False if another token claimed the email since, or it was sent.
     pub async fn mark_sent(&self, email: &ClaimedEmail, fence: Fence) -> sqlx::Result<bool> {
-        let mut tx = self.pool.begin().await?;
-        let applied = sqlx::query(
+        let cas = sqlx::query(
             "UPDATE email_outbox SET sent_at = now()
               WHERE id = $1 AND claimed_token = $2 AND sent_at IS NULL",
         )
-        .persistent(false)
         .bind(email.id)
-        .bind(fence.token())
-        .execute(&mut *tx)
-        .await?
-        .rows_affected()
-            == 1;
-        if applied {
-            Store::record_effect(&mut tx, "email", email.id.to_string(), fence).await?;
-        }
-        tx.commit().await?;
-        Ok(applied)
+        .bind(fence.token());
+        self.complete(cas, Some(("email", email.id.to_string(), fence)), None)
+            .await
     }
 
     /// Claim funnel of `webhook_delivery`: pending deliveries whose retry time has come.
@@ -422,8 +428,7 @@ impl Store {
         delivered: bool,
         fence: Fence,
     ) -> sqlx::Result<bool> {
-        let mut tx = self.pool.begin().await?;
-        let applied = sqlx::query(
+        let cas = sqlx::query(
             "UPDATE webhook_deliveries
                 SET attempt = attempt + 1,
                     next_retry_at = now() + (attempt + 1) * interval '500 milliseconds',
@@ -432,43 +437,13 @@ impl Store {
                                   ELSE 'pending' END
               WHERE id = $1 AND attempt = $2 AND status = 'pending'",
         )
-        .persistent(false)
         .bind(delivery.id)
         .bind(delivery.attempt)
         .bind(delivered)
-        .bind(MAX_ATTEMPTS)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected()
-            == 1;
-        if applied {
-            let key = format!("{}:{}", delivery.id, delivery.attempt + 1);
-            Store::record_effect(&mut tx, "delivery", key, fence).await?;
-        }
-        tx.commit().await?;
-        Ok(applied)
-    }
-
-    /// Records an outbound effect (what would be an email, an HTTP call or a charge) in the
-    /// transaction of the conditional write that allows it, so the record exists exactly when the
-    /// write applied: a replica that dies between the two leaves neither. A real call to the
-    /// outside world cannot join the transaction: it goes after the commit, keyed by this
-    /// record's `key` so the provider can deduplicate a retry.
-    async fn record_effect(
-        tx: &mut Transaction<'static, Postgres>,
-        kind: &str,
-        key: String,
-        fence: Fence,
-    ) -> sqlx::Result<()> {
-        sqlx::query("INSERT INTO effects (kind, key, role, token) VALUES ($1, $2, $3, $4)")
-            .persistent(false)
-            .bind(kind)
-            .bind(key)
-            .bind(fence.role())
-            .bind(fence.token())
-            .execute(&mut **tx)
+        .bind(MAX_ATTEMPTS);
+        let attempt = format!("{}:{}", delivery.id, delivery.attempt + 1);
+        self.complete(cas, Some(("delivery", attempt, fence)), None)
             .await
-            .map(drop)
     }
 
     /// Records the grant of a tick (the database clock from ACQUIRE), for the demo's checks.
