@@ -10,8 +10,6 @@ use billing_demo::store::Store;
 use leader_runtime::lease::{self, Acquired};
 use leader_runtime::{Fence, Role, Runtime, Timings};
 use leader_testkit::TestDb;
-use sqlx::Row;
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 async fn app_db() -> TestDb {
@@ -21,14 +19,6 @@ async fn app_db() -> TestDb {
         .await
         .expect("the app's migrations apply");
     db
-}
-
-async fn count(db: &TestDb, sql: &'static str) -> i64 {
-    sqlx::raw_sql(sql)
-        .fetch_one(db.admin())
-        .await
-        .unwrap()
-        .get(0)
 }
 
 async fn grant(db: &TestDb, role: Role) -> Fence {
@@ -146,12 +136,12 @@ async fn three_replicas_bill_each_period_and_dispatch_each_row_once() {
         "every subscription billed: {}",
         summary.invoices
     );
-    let multi_period = count(&db, "SELECT count(*) FROM (SELECT subscription_id FROM invoices GROUP BY 1 HAVING count(*) > 1) t").await;
+    let multi_period = db.count("SELECT count(*) FROM (SELECT subscription_id FROM invoices GROUP BY 1 HAVING count(*) > 1) t").await;
     assert!(
         multi_period > 0,
         "many ticks: subscriptions were billed for several periods"
     );
-    let replicas = count(&db, "SELECT count(DISTINCT holder_id) FROM (SELECT last_tick_holder AS holder_id FROM leader_leases) t").await;
+    let replicas = db.count("SELECT count(DISTINCT holder_id) FROM (SELECT last_tick_holder AS holder_id FROM leader_leases) t").await;
     println!(
         "roles last completed by {replicas} distinct replica(s); takeovers {:?}",
         summary.takeovers
@@ -185,35 +175,26 @@ async fn a_panicking_subscription_does_not_stop_the_others_and_is_retried_after_
     let shutdown = CancellationToken::new();
     let handle = tokio::spawn(runtime.run(shutdown.clone()));
 
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while count(
-        &db,
-        "SELECT count(*) FROM leader_leases WHERE role = 'billing' AND not_before IS NOT NULL",
-    )
-    .await
-        == 0
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the billing tick never ended as panicked"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    assert!(
+        db.eventually(
+            "SELECT count(*) FROM leader_leases WHERE role = 'billing' AND not_before IS NOT NULL",
+            Duration::from_secs(20)
+        )
+        .await,
+        "the billing tick never ended as panicked"
+    );
     assert_eq!(
-        count(&db, "SELECT count(*) FROM invoices").await,
+        db.count("SELECT count(*) FROM invoices").await,
         19,
         "the others were billed in the same tick"
     );
     assert_eq!(
-        count(
-            &db,
-            "SELECT count(*) FROM invoices WHERE subscription_id = 7"
-        )
-        .await,
+        db.count("SELECT count(*) FROM invoices WHERE subscription_id = 7")
+            .await,
         0
     );
     assert_eq!(
-        count(&db, "SELECT count(*) FROM leader_leases WHERE role = 'billing' AND last_tick_ended_at IS NULL
+        db.count("SELECT count(*) FROM leader_leases WHERE role = 'billing' AND last_tick_ended_at IS NULL
                       AND not_before > now() + interval '1 second'").await,
         1,
         "released as panicked: no completion, a cooldown of one interval"
@@ -222,20 +203,15 @@ async fn a_panicking_subscription_does_not_stop_the_others_and_is_retried_after_
     // The defect is fixed (here: the row); after the cooldown the subscription is billed.
     db.exec("UPDATE subscriptions SET panic_on_bill = false WHERE id = 7")
         .await;
-    while count(
-        &db,
-        "SELECT count(*) FROM invoices WHERE subscription_id = 7",
-    )
-    .await
-        == 0
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the subscription was not retried after the cooldown"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(count(&db, "SELECT count(*) FROM invoices").await, 20);
+    assert!(
+        db.eventually(
+            "SELECT count(*) FROM invoices WHERE subscription_id = 7",
+            Duration::from_secs(20)
+        )
+        .await,
+        "the subscription was not retried after the cooldown"
+    );
+    assert_eq!(db.count("SELECT count(*) FROM invoices").await, 20);
     shutdown.cancel();
     handle.await.unwrap().unwrap();
 }

@@ -4,7 +4,10 @@ use std::str::FromStr;
 use std::sync::OnceLock;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{ConnectOptions, PgPool};
+use std::time::Duration;
+
+use sqlx::{ConnectOptions, PgPool, Row};
+use tokio::time::Instant;
 
 use crate::{Cluster, HarnessError};
 
@@ -130,6 +133,32 @@ impl TestDb {
         pool_for(&self.name, user, max)
             .await
             .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The first column of the one row `sql` returns (a count, say), read on the admin pool.
+    ///
+    /// # Panics
+    ///
+    /// If the query fails or its first column is not a `bigint`.
+    pub async fn count(&self, sql: &'static str) -> i64 {
+        sqlx::raw_sql(sql)
+            .fetch_one(&self.admin)
+            .await
+            .and_then(|row| row.try_get(0))
+            .unwrap_or_else(|e| panic!("{e}\n{sql}"))
+    }
+
+    /// Polls [`TestDb::count`] of `sql` until it is above zero, and says whether that happened
+    /// within `within`. A liveness wait for tests, not a timing assertion: give it ample time.
+    pub async fn eventually(&self, sql: &'static str, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if self.count(sql).await > 0 {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        false
     }
 
     /// Runs a script of SQL (several statements, no parameters) on the admin pool.

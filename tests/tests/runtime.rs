@@ -10,7 +10,7 @@ use common::*;
 use leader_runtime::panic_guard::Steps;
 use leader_runtime::{CancelCause, JobError, Role, Runtime, TickContext};
 use leader_testkit::TestDb;
-use sqlx::{PgPool, Row};
+use sqlx::PgPool;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -55,12 +55,7 @@ async fn tick_db() -> TestDb {
     db
 }
 
-fn start(
-    runtime: Runtime,
-) -> (
-    JoinHandle<Result<(), leader_runtime::Error>>,
-    CancellationToken,
-) {
+fn start(runtime: Runtime) -> Started {
     let shutdown = CancellationToken::new();
     (tokio::spawn(runtime.run(shutdown.clone())), shutdown)
 }
@@ -85,25 +80,6 @@ fn recording_job(
     }
 }
 
-async fn count(db: &TestDb, sql: &'static str) -> i64 {
-    sqlx::raw_sql(sql)
-        .fetch_one(db.admin())
-        .await
-        .unwrap()
-        .get(0)
-}
-
-async fn wait_until(db: &TestDb, sql: &'static str, within: Duration) -> bool {
-    let deadline = Instant::now() + within;
-    while Instant::now() < deadline {
-        if count(db, sql).await > 0 {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    false
-}
-
 fn runtime(
     db: &TestDb,
     holder: &'static str,
@@ -119,6 +95,27 @@ fn runtime(
         builder = builder.role(role, every, recording_job(holder, work));
     }
     builder.build().unwrap()
+}
+
+type Started = (
+    JoinHandle<Result<(), leader_runtime::Error>>,
+    CancellationToken,
+);
+
+/// Starts replica-a on `ALPHA` with one long tick per grant, waits until it leads, then starts
+/// replica-b, which follows.
+async fn leader_and_follower(db: &TestDb, every: Duration) -> [Started; 2] {
+    let long = Duration::from_secs(3_600);
+    let a = start(runtime(db, "replica-a", &[ALPHA], every, long));
+    assert!(
+        db.eventually(
+            "SELECT count(*) FROM ticks WHERE holder = 'replica-a'",
+            Duration::from_secs(10)
+        )
+        .await
+    );
+    let b = start(runtime(db, "replica-b", &[ALPHA], every, long));
+    [a, b]
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -144,67 +141,43 @@ async fn two_runtimes_never_lead_a_role_at_the_same_time() {
     a.await.unwrap().unwrap();
     b.await.unwrap().unwrap();
 
-    let per_role = count(
-        &db,
-        "SELECT min(n) FROM (SELECT count(*) AS n FROM ticks GROUP BY role) t",
-    )
-    .await;
+    let per_role = db
+        .count("SELECT min(n) FROM (SELECT count(*) AS n FROM ticks GROUP BY role) t")
+        .await;
     assert!(per_role >= 5, "each role ticked several times: {per_role}");
-    let overlaps = count(
-        &db,
-        "SELECT count(*) FROM ticks x JOIN ticks y
+    let overlaps = db
+        .count(
+            "SELECT count(*) FROM ticks x JOIN ticks y
              ON x.role = y.role AND x.id < y.id
             AND tstzrange(x.started_at, x.ended_at) && tstzrange(y.started_at, y.ended_at)",
-    )
-    .await;
+        )
+        .await;
     assert_eq!(overlaps, 0, "two ticks of one role overlapped");
-    let unfinished = count(&db, "SELECT count(*) FROM ticks WHERE ended_at IS NULL").await;
+    let unfinished = db
+        .count("SELECT count(*) FROM ticks WHERE ended_at IS NULL")
+        .await;
     assert_eq!(unfinished, 0, "every tick ended before shutdown returned");
-    let out_of_order = count(
-        &db,
-        "SELECT count(*) FROM (SELECT token, lag(token) OVER (PARTITION BY role ORDER BY started_at) AS prev
+    let out_of_order = db.count("SELECT count(*) FROM (SELECT token, lag(token) OVER (PARTITION BY role ORDER BY started_at) AS prev
                                  FROM ticks) t WHERE token <= prev",
     )
     .await;
     assert_eq!(out_of_order, 0, "tokens grow from tick to tick");
-    let holders = count(&db, "SELECT count(DISTINCT holder) FROM ticks").await;
+    let holders = db.count("SELECT count(DISTINCT holder) FROM ticks").await;
     println!("ticks by {holders} replica(s); no overlap");
-    let released = count(
-        &db,
-        "SELECT count(*) FROM leader_leases WHERE holder_id IS NOT NULL",
-    )
-    .await;
+    let released = db
+        .count("SELECT count(*) FROM leader_leases WHERE holder_id IS NOT NULL")
+        .await;
     assert_eq!(released, 0, "shutdown released every lease");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_leader_stopped_without_releasing_is_replaced_once_its_lease_expires() {
     let db = tick_db().await;
-    let (a, _stop_a) = start(runtime(
-        &db,
-        "replica-a",
-        &[ALPHA],
-        Duration::from_millis(10),
-        Duration::from_secs(3_600),
-    ));
-    assert!(
-        wait_until(
-            &db,
-            "SELECT count(*) FROM ticks WHERE holder = 'replica-a'",
-            Duration::from_secs(10)
-        )
-        .await
-    );
-    let (b, stop_b) = start(runtime(
-        &db,
-        "replica-b",
-        &[ALPHA],
-        Duration::from_millis(10),
-        Duration::from_secs(3_600),
-    ));
+    let [(a, _stop_a), (b, stop_b)] = leader_and_follower(&db, Duration::from_millis(10)).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
-        count(&db, "SELECT count(*) FROM ticks WHERE holder = 'replica-b'").await,
+        db.count("SELECT count(*) FROM ticks WHERE holder = 'replica-b'")
+            .await,
         0,
         "b waits while a renews"
     );
@@ -214,16 +187,14 @@ async fn a_leader_stopped_without_releasing_is_replaced_once_its_lease_expires()
     let killed = Instant::now();
     assert!(a.await.unwrap_err().is_cancelled());
     assert_eq!(
-        count(
-            &db,
+        db.count(
             "SELECT count(*) FROM leader_leases WHERE role = 'alpha' AND holder_id = 'replica-a'"
         )
         .await,
         1
     );
     assert!(
-        wait_until(
-            &db,
+        db.eventually(
             "SELECT count(*) FROM ticks WHERE holder = 'replica-b'",
             Duration::from_secs(30)
         )
@@ -257,13 +228,15 @@ async fn pause_cancels_the_running_tick_and_unpause_resumes_at_the_next_poll() {
         Duration::from_millis(10),
         Duration::from_secs(3_600),
     ));
-    assert!(wait_until(&db, "SELECT count(*) FROM ticks", Duration::from_secs(10)).await);
+    assert!(
+        db.eventually("SELECT count(*) FROM ticks", Duration::from_secs(10))
+            .await
+    );
     let paused_at = Instant::now();
     db.exec("SELECT leader_pause('alpha', 'tests', 'mid-tick')")
         .await;
     assert!(
-        wait_until(
-            &db,
+        db.eventually(
             "SELECT count(*) FROM ticks WHERE note = 'paused'",
             Duration::from_secs(10)
         )
@@ -278,16 +251,13 @@ async fn pause_cancels_the_running_tick_and_unpause_resumes_at_the_next_poll() {
     // Several polls of both runtimes go by: nobody leads.
     tokio::time::sleep(FAST.max_poll() * 3).await;
     assert_eq!(
-        count(&db, "SELECT count(*) FROM ticks").await,
+        db.count("SELECT count(*) FROM ticks").await,
         1,
         "no ACQUIRE is granted while paused"
     );
     assert_eq!(
-        count(
-            &db,
-            "SELECT count(*) FROM leader_leases WHERE holder_id IS NOT NULL"
-        )
-        .await,
+        db.count("SELECT count(*) FROM leader_leases WHERE holder_id IS NOT NULL")
+            .await,
         0
     );
 
@@ -295,8 +265,7 @@ async fn pause_cancels_the_running_tick_and_unpause_resumes_at_the_next_poll() {
     db.exec("UPDATE leader_leases SET not_before = NULL WHERE role = 'alpha'")
         .await;
     assert!(
-        wait_until(
-            &db,
+        db.eventually(
             "SELECT count(*) FROM ticks WHERE id > 1",
             Duration::from_secs(30)
         )
@@ -313,28 +282,7 @@ async fn pause_cancels_the_running_tick_and_unpause_resumes_at_the_next_poll() {
 async fn a_clean_shutdown_releases_at_once_and_the_other_replica_leads_next() {
     let db = tick_db().await;
     let every = Duration::from_millis(200);
-    let (a, stop_a) = start(runtime(
-        &db,
-        "replica-a",
-        &[ALPHA],
-        every,
-        Duration::from_secs(3_600),
-    ));
-    assert!(
-        wait_until(
-            &db,
-            "SELECT count(*) FROM ticks WHERE holder = 'replica-a'",
-            Duration::from_secs(10)
-        )
-        .await
-    );
-    let (b, stop_b) = start(runtime(
-        &db,
-        "replica-b",
-        &[ALPHA],
-        every,
-        Duration::from_secs(3_600),
-    ));
+    let [(a, stop_a), (b, stop_b)] = leader_and_follower(&db, every).await;
 
     let stopping = Instant::now();
     stop_a.cancel();
@@ -345,7 +293,8 @@ async fn a_clean_shutdown_releases_at_once_and_the_other_replica_leads_next() {
         "released when run() returned, not left to expire"
     );
     assert_eq!(
-        count(&db, "SELECT count(*) FROM ticks WHERE note = 'shutdown'").await,
+        db.count("SELECT count(*) FROM ticks WHERE note = 'shutdown'")
+            .await,
         1
     );
     let cooldown = row.cooldown_ms.unwrap();
@@ -354,8 +303,7 @@ async fn a_clean_shutdown_releases_at_once_and_the_other_replica_leads_next() {
         "interrupted: cooldown min(interval, 60 s), got {cooldown} ms"
     );
     assert!(
-        wait_until(
-            &db,
+        db.eventually(
             "SELECT count(*) FROM ticks WHERE holder = 'replica-b'",
             Duration::from_secs(30)
         )
@@ -411,24 +359,28 @@ async fn a_panicking_tick_is_not_a_completion_and_everything_else_goes_on() {
         .unwrap();
     let (handle, stop) = start(runtime);
     assert!(
-        wait_until(
-            &db,
+        db.eventually(
             "SELECT count(*) FROM ticks WHERE role = 'alpha'",
             Duration::from_secs(10)
         )
         .await
     );
     assert!(
-        wait_until(
-            &db,
+        db.eventually(
             "SELECT count(*) FROM leader_leases WHERE role = 'alpha' AND not_before IS NOT NULL",
             Duration::from_secs(30)
         )
         .await
     );
-    let betas_before = count(&db, "SELECT count(*) FROM ticks WHERE role = 'beta'").await;
+    let betas_before = db
+        .count("SELECT count(*) FROM ticks WHERE role = 'beta'")
+        .await;
     let deadline = Instant::now() + Duration::from_secs(30);
-    while count(&db, "SELECT count(*) FROM ticks WHERE role = 'beta'").await <= betas_before {
+    while db
+        .count("SELECT count(*) FROM ticks WHERE role = 'beta'")
+        .await
+        <= betas_before
+    {
         assert!(Instant::now() < deadline, "the other role keeps ticking");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -448,7 +400,8 @@ async fn a_panicking_tick_is_not_a_completion_and_everything_else_goes_on() {
         "one full interval: {cooldown} ms"
     );
     assert_eq!(
-        count(&db, "SELECT count(*) FROM ticks WHERE role = 'alpha'").await,
+        db.count("SELECT count(*) FROM ticks WHERE role = 'alpha'")
+            .await,
         1,
         "not retried before the cooldown"
     );
@@ -513,7 +466,10 @@ async fn a_panic_after_shutdown_is_released_as_interrupted() {
         .build()
         .unwrap();
     let (handle, stop) = start(runtime);
-    assert!(wait_until(&db, "SELECT count(*) FROM ticks", Duration::from_secs(10)).await);
+    assert!(
+        db.eventually("SELECT count(*) FROM ticks", Duration::from_secs(10))
+            .await
+    );
     stop.cancel();
     handle.await.unwrap().unwrap();
     let row = lease(&db, ALPHA).await;
