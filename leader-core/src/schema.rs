@@ -87,6 +87,9 @@ impl fmt::Display for SchemaReport {
     }
 }
 
+/// The statement name in this check's errors.
+const CHECK: &str = "the schema check";
+
 const OBJECTS: &str = "
 SELECT to_regclass('leader_leases') IS NOT NULL                         AS leader_leases,
        to_regclass('leader_status') IS NOT NULL                         AS leader_status,
@@ -125,15 +128,13 @@ pub async fn check_schema_ready<'e, E>(db: E, roles: &[Role]) -> Result<(), Erro
 where
     E: PgExecutor<'e> + Copy,
 {
-    let db_err = Error::db("the schema check");
     // Sent as simple queries (no bind parameters), like the lease statements, so the check works
     // through a transaction-mode pooler.
-    let objects = sqlx::raw_sql(OBJECTS).fetch_one(db).await.map_err(db_err)?;
-    let get = |name: &str| {
-        objects
-            .try_get::<bool, _>(name)
-            .map_err(Error::db("the schema check"))
-    };
+    let objects = sqlx::raw_sql(OBJECTS)
+        .fetch_one(db)
+        .await
+        .map_err(Error::db(CHECK))?;
+    let get = |name: &str| objects.try_get::<bool, _>(name).map_err(Error::db(CHECK));
     let (table, view, fence, pause, unpause, not_before) = (
         get("leader_leases")?,
         get("leader_status")?,
@@ -142,9 +143,7 @@ where
         get("leader_unpause")?,
         get("not_before")?,
     );
-    let role_check: Option<String> = objects
-        .try_get("role_check")
-        .map_err(Error::db("the schema check"))?;
+    let role_check: Option<String> = objects.try_get("role_check").map_err(Error::db(CHECK))?;
     let mut problems: Vec<SchemaProblem> = [
         (table, "table leader_leases"),
         (not_before, "column leader_leases.not_before"),
@@ -168,11 +167,11 @@ where
     let seeded: Vec<String> = sqlx::raw_sql("SELECT role FROM leader_leases")
         .fetch_all(db)
         .await
-        .map_err(Error::db("the schema check"))?
+        .map_err(Error::db(CHECK))?
         .iter()
         .map(|row| row.try_get("role"))
         .collect::<Result<_, _>>()
-        .map_err(Error::db("the schema check"))?;
+        .map_err(Error::db(CHECK))?;
     for &role in roles {
         if !registered.iter().any(|r| r == role.as_str()) {
             problems.push(SchemaProblem::RoleNotInCheck {
