@@ -1,7 +1,7 @@
 """Mutation check: removes one protocol or runtime feature at a time, runs the test that covers
 it, and reports CAUGHT (the test failed, as it must) or MISSED. Restores each file afterwards.
 
-Run under a server, e.g.  target/debug/with-postgres -- python3 scripts/mutants.py [NAME...]
+Run under a server, e.g.  cargo run -q -p leader-testkit --bin with-postgres -- python3 scripts/mutants.py [NAME...]
 """
 import os
 import subprocess
