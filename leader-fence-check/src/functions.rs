@@ -1,0 +1,171 @@
+//! The functions a claim may call: built-ins that neither change nor lock rows.
+//!
+//! A function call is code `#[fenced]` cannot see into, and a function can change or lock rows
+//! (a PL/pgSQL function that updates a table, `SELECT … FOR UPDATE` in its body). So a claim may
+//! call only the functions listed here, unqualified or qualified with `pg_catalog`, and
+//! `leader_fence`. Anything else is refused: compute the value before the claim and bind it.
+
+/// A built-in function a claim may call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KnownFunction {
+    /// The name as PostgreSQL folds it (lower case).
+    pub name: &'static str,
+    /// Whether it is an aggregate: a `SELECT` that aggregates without `GROUP BY` returns a row
+    /// even when its `WHERE` matches nothing, so it is never gated.
+    pub aggregate: bool,
+}
+
+const fn scalar(name: &'static str) -> KnownFunction {
+    KnownFunction {
+        name,
+        aggregate: false,
+    }
+}
+
+const fn aggregate(name: &'static str) -> KnownFunction {
+    KnownFunction {
+        name,
+        aggregate: true,
+    }
+}
+
+/// Every function a claim may call besides `leader_fence`.
+pub const KNOWN_FUNCTIONS: &[KnownFunction] = &[
+    // Time.
+    scalar("now"),
+    scalar("clock_timestamp"),
+    scalar("statement_timestamp"),
+    scalar("transaction_timestamp"),
+    scalar("timeofday"),
+    scalar("date_trunc"),
+    scalar("date_part"),
+    scalar("date_bin"),
+    scalar("extract"),
+    scalar("age"),
+    scalar("make_interval"),
+    scalar("make_date"),
+    scalar("make_time"),
+    scalar("make_timestamp"),
+    scalar("make_timestamptz"),
+    scalar("justify_interval"),
+    scalar("justify_days"),
+    scalar("justify_hours"),
+    scalar("to_timestamp"),
+    scalar("to_date"),
+    scalar("to_char"),
+    scalar("to_number"),
+    scalar("timezone"),
+    scalar("isfinite"),
+    scalar("overlaps"),
+    // Numbers.
+    scalar("abs"),
+    scalar("ceil"),
+    scalar("ceiling"),
+    scalar("floor"),
+    scalar("round"),
+    scalar("trunc"),
+    scalar("mod"),
+    scalar("power"),
+    scalar("sqrt"),
+    scalar("exp"),
+    scalar("ln"),
+    scalar("log"),
+    scalar("sign"),
+    scalar("div"),
+    scalar("width_bucket"),
+    scalar("random"),
+    // Text.
+    scalar("length"),
+    scalar("char_length"),
+    scalar("octet_length"),
+    scalar("lower"),
+    scalar("upper"),
+    scalar("initcap"),
+    scalar("btrim"),
+    scalar("ltrim"),
+    scalar("rtrim"),
+    scalar("substr"),
+    scalar("substring"),
+    scalar("replace"),
+    scalar("translate"),
+    scalar("concat"),
+    scalar("concat_ws"),
+    scalar("left"),
+    scalar("right"),
+    scalar("lpad"),
+    scalar("rpad"),
+    scalar("position"),
+    scalar("strpos"),
+    scalar("split_part"),
+    scalar("starts_with"),
+    scalar("format"),
+    scalar("md5"),
+    scalar("encode"),
+    scalar("decode"),
+    scalar("regexp_replace"),
+    scalar("regexp_match"),
+    scalar("hashtext"),
+    // Arrays, JSON, identifiers.
+    scalar("array_length"),
+    scalar("array_position"),
+    scalar("array_append"),
+    scalar("array_prepend"),
+    scalar("array_cat"),
+    scalar("array_remove"),
+    scalar("cardinality"),
+    scalar("unnest"),
+    scalar("generate_series"),
+    scalar("jsonb_build_object"),
+    scalar("json_build_object"),
+    scalar("jsonb_build_array"),
+    scalar("json_build_array"),
+    scalar("jsonb_set"),
+    scalar("jsonb_extract_path_text"),
+    scalar("jsonb_array_length"),
+    scalar("to_jsonb"),
+    scalar("to_json"),
+    scalar("gen_random_uuid"),
+    // Window functions (they never add rows).
+    scalar("row_number"),
+    scalar("rank"),
+    scalar("dense_rank"),
+    scalar("percent_rank"),
+    scalar("cume_dist"),
+    scalar("ntile"),
+    scalar("lag"),
+    scalar("lead"),
+    scalar("first_value"),
+    scalar("last_value"),
+    // Aggregates.
+    aggregate("count"),
+    aggregate("sum"),
+    aggregate("avg"),
+    aggregate("min"),
+    aggregate("max"),
+    aggregate("array_agg"),
+    aggregate("string_agg"),
+    aggregate("bool_and"),
+    aggregate("bool_or"),
+    aggregate("every"),
+    aggregate("bit_and"),
+    aggregate("bit_or"),
+    aggregate("json_agg"),
+    aggregate("jsonb_agg"),
+    aggregate("json_object_agg"),
+    aggregate("jsonb_object_agg"),
+];
+
+/// The known function called `name` (a dotted, lower-cased name from the parse tree).
+pub fn known(name: &[String]) -> Option<KnownFunction> {
+    let bare = match name {
+        [bare] => bare,
+        [schema, bare] if schema == "pg_catalog" => bare,
+        _ => return None,
+    };
+    KNOWN_FUNCTIONS.iter().copied().find(|f| f.name == bare)
+}
+
+/// Whether `name` is the fence.
+pub fn is_fence(name: &[String]) -> bool {
+    matches!(name, [bare] if bare == "leader_fence")
+}
