@@ -131,13 +131,13 @@ impl Checker<'_> {
             "SelectStmt" => self.select(fields),
             "UpdateStmt" => {
                 let gated = self.where_gates(fields.get("where_clause"))
-                    | self.from_gates(fields, "from_clause");
+                    | self.sources_gate(fields, "from_clause");
                 self.require(gated, fields, Effect::Update, None);
                 gated
             }
             "DeleteStmt" => {
                 let gated = self.where_gates(fields.get("where_clause"))
-                    | self.from_gates(fields, "using_clause");
+                    | self.sources_gate(fields, "using_clause");
                 self.require(gated, fields, Effect::Delete, None);
                 gated
             }
@@ -225,7 +225,7 @@ impl Checker<'_> {
             });
         }
         let rows_gated =
-            self.where_gates(fields.get("where_clause")) | self.from_gates(fields, "from_clause");
+            self.where_gates(fields.get("where_clause")) | self.sources_gate(fields, "from_clause");
         let aggregates = aggregates_without_groups(fields);
         let values = has(fields, "values_lists");
         let gated = rows_gated && !aggregates && !values;
@@ -239,7 +239,7 @@ impl Checker<'_> {
     fn merge(&mut self, fields: &Fields) -> bool {
         let source = fields
             .get("source_relation")
-            .is_some_and(|item| self.from_item_gates(item));
+            .is_some_and(|item| self.source_gates(item));
         let by_source = children(fields, "merge_when_clauses")
             .any(|(_, when)| int(when, "match_kind") == MERGE_WHEN_NOT_MATCHED_BY_SOURCE);
         let whens: Vec<&Fields> = children(fields, "merge_when_clauses")
@@ -298,7 +298,7 @@ impl Checker<'_> {
     }
 
     /// Whether any item of a `FROM` list is gated (the items are cross-joined).
-    fn from_gates(&mut self, fields: &Fields, list: &str) -> bool {
+    fn sources_gate(&mut self, fields: &Fields, list: &str) -> bool {
         let items: Vec<&Value> = fields
             .get(list)
             .and_then(Value::as_array)
@@ -307,12 +307,12 @@ impl Checker<'_> {
             .collect();
         let mut gated = false;
         for item in items {
-            gated |= self.from_item_gates(item);
+            gated |= self.source_gates(item);
         }
         gated
     }
 
-    fn from_item_gates(&mut self, item: &Value) -> bool {
+    fn source_gates(&mut self, item: &Value) -> bool {
         let Some((kind, fields)) = node(item) else {
             return false;
         };
@@ -327,10 +327,10 @@ impl Checker<'_> {
             "JoinExpr" => {
                 let left = fields
                     .get("larg")
-                    .is_some_and(|side| self.from_item_gates(side));
+                    .is_some_and(|side| self.source_gates(side));
                 let right = fields
                     .get("rarg")
-                    .is_some_and(|side| self.from_item_gates(side));
+                    .is_some_and(|side| self.source_gates(side));
                 let on = self.where_gates(fields.get("quals"));
                 match int(fields, "jointype") {
                     JOIN_INNER => left || right || on,
@@ -737,9 +737,7 @@ fn first_table(fields: &Fields) -> Option<usize> {
                 .get("larg")
                 .and_then(in_item)
                 .or_else(|| fields.get("rarg").and_then(in_item)),
-            "RangeSubselect" => match child(fields, "subquery")? {
-                (_, query) => first_table(query),
-            },
+            "RangeSubselect" => first_table(child(fields, "subquery")?.1),
             _ => None,
         }
     }

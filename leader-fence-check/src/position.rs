@@ -23,8 +23,8 @@ pub fn describe(sql: &str, at: &Range<usize>) -> String {
 /// The byte range of a name that starts at `start` (a table, a function).
 pub fn word(sql: &str, start: usize) -> Range<usize> {
     let rest = sql.get(start..).unwrap_or("");
-    let len = if rest.starts_with('"') {
-        rest[1..].find('"').map_or(rest.len(), |i| i + 2)
+    let len = if let Some(quoted) = rest.strip_prefix('"') {
+        quoted.find('"').map_or(rest.len(), |i| i + 2)
     } else {
         rest.find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.' || c == '$'))
             .unwrap_or(rest.len())

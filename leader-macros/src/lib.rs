@@ -5,6 +5,7 @@
 
 #![warn(missing_docs)]
 
+mod errors;
 mod fenced;
 mod interval;
 mod leader_role;

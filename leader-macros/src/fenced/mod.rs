@@ -1,11 +1,15 @@
 //! `#[fenced]`: checks at compile time that every claim in a function carries the fence.
 //!
-//! Three steps: [`parse`] finds the `Fence` parameter and every sqlx query call in the body,
-//! [`validate`] checks each call's SQL and binds, [`expand`] emits the function unchanged (plus the
-//! errors, if any).
+//! Three steps: [`parse`] finds the `Fence` parameter, every way the body sends SQL
+//! ([`sends`]) and every change to the fence parameter ([`fence_use`]); [`validate`] checks each
+//! send's SQL against the fence rules (the `leader-fence-check` crate) and its binds
+//! ([`binds`]); [`expand`] emits the function unchanged (plus the errors, if any).
 
+mod binds;
 mod expand;
+mod fence_use;
 mod parse;
+mod sends;
 mod validate;
 
 use proc_macro2::TokenStream;
@@ -13,7 +17,7 @@ use proc_macro2::TokenStream;
 pub fn fenced(args: TokenStream, item: TokenStream) -> TokenStream {
     let checked = parse::no_args(args).and_then(|()| {
         let fenced = parse::parse(item.clone())?;
-        validate::validate(&fenced)
+        validate::validate(fenced)
     });
     expand::expand(item, checked)
 }
@@ -28,7 +32,7 @@ mod tests {
             Ok(fenced) => fenced,
             Err(e) => return e.into_iter().map(|e| e.to_string()).collect(),
         };
-        match super::validate::validate(&fenced) {
+        match super::validate::validate(fenced) {
             Ok(()) => Vec::new(),
             Err(e) => e.into_iter().map(|e| e.to_string()).collect(),
         }
@@ -137,6 +141,210 @@ mod tests {
         assert!(
             out.starts_with("fn f"),
             "the function is still emitted: {out}"
+        );
+    }
+
+    /// The messages, for tests that look for one.
+    fn one_error_containing(item: proc_macro2::TokenStream, wanted: &str) {
+        let errors = errors(item);
+        assert!(
+            errors.iter().any(|e| e.contains(wanted)),
+            "expected an error containing {wanted:?}, got {errors:#?}"
+        );
+    }
+
+    #[test]
+    fn every_sqlx_send_form_is_recognised() {
+        one_error_containing(
+            quote! {
+                async fn claim(pool: &PgPool, fence: Fence, args: PgArguments) {
+                    sqlx::query_with("DELETE FROM t WHERE leader_fence($1, $2)", args).execute(pool).await;
+                }
+            },
+            "`query_with` takes its binds as `PgArguments`",
+        );
+        one_error_containing(
+            quote! {
+                async fn claim(pool: &PgPool, fence: Fence) {
+                    sqlx::raw_sql("DELETE FROM t WHERE leader_fence($1, $2)").execute(pool).await;
+                }
+            },
+            "`raw_sql` sends SQL over the simple query protocol",
+        );
+        one_error_containing(
+            quote! {
+                async fn claim(pool: &PgPool, fence: Fence) {
+                    sqlx::raw_sql("UPDATE t SET a = 1 WHERE leader_fence($1, $2); DELETE FROM u").execute(pool).await;
+                }
+            },
+            "`DELETE FROM u` is not gated",
+        );
+        one_error_containing(
+            quote! {
+                async fn claim(pool: &PgPool, fence: Fence) {
+                    let mut b = sqlx::QueryBuilder::<Postgres>::new("DELETE FROM t WHERE ");
+                    b.push_bind(fence.token());
+                }
+            },
+            "`QueryBuilder` assembles SQL at run time",
+        );
+        one_error_containing(
+            quote! {
+                async fn claim(pool: &PgPool, fence: Fence) {
+                    pool.execute("DELETE FROM t WHERE done").await;
+                }
+            },
+            "`DELETE FROM t` is not gated",
+        );
+        one_error_containing(
+            quote! {
+                async fn claim(pool: &PgPool, fence: Fence, sql: &str) {
+                    (&mut *tx).fetch_all(sql).await;
+                }
+            },
+            "cannot see the SQL this `.fetch_all(..)` sends",
+        );
+        one_error_containing(
+            quote! {
+                async fn claim(pool: &PgPool, fence: Fence, sql: &str) {
+                    sqlx::Executor::execute(pool, sql).await;
+                }
+            },
+            "cannot see the SQL this `.execute(..)` sends",
+        );
+        one_error_containing(
+            quote! {
+                async fn claim(pool: &PgPool, fence: Fence) {
+                    sqlx::query_file!("tests/fixtures/unfenced_claim.sql").fetch_all(pool).await;
+                }
+            },
+            "the row-locking `SELECT … FROM jobs … FOR UPDATE` is not gated",
+        );
+        one_error_containing(
+            quote! {
+                async fn claim(pool: &PgPool, fence: Fence) {
+                    sqlx::query_file!("tests/fixtures/no_such.sql").fetch_all(pool).await;
+                }
+            },
+            "cannot read the claim's SQL file",
+        );
+    }
+
+    #[test]
+    fn accepted_send_forms() {
+        let item = quote! {
+            async fn claim(pool: &PgPool, fence: &Fence, limit: i64) -> sqlx::Result<()> {
+                let mut q = sqlx::query("DELETE FROM t WHERE leader_fence($1, $2) AND id < $3");
+                q = q.bind(fence.role());
+                let q = q.bind(fence.token()).bind(limit);
+                let mut tx = pool.begin().await?;
+                tx.execute(q).await?;
+                let rows = sqlx::query_file!("tests/fixtures/claim.sql", fence.role(), fence.token())
+                    .fetch_all(&mut *tx)
+                    .await?;
+                let n = sqlx::Executor::fetch_all(
+                    &mut *tx,
+                    sqlx::query_scalar("SELECT id FROM t WHERE leader_fence($1, $2)")
+                        .bind(fence.role())
+                        .bind(fence.token()),
+                ).await?;
+                tracing::info!("claimed {} and {}", rows.len(), n.len());
+                tx.commit().await
+            }
+        };
+        assert_eq!(errors(item), Vec::<String>::new());
+    }
+
+    #[test]
+    fn query_locals_are_followed_only_where_binds_stay_certain() {
+        one_error_containing(
+            quote! {
+                async fn claim(pool: &PgPool, fence: Fence, other: Fence) {
+                    let mut q = sqlx::query("DELETE FROM t WHERE leader_fence($1, $2)");
+                    if cheap { q = q.bind(fence.role()).bind(fence.token()); } else { q = q.bind(other.role()).bind(other.token()); }
+                    q.execute(pool).await;
+                }
+            },
+            "`q` is assigned in a nested block",
+        );
+        one_error_containing(
+            quote! {
+                async fn claim(pool: &PgPool, fence: Fence) {
+                    let q = sqlx::query("DELETE FROM t WHERE leader_fence($1, $2)");
+                    let q = add_binds(q);
+                    q.execute(pool).await;
+                }
+            },
+            "the query in `q` is used where `#[fenced]` cannot follow",
+        );
+        one_error_containing(
+            quote! {
+                async fn claim(pool: &PgPool, fence: Fence) {
+                    let mut q = sqlx::query("DELETE FROM t WHERE leader_fence($1, $2)");
+                    q.try_bind(fence.token()).unwrap();
+                    q.execute(pool).await;
+                }
+            },
+            "`$1` in `leader_fence($1, $2)` is the fence's role",
+        );
+    }
+
+    #[test]
+    fn macros_in_the_body_are_looked_into() {
+        one_error_containing(
+            quote! {
+                async fn claim(pool: &PgPool, fence: Fence) {
+                    let n = vec![sqlx::query("DELETE FROM t").execute(pool).await];
+                }
+            },
+            "`DELETE FROM t` is not gated",
+        );
+        one_error_containing(
+            quote! {
+                async fn claim(pool: &PgPool, fence: Fence) {
+                    tokio::select! {
+                        r = sqlx::query("DELETE FROM t").execute(pool) => r,
+                    };
+                }
+            },
+            "cannot look inside this `select!`",
+        );
+    }
+
+    #[test]
+    fn the_fence_parameter_keeps_its_value() {
+        one_error_containing(
+            quote! {
+                async fn claim(pool: &PgPool, fence: Fence, other: Fence) {
+                    let fence = other;
+                    sqlx::query("DELETE FROM t WHERE leader_fence($1, $2)").bind(fence.role()).bind(fence.token());
+                }
+            },
+            "this binding shadows the fence parameter `fence`",
+        );
+        one_error_containing(
+            quote! {
+                async fn claim(pool: &PgPool, mut fence: Fence, other: Fence) {
+                    fence = other;
+                }
+            },
+            "this assigns to the fence parameter",
+        );
+        one_error_containing(
+            quote! {
+                async fn claim(pool: &PgPool, mut fence: Fence, other: Fence) {
+                    std::mem::swap(&mut fence, &mut other);
+                }
+            },
+            "this borrows mutably the fence parameter",
+        );
+        one_error_containing(
+            quote! {
+                async fn claim(pool: &PgPool, fence: Fence, others: Vec<Fence>) {
+                    for fence in others {}
+                }
+            },
+            "shadows the fence parameter",
         );
     }
 }

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use syn::{FnArg, Ident, ItemFn, LitStr, ReturnType, Type};
 
 use super::parse::Args;
+use crate::errors::Errors;
 use crate::interval::{ACCEPTED_FORMS, Interval};
 use crate::migrations::{self, CONSTRAINT};
 
@@ -25,13 +26,13 @@ pub struct Job<'a> {
 }
 
 pub fn validate(args: syn::Result<Args>, func: &ItemFn) -> syn::Result<Job<'_>> {
-    let mut errors = Errors::default();
+    let mut errors = Errors::new();
     errors.check(signature(func));
     let args = match args {
         Ok(args) => args,
         Err(e) => {
             errors.push(e);
-            return Err(errors.0.expect("an error was pushed"));
+            return Err(errors.finish().expect_err("an error was pushed"));
         }
     };
     let role = args.role.value();
@@ -98,7 +99,7 @@ pub fn role_rule(name: &str) -> Result<(), String> {
 /// Checks the signature is `async fn name(tick: TickContext) -> Result<(), E>`.
 fn signature(func: &ItemFn) -> syn::Result<()> {
     let sig = &func.sig;
-    let mut errors = Errors::default();
+    let mut errors = Errors::new();
     if sig.asyncness.is_none() {
         errors.push(syn::Error::new(
             sig.fn_token.span,
@@ -233,27 +234,6 @@ fn pin_to_migrations(role: &LitStr, dir: Option<&LitStr>) -> syn::Result<Option<
             },
         ),
     ))
-}
-
-/// Collects errors so every problem is reported at once.
-#[derive(Default)]
-struct Errors(Option<syn::Error>);
-
-impl Errors {
-    fn push(&mut self, e: syn::Error) {
-        match &mut self.0 {
-            Some(all) => all.combine(e),
-            None => self.0 = Some(e),
-        }
-    }
-
-    fn check<T>(&mut self, result: syn::Result<T>) -> Option<T> {
-        result.map_err(|e| self.push(e)).ok()
-    }
-
-    fn finish(self) -> syn::Result<()> {
-        self.0.map_or(Ok(()), Err)
-    }
 }
 
 #[cfg(test)]

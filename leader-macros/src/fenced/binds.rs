@@ -1,0 +1,163 @@
+//! Rule 4: the placeholders of each fence call are bound to the fence parameter's `.role()` and
+//! `.token()`.
+
+use leader_fence_check::FenceCall;
+use proc_macro2::Span;
+use syn::{Expr, Ident};
+
+use super::sends::{Binds, Send, Via, strip};
+
+/// The errors for the binds of `fences`, the fence calls of `send`'s SQL; `at` places an error
+/// that has no bind to point at.
+pub fn check(
+    send: &Send,
+    fences: &[FenceCall],
+    fence: &Ident,
+    at: impl Fn(&FenceCall) -> Span,
+) -> Vec<syn::Error> {
+    if fences.is_empty() {
+        return Vec::new();
+    }
+    let binds = match (&send.binds, send.via) {
+        (Binds::Unseen(span), _) => {
+            return vec![syn::Error::new(
+                *span,
+                format!(
+                    "`{}` takes its binds as `PgArguments`, where `#[fenced]` cannot see what is \
+                     bound to the fence: write `sqlx::query(\"… AND leader_fence($1, $2)\")\
+                     .bind({fence}.role()).bind({fence}.token())`",
+                    send.callee
+                ),
+            )];
+        }
+        (Binds::Known(_), Via::Simple) => {
+            return vec![syn::Error::new(
+                send.span,
+                format!(
+                    "`{}` sends SQL over the simple query protocol, which has no bind \
+                     parameters, so `leader_fence($i, $j)` cannot be bound to the fence: write \
+                     `sqlx::query(\"… AND leader_fence($1, $2)\").bind({fence}.role())\
+                     .bind({fence}.token())`",
+                    send.callee
+                ),
+            )];
+        }
+        (Binds::Known(binds), Via::Prepared) => binds,
+    };
+    let is_macro = send.callee.ends_with('!');
+    let mut errors = Vec::new();
+    for call in fences {
+        let shown = format!("leader_fence(${}, ${})", call.role, call.token);
+        if binds.len() < call.role.min(call.token) {
+            // Neither is bound: one error, not two at the same place.
+            let how = if is_macro {
+                format!(
+                    "pass `{fence}.role()` as argument {} and `{fence}.token()` as argument {} \
+                     after the SQL",
+                    call.role, call.token
+                )
+            } else {
+                format!(
+                    "add `.bind({fence}.role())` as the {} bind and `.bind({fence}.token())` as \
+                     the {}",
+                    ordinal(call.role),
+                    ordinal(call.token)
+                )
+            };
+            errors.push(syn::Error::new(
+                at(call),
+                format!("`{shown}` is not bound to the fence: {how}"),
+            ));
+            continue;
+        }
+        for (n, what) in [(call.role, "role"), (call.token, "token")] {
+            let found = binds.get(n - 1);
+            if found.is_some_and(|arg| is_fence_method(arg, fence, what)) {
+                continue;
+            }
+            let wanted = format!("{fence}.{what}()");
+            let (place, how) = if is_macro {
+                (
+                    format!("argument {n} after the SQL"),
+                    format!("pass `{wanted}` as argument {n} after the SQL"),
+                )
+            } else {
+                (
+                    format!("{} `.bind(..)`", ordinal(n)),
+                    format!("make the {} `.bind(..)` `.bind({wanted})`", ordinal(n)),
+                )
+            };
+            let found_text = match found {
+                Some(arg) => format!("the {place} is `{}`", show(arg)),
+                None => format!("there is no {place}"),
+            };
+            let message = format!(
+                "`${n}` in `{shown}` is the fence's {what} and must be bound to `{wanted}`, but \
+                 {found_text}: {how}"
+            );
+            errors.push(match found {
+                Some(arg) => syn::Error::new_spanned(arg, message),
+                None => syn::Error::new(at(call), message),
+            });
+        }
+    }
+    errors
+}
+
+/// Whether `arg` is `fence.role()` (or `.token()`), allowing `&`, `*` and parentheses.
+fn is_fence_method(arg: &Expr, fence: &Ident, method: &str) -> bool {
+    match strip(arg) {
+        Expr::MethodCall(call) => {
+            call.method == method
+                && call.args.is_empty()
+                && call.turbofish.is_none()
+                && matches!(strip(&call.receiver), Expr::Path(p) if p.qself.is_none() && p.path.is_ident(fence))
+        }
+        _ => false,
+    }
+}
+
+/// Rust code as a person writes it (token streams print with spaces everywhere).
+pub fn show(expr: &Expr) -> String {
+    let mut text = quote::ToTokens::to_token_stream(expr).to_string();
+    for (from, to) in [
+        (" :: ", "::"),
+        (":: ", "::"),
+        (" . ", "."),
+        (" (", "("),
+        ("( ", "("),
+        (" )", ")"),
+        (" ,", ","),
+        ("& ", "&"),
+        ("* ", "*"),
+        (" !", "!"),
+    ] {
+        text = text.replace(from, to);
+    }
+    text
+}
+
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ordinal;
+
+    #[test]
+    fn ordinals() {
+        assert_eq!(ordinal(1), "1st");
+        assert_eq!(ordinal(2), "2nd");
+        assert_eq!(ordinal(3), "3rd");
+        assert_eq!(ordinal(11), "11th");
+        assert_eq!(ordinal(22), "22nd");
+    }
+}

@@ -1,0 +1,655 @@
+//! Finds every way the body of a `#[fenced]` function sends SQL (rules 2 and 3).
+//!
+//! Recognised: sqlx's `query`, `query_as`, `query_scalar` and their `.bind(..)` chains; their
+//! `_with` forms; `raw_sql`; the `query!` family, `query_file!` included; a string handed
+//! straight to an `Executor` method (`pool.execute("…")`, `Executor::fetch_all(&pool, "…")`);
+//! and a query kept in a local and bound further with `let q = q.bind(..)` or
+//! `q = q.bind(..)` at the block level it was declared at.
+//!
+//! Everything the macro cannot follow is a problem, never a silent pass: `QueryBuilder`
+//! (assembled at run time), an `Executor` method given something other than a recognised query,
+//! a query local that is passed on or bound in a nested block, and a macro whose arguments do
+//! not parse as expressions but mention sqlx.
+
+use std::path::PathBuf;
+
+use proc_macro2::{Span, TokenStream, TokenTree};
+use syn::spanned::Spanned;
+use syn::visit::{self, Visit};
+use syn::{Expr, ExprCall, ExprMethodCall, Ident, LitStr, Macro, Pat, Type};
+
+use super::parse::macro_exprs;
+
+/// Query functions whose SQL is the first argument and whose binds are `.bind(..)` calls.
+const QUERY_FNS: &[&str] = &["query", "query_as", "query_scalar"];
+/// The same, taking their binds as `PgArguments` in a second argument.
+const QUERY_WITH_FNS: &[&str] = &["query_with", "query_as_with", "query_scalar_with"];
+/// Sends its string over the simple query protocol: several statements, no binds.
+const RAW_SQL_FN: &str = "raw_sql";
+/// Query macros whose SQL (or SQL file) is the first argument and whose binds follow it.
+const QUERY_MACROS: &[&str] = &[
+    "query",
+    "query_scalar",
+    "query_unchecked",
+    "query_scalar_unchecked",
+    "query_file",
+    "query_file_scalar",
+    "query_file_unchecked",
+    "query_file_scalar_unchecked",
+];
+/// The same, with a row type before the SQL.
+const TYPED_QUERY_MACROS: &[&str] = &[
+    "query_as",
+    "query_as_unchecked",
+    "query_file_as",
+    "query_file_as_unchecked",
+];
+/// `Executor`'s methods: what they are given is sent.
+const EXECUTOR_METHODS: &[&str] = &[
+    "execute",
+    "execute_many",
+    "fetch",
+    "fetch_many",
+    "fetch_all",
+    "fetch_one",
+    "fetch_optional",
+    "prepare",
+    "prepare_with",
+    "describe",
+];
+
+/// One way the body sends SQL.
+pub struct Send {
+    pub sql: Sql,
+    pub binds: Binds,
+    pub via: Via,
+    /// What the user wrote, for messages: `query_as`, `query!`, `.execute(..)`.
+    pub callee: String,
+    /// Where the send is: the called path or method.
+    pub span: Span,
+}
+
+/// The SQL of a send.
+pub enum Sql {
+    Literal(LitStr),
+    /// `query_file!("…")`: the path literal, and the file's text or why it could not be read.
+    File {
+        path: LitStr,
+        text: Result<String, String>,
+    },
+    /// Anything but a literal: a variable, `format!(..)`, `AssertSqlSafe(..)`, a const.
+    Unseen(Expr),
+    /// No SQL argument at all.
+    Missing,
+}
+
+/// The values bound to `$1`, `$2`, ….
+pub enum Binds {
+    /// In order.
+    Known(Vec<Expr>),
+    /// Given in a form the macro cannot read (`PgArguments`); the span is that argument.
+    Unseen(Span),
+}
+
+/// How a send reaches PostgreSQL.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// A prepared statement: one statement, with bind parameters.
+    Prepared,
+    /// The simple query protocol: any number of statements, no bind parameters.
+    Simple,
+}
+
+/// What [`find`] found.
+pub struct Found {
+    pub sends: Vec<Send>,
+    pub problems: Vec<syn::Error>,
+}
+
+/// Finds every send in `block`.
+pub fn find(block: &syn::Block) -> Found {
+    let mut finder = Finder {
+        sends: Vec::new(),
+        problems: Vec::new(),
+        locals: Vec::new(),
+        depth: 0,
+    };
+    finder.visit_block(block);
+    Found {
+        sends: finder.sends,
+        problems: finder.problems,
+    }
+}
+
+/// A local variable, and the send whose query it holds (none for other values that shadow a
+/// query local).
+struct Local {
+    name: Ident,
+    send: Option<usize>,
+    depth: usize,
+}
+
+struct Finder {
+    sends: Vec<Send>,
+    problems: Vec<syn::Error>,
+    locals: Vec<Local>,
+    /// How deep in blocks, closures and match arms the walk is.
+    depth: usize,
+}
+
+/// What a method chain starts from.
+enum Base<'a> {
+    /// A call that makes a query: `sqlx::query(..)`, `raw_sql(..)`, ….
+    Constructor(&'a ExprCall),
+    /// A local holding a query.
+    Local(&'a Ident, usize),
+    /// A query macro: `sqlx::query!(..)`.
+    QueryMacro(&'a Macro, String),
+    Other,
+}
+
+impl Finder {
+    /// The query local called `name`, if the innermost binding of that name holds one.
+    fn query_local(&self, name: &Ident) -> Option<(usize, usize)> {
+        let local = self.locals.iter().rev().find(|l| l.name == *name)?;
+        Some((local.send?, local.depth))
+    }
+
+    fn local_of<'e>(&self, expr: &'e Expr) -> Option<(&'e Ident, usize, usize)> {
+        match strip(expr) {
+            Expr::Path(p) if p.qself.is_none() => {
+                let name = p.path.get_ident()?;
+                let (send, depth) = self.query_local(name)?;
+                Some((name, send, depth))
+            }
+            _ => None,
+        }
+    }
+
+    fn base_of<'a>(&self, expr: &'a Expr) -> Base<'a> {
+        match expr {
+            Expr::Call(call) if constructor_name(call).is_some() => Base::Constructor(call),
+            Expr::Macro(mac) => match query_macro_name(&mac.mac) {
+                Some(name) => Base::QueryMacro(&mac.mac, name),
+                None => Base::Other,
+            },
+            Expr::Path(_) => match self.local_of(expr) {
+                Some((name, send, _)) => Base::Local(name, send),
+                None => Base::Other,
+            },
+            _ => Base::Other,
+        }
+    }
+
+    /// Records the send a constructor call makes; its index.
+    fn constructor(&mut self, call: &ExprCall) -> usize {
+        let name = constructor_name(call).expect("checked by base_of");
+        let sql = match call.args.first() {
+            Some(arg) => sql_arg(arg),
+            None => Sql::Missing,
+        };
+        let (binds, via) = if QUERY_WITH_FNS.contains(&name.as_str()) {
+            let at = call
+                .args
+                .iter()
+                .nth(1)
+                .map_or(call.func.span(), Spanned::span);
+            (Binds::Unseen(at), Via::Prepared)
+        } else if name == RAW_SQL_FN {
+            (Binds::Known(Vec::new()), Via::Simple)
+        } else {
+            (Binds::Known(Vec::new()), Via::Prepared)
+        };
+        self.sends.push(Send {
+            sql,
+            binds,
+            via,
+            callee: name,
+            span: call.func.span(),
+        });
+        for arg in call.args.iter().skip(1) {
+            self.visit_expr(arg);
+        }
+        self.sends.len() - 1
+    }
+
+    /// Walks a method chain `base.m1(..).m2(..)`; returns the send it builds, if any.
+    fn chain(&mut self, expr: &Expr) -> Option<usize> {
+        let (base, methods) = unchain(expr);
+        let send = match self.base_of(base) {
+            Base::Constructor(call) => Some(self.constructor(call)),
+            Base::Local(name, send) => {
+                let (_, declared_at) = self.query_local(name).expect("found by base_of");
+                let binds = methods.iter().any(|m| is_bind(m));
+                if binds && declared_at != self.depth {
+                    self.problems.push(syn::Error::new_spanned(
+                        name,
+                        format!(
+                            "`{name}` is bound further in a nested block, where `#[fenced]` \
+                             cannot tell which binds apply: bind the fence in one chain, or \
+                             with `let {name} = {name}.bind(..);` at the level `{name}` is \
+                             declared at"
+                        ),
+                    ));
+                }
+                Some(send)
+            }
+            Base::QueryMacro(mac, name) => {
+                self.query_macro(mac, &name);
+                Some(self.sends.len() - 1)
+            }
+            Base::Other => {
+                self.visit_expr(base);
+                None
+            }
+        };
+        for method in &methods {
+            let arg = method.args.first();
+            match send {
+                Some(send) if is_bind(method) => {
+                    if let (Some(arg), Binds::Known(binds)) = (arg, &mut self.sends[send].binds) {
+                        binds.push(arg.clone());
+                    }
+                }
+                None if EXECUTOR_METHODS.contains(&method.method.to_string().as_str()) => {
+                    self.sent_to_executor(arg, &method.method.to_string(), method.method.span());
+                    continue;
+                }
+                _ => {}
+            }
+            for arg in &method.args {
+                self.visit_expr(arg);
+            }
+        }
+        send
+    }
+
+    /// An `Executor` method was given `arg`: it must be a query the macro follows, or a literal
+    /// (which it checks).
+    fn sent_to_executor(&mut self, arg: Option<&Expr>, method: &str, span: Span) {
+        let Some(arg) = arg else { return };
+        if let Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(lit),
+            ..
+        }) = strip(arg)
+        {
+            self.sends.push(Send {
+                sql: Sql::Literal(lit.clone()),
+                binds: Binds::Known(Vec::new()),
+                via: Via::Simple,
+                callee: format!(".{method}(..)"),
+                span,
+            });
+            return;
+        }
+        let query = strip(arg);
+        if let Base::Constructor(_) | Base::Local(..) | Base::QueryMacro(..) =
+            self.base_of(unchain(query).0)
+        {
+            self.chain(query);
+            return;
+        }
+        self.problems.push(syn::Error::new_spanned(
+            arg,
+            format!(
+                "`#[fenced]` cannot see the SQL this `.{method}(..)` sends: give it a query \
+                 built here from literal SQL, e.g. `sqlx::query(\"… AND leader_fence($1, $2)\")\
+                 .bind(fence.role()).bind(fence.token())`"
+            ),
+        ));
+        self.visit_expr(arg);
+    }
+
+    /// A local declared or assigned from `init`: tracks it if it holds a query.
+    fn bind_local(&mut self, name: &Ident, init: &Expr) {
+        let send = match self.base_of(unchain(init).0) {
+            Base::Constructor(_) | Base::Local(..) | Base::QueryMacro(..) => self.chain(init),
+            Base::Other => {
+                self.visit_expr(init);
+                None
+            }
+        };
+        self.locals.push(Local {
+            name: name.clone(),
+            send,
+            depth: self.depth,
+        });
+    }
+
+    fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
+        self.depth += 1;
+        let out = f(self);
+        self.depth -= 1;
+        out
+    }
+
+    fn query_macro(&mut self, mac: &Macro, name: &str) {
+        let typed = TYPED_QUERY_MACROS.contains(&name);
+        let parser = |input: syn::parse::ParseStream| {
+            if typed {
+                input.parse::<Type>()?;
+                input.parse::<syn::Token![,]>()?;
+            }
+            syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated(input)
+        };
+        let Ok(args) = syn::parse::Parser::parse2(parser, mac.tokens.clone()) else {
+            self.problems.push(syn::Error::new_spanned(
+                &mac.path,
+                format!(
+                    "`#[fenced]` cannot read this `{name}!` call: write it as \
+                     `{name}!({}\"… AND leader_fence($1, $2)\", fence.role(), fence.token())`",
+                    if typed { "Row, " } else { "" }
+                ),
+            ));
+            return;
+        };
+        let mut args = args.into_iter();
+        let sql = match args.next() {
+            Some(arg) if name.contains("_file") => match strip(&arg) {
+                Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Str(path),
+                    ..
+                }) => Sql::File {
+                    path: path.clone(),
+                    text: read_sql_file(&path.value()),
+                },
+                _ => Sql::Unseen(arg),
+            },
+            Some(arg) => sql_arg(&arg),
+            None => Sql::Missing,
+        };
+        let binds: Vec<Expr> = args.collect();
+        for bind in &binds {
+            self.visit_expr(bind);
+        }
+        self.sends.push(Send {
+            sql,
+            binds: Binds::Known(binds),
+            via: Via::Prepared,
+            callee: format!("{name}!"),
+            span: mac.path.span(),
+        });
+    }
+}
+
+impl<'ast> Visit<'ast> for Finder {
+    fn visit_expr(&mut self, expr: &'ast Expr) {
+        match expr {
+            Expr::MethodCall(_) => {
+                self.chain(expr);
+            }
+            Expr::Call(call) if constructor_name(call).is_some() => {
+                self.chain(expr);
+            }
+            Expr::Call(call) => {
+                if let Some(name) = builder_name(call) {
+                    self.problems.push(syn::Error::new_spanned(
+                        &call.func,
+                        format!(
+                            "`{name}` assembles SQL at run time, which `#[fenced]` cannot check: \
+                             write the claim as one literal, \
+                             `sqlx::query(\"… AND leader_fence($1, $2)\").bind(fence.role())\
+                             .bind(fence.token())`"
+                        ),
+                    ));
+                } else if let Some(method) = executor_path_call(call) {
+                    self.visit_expr(&call.func);
+                    if let Some(first) = call.args.first() {
+                        self.visit_expr(first);
+                    }
+                    self.sent_to_executor(call.args.iter().nth(1), &method, call.func.span());
+                    for arg in call.args.iter().skip(2) {
+                        self.visit_expr(arg);
+                    }
+                    return;
+                }
+                visit::visit_expr_call(self, call);
+            }
+            Expr::Assign(assign) => match strip(&assign.left) {
+                Expr::Path(p)
+                    if p.path.get_ident().is_some() && self.local_of(&assign.left).is_some() =>
+                {
+                    let name = p.path.get_ident().expect("checked").clone();
+                    let (_, send, depth) = self.local_of(&assign.left).expect("checked");
+                    if depth != self.depth {
+                        self.problems.push(syn::Error::new_spanned(
+                            &assign.left,
+                            format!(
+                                "`{name}` is assigned in a nested block, where `#[fenced]` \
+                                 cannot tell which binds apply: bind the fence in one chain, \
+                                 or at the level `{name}` is declared at"
+                            ),
+                        ));
+                    }
+                    match self.base_of(unchain(&assign.right).0) {
+                        Base::Local(from, from_send) if *from == name && from_send == send => {
+                            self.chain(&assign.right);
+                        }
+                        _ => self.bind_local(&name, &assign.right),
+                    }
+                }
+                _ => visit::visit_expr_assign(self, assign),
+            },
+            Expr::Path(_) if self.local_of(expr).is_some() => {
+                let (name, _, _) = self.local_of(expr).expect("checked");
+                self.problems.push(syn::Error::new_spanned(
+                    expr,
+                    format!(
+                        "the query in `{name}` is used where `#[fenced]` cannot follow what is \
+                         bound to it: bind the fence in the chain that builds it and send it \
+                         with an `Executor` method (`.fetch_all(..)`, `.execute(..)`) here"
+                    ),
+                ));
+            }
+            Expr::Closure(closure) => self.nested(|f| visit::visit_expr_closure(f, closure)),
+            _ => visit::visit_expr(self, expr),
+        }
+    }
+
+    fn visit_local(&mut self, local: &'ast syn::Local) {
+        let name = match &local.pat {
+            Pat::Ident(binding) => Some(binding.ident.clone()),
+            Pat::Type(typed) => match &*typed.pat {
+                Pat::Ident(binding) => Some(binding.ident.clone()),
+                _ => None,
+            },
+            _ => None,
+        };
+        match (name, &local.init) {
+            (Some(name), Some(init)) if init.diverge.is_none() => {
+                self.bind_local(&name, &init.expr);
+            }
+            _ => {
+                // Bindings made here shadow query locals of the same names.
+                let mut names = Vec::new();
+                collect_bindings(&local.pat, &mut names);
+                if let Some(init) = &local.init {
+                    self.visit_expr(&init.expr);
+                    if let Some((_, diverge)) = &init.diverge {
+                        self.visit_expr(diverge);
+                    }
+                }
+                for name in names {
+                    self.locals.push(Local {
+                        name,
+                        send: None,
+                        depth: self.depth,
+                    });
+                }
+            }
+        }
+    }
+
+    fn visit_block(&mut self, block: &'ast syn::Block) {
+        let locals = self.locals.len();
+        self.nested(|f| visit::visit_block(f, block));
+        self.locals.truncate(locals);
+    }
+
+    fn visit_arm(&mut self, arm: &'ast syn::Arm) {
+        self.nested(|f| visit::visit_arm(f, arm));
+    }
+
+    fn visit_macro(&mut self, mac: &'ast Macro) {
+        let name = mac
+            .path
+            .segments
+            .last()
+            .map(|s| s.ident.to_string())
+            .unwrap_or_default();
+        if query_macro_name(mac).is_some() {
+            return self.query_macro(mac, &name);
+        }
+        match macro_exprs(mac) {
+            Some(exprs) => exprs.iter().for_each(|expr| self.visit_expr(expr)),
+            None if mentions_sqlx(mac.tokens.clone()) => {
+                self.problems.push(syn::Error::new_spanned(
+                    &mac.path,
+                    format!(
+                        "`#[fenced]` cannot look inside this `{name}!`, whose arguments are not \
+                         expressions and mention sqlx: send the query outside the macro, e.g. \
+                         `let rows = query.fetch_all(&pool).await?;` before it"
+                    ),
+                ));
+            }
+            None => {}
+        }
+    }
+}
+
+/// `query`, `query_as`, `raw_sql`, … for a call of one of sqlx's query constructors.
+fn constructor_name(call: &ExprCall) -> Option<String> {
+    let name = last_segment(&call.func)?;
+    let known = QUERY_FNS.contains(&name.as_str())
+        || QUERY_WITH_FNS.contains(&name.as_str())
+        || name == RAW_SQL_FN;
+    known.then_some(name)
+}
+
+/// `query_as` for a call of one of sqlx's query macros.
+fn query_macro_name(mac: &Macro) -> Option<String> {
+    let name = mac.path.segments.last()?.ident.to_string();
+    let known =
+        QUERY_MACROS.contains(&name.as_str()) || TYPED_QUERY_MACROS.contains(&name.as_str());
+    known.then_some(name)
+}
+
+/// `QueryBuilder` for `QueryBuilder::new(..)` and its other constructors.
+fn builder_name(call: &ExprCall) -> Option<&'static str> {
+    let Expr::Path(p) = &*call.func else {
+        return None;
+    };
+    p.path
+        .segments
+        .iter()
+        .any(|s| s.ident == "QueryBuilder")
+        .then_some("QueryBuilder")
+}
+
+/// `execute` for `Executor::execute(ex, sql)` (any path ending in `Executor::<method>`).
+fn executor_path_call(call: &ExprCall) -> Option<String> {
+    let Expr::Path(p) = &*call.func else {
+        return None;
+    };
+    let segments: Vec<&syn::PathSegment> = p.path.segments.iter().collect();
+    match segments.as_slice() {
+        [.., owner, method]
+            if owner.ident == "Executor"
+                && EXECUTOR_METHODS.contains(&method.ident.to_string().as_str()) =>
+        {
+            Some(method.ident.to_string())
+        }
+        _ => None,
+    }
+}
+
+fn is_bind(method: &ExprMethodCall) -> bool {
+    method.method == "bind" || method.method == "try_bind"
+}
+
+/// `base.m1(..).m2(..)` → `base` and the method calls, innermost first.
+fn unchain(expr: &Expr) -> (&Expr, Vec<&ExprMethodCall>) {
+    let mut methods = Vec::new();
+    let mut current = expr;
+    loop {
+        match current {
+            Expr::MethodCall(call) => {
+                methods.push(call);
+                current = &call.receiver;
+            }
+            Expr::Paren(p) => current = &p.expr,
+            Expr::Group(g) => current = &g.expr,
+            Expr::Await(a) => current = &a.base,
+            Expr::Try(t) => current = &t.expr,
+            _ => break,
+        }
+    }
+    methods.reverse();
+    (current, methods)
+}
+
+/// `expr` without `&`, `*`, parentheses and invisible groups around it.
+pub fn strip(expr: &Expr) -> &Expr {
+    match expr {
+        Expr::Reference(r) => strip(&r.expr),
+        Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => strip(&u.expr),
+        Expr::Paren(p) => strip(&p.expr),
+        Expr::Group(g) => strip(&g.expr),
+        other => other,
+    }
+}
+
+fn last_segment(func: &Expr) -> Option<String> {
+    match func {
+        Expr::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
+        _ => None,
+    }
+}
+
+fn sql_arg(arg: &Expr) -> Sql {
+    match arg {
+        Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(lit),
+            ..
+        }) => Sql::Literal(lit.clone()),
+        Expr::Group(g) => sql_arg(&g.expr),
+        Expr::Paren(p) => sql_arg(&p.expr),
+        other => Sql::Unseen(other.clone()),
+    }
+}
+
+/// Every name a pattern binds.
+fn collect_bindings(pat: &Pat, out: &mut Vec<Ident>) {
+    struct Bindings<'a>(&'a mut Vec<Ident>);
+    impl<'ast> Visit<'ast> for Bindings<'_> {
+        fn visit_pat_ident(&mut self, binding: &'ast syn::PatIdent) {
+            self.0.push(binding.ident.clone());
+            visit::visit_pat_ident(self, binding);
+        }
+    }
+    Bindings(out).visit_pat(pat);
+}
+
+/// Whether a token stream names sqlx or one of the ways it sends SQL.
+fn mentions_sqlx(tokens: TokenStream) -> bool {
+    tokens.into_iter().any(|token| match token {
+        TokenTree::Ident(ident) => {
+            let name = ident.to_string();
+            name == "sqlx"
+                || name == "QueryBuilder"
+                || name == RAW_SQL_FN
+                || QUERY_FNS.contains(&name.as_str())
+                || QUERY_WITH_FNS.contains(&name.as_str())
+                || EXECUTOR_METHODS.contains(&name.as_str())
+        }
+        TokenTree::Group(group) => mentions_sqlx(group.stream()),
+        _ => false,
+    })
+}
+
+/// Reads a `query_file!` path as sqlx does: relative to the crate's manifest directory.
+fn read_sql_file(path: &str) -> Result<String, String> {
+    let dir = std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(PathBuf::new, PathBuf::from);
+    let full = dir.join(path);
+    std::fs::read_to_string(&full).map_err(|e| format!("cannot read {}: {e}", full.display()))
+}
