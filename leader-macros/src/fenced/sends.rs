@@ -300,10 +300,14 @@ impl Finder {
         self.visit_expr(arg);
     }
 
-    /// A local declared or assigned from `init`: tracks it if it holds a query.
+    /// A local declared or assigned from `init`: tracks it if it holds a query (not the rows
+    /// a query returned).
     fn bind_local(&mut self, name: &Ident, init: &Expr) {
         let send = match self.base_of(unchain(init).0) {
-            Base::Constructor(_) | Base::Local(..) | Base::QueryMacro(..) => self.chain(init),
+            Base::Constructor(_) | Base::Local(..) | Base::QueryMacro(..) => {
+                let send = self.chain(init);
+                send.filter(|_| holds_query(init))
+            }
             Base::Other => {
                 self.visit_expr(init);
                 None
@@ -565,6 +569,21 @@ fn executor_path_call(call: &ExprCall) -> Option<String> {
 
 fn is_bind(method: &ExprMethodCall) -> bool {
     method.method == "bind" || method.method == "try_bind"
+}
+
+/// Whether a chain's value is still the query (it was not sent: no `Executor` method, no
+/// `.await`, no `?`).
+fn holds_query(expr: &Expr) -> bool {
+    match expr {
+        Expr::MethodCall(call) => {
+            !EXECUTOR_METHODS.contains(&call.method.to_string().as_str())
+                && holds_query(&call.receiver)
+        }
+        Expr::Paren(p) => holds_query(&p.expr),
+        Expr::Group(g) => holds_query(&g.expr),
+        Expr::Await(_) | Expr::Try(_) => false,
+        _ => true,
+    }
 }
 
 /// `base.m1(..).m2(..)` → `base` and the method calls, innermost first.

@@ -1,0 +1,415 @@
+//! The SQL `#[fenced]` accepts really is fenced: every claim statement of every accepted
+//! `ui-tests/pass` case and of every fenced funnel of the reference application runs against
+//! PostgreSQL twice, each time in a transaction that is rolled back: with a superseded token it
+//! returns, changes and locks no row; with the live token it claims rows.
+//!
+//! The statements are read from the sources (string literals of `#[fenced]` functions that parse
+//! as SQL), so a new accepted case without a table set-up here fails this test.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::*;
+use leader_runtime::lease::{self, Acquired};
+use leader_runtime::{Fence, Role};
+use leader_testkit::TestDb;
+use sqlx::{Connection, Row};
+use syn::visit::{self, Visit};
+
+/// A claim statement and where it was found.
+struct Found {
+    sql: String,
+    file: PathBuf,
+}
+
+/// How to run the claims that contain `marker`: the tables to make, and the values of the
+/// placeholders that are not the fence's.
+struct Case {
+    marker: &'static str,
+    setup: &'static str,
+    tables: &'static [&'static str],
+    params: &'static [(usize, i64)],
+}
+
+const OUTBOX: &str = "CREATE TABLE outbox (id bigserial PRIMARY KEY, status text NOT NULL);
+    INSERT INTO outbox (status) SELECT 'pending' FROM generate_series(1, 20);";
+const INVOICES: &str = "CREATE TABLE invoices (id bigserial PRIMARY KEY, state text NOT NULL);
+    INSERT INTO invoices (state) SELECT 'due' FROM generate_series(1, 5);";
+const DUE_JOBS: &str = "CREATE TABLE jobs (id bigserial PRIMARY KEY, due timestamptz NOT NULL,
+        done boolean NOT NULL);
+    INSERT INTO jobs (due, done) SELECT now() - interval '1 hour', i % 2 = 0
+      FROM generate_series(1, 10) i;";
+const WEBHOOKS: &str = "CREATE TABLE webhooks (id bigserial PRIMARY KEY, status text NOT NULL);
+    INSERT INTO webhooks (status) SELECT 'pending' FROM generate_series(1, 5);";
+const TENANT_JOBS: &str = "CREATE TABLE tenants (id bigint PRIMARY KEY, active boolean NOT NULL);
+    CREATE TABLE jobs (id bigserial PRIMARY KEY, tenant_id bigint NOT NULL REFERENCES tenants);
+    INSERT INTO tenants VALUES (1, true), (2, false);
+    INSERT INTO jobs (tenant_id) SELECT 1 + i % 2 FROM generate_series(1, 10) i;";
+const OWNED_JOBS: &str = "CREATE TABLE jobs (id bigserial PRIMARY KEY, owner_token bigint);
+    INSERT INTO jobs (owner_token) SELECT NULL FROM generate_series(1, 5);";
+const RUN_JOBS: &str = "CREATE TABLE jobs (id bigserial PRIMARY KEY, due timestamptz NOT NULL,
+        runs integer NOT NULL DEFAULT 0);
+    CREATE TABLE runs (job_id bigint NOT NULL, started_at timestamptz);
+    INSERT INTO jobs (due) SELECT now() - interval '1 hour' FROM generate_series(1, 5);
+    INSERT INTO runs (job_id) VALUES (1), (2);";
+const BILLING: &str = concat!(
+    include_str!("../../examples/migrations/20261201000200_billing.up.sql"),
+    "
+    INSERT INTO subscriptions (customer, amount_cents, period_secs, billed_until)
+    SELECT 'c' || i, 100, 60, now() - interval '1 hour' FROM generate_series(1, 5) i;
+    INSERT INTO invoices (subscription_id, period_start, period_end, amount_cents)
+    SELECT id, billed_until, billed_until + interval '1 minute', 100 FROM subscriptions;
+    INSERT INTO dunning_runs (invoice_id, next_attempt_at)
+    SELECT id, now() - interval '1 minute' FROM invoices;
+    INSERT INTO webhook_outbox (event, payload) SELECT 'e', 'p' FROM generate_series(1, 5);
+    INSERT INTO email_outbox (recipient, subject) SELECT 'r', 's' FROM generate_series(1, 5);
+    INSERT INTO webhook_deliveries (outbox_id, next_retry_at)
+    SELECT id, now() - interval '1 minute' FROM webhook_outbox;"
+);
+const BILLING_TABLES: &[&str] = &[
+    "subscriptions",
+    "invoices",
+    "dunning_runs",
+    "webhook_outbox",
+    "email_outbox",
+    "webhook_deliveries",
+];
+
+const CASES: &[Case] = &[
+    Case {
+        marker: "UPDATE outbox o SET status = 'sending' FROM c",
+        setup: OUTBOX,
+        tables: &["outbox"],
+        params: &[],
+    },
+    Case {
+        marker: "FOR NO KEY UPDATE SKIP LOCKED) RETURNING id",
+        setup: OUTBOX,
+        tables: &["outbox"],
+        params: &[(1, 5)],
+    },
+    Case {
+        marker: "UPDATE invoices SET state = 'billing'",
+        setup: INVOICES,
+        tables: &["invoices"],
+        params: &[],
+    },
+    Case {
+        marker: "SELECT id FROM jobs WHERE leader_fence($1, $2) AND due <= now()",
+        setup: DUE_JOBS,
+        tables: &["jobs"],
+        params: &[(3, 5)],
+    },
+    Case {
+        marker: "DELETE FROM jobs WHERE done AND leader_fence($1, $2)",
+        setup: DUE_JOBS,
+        tables: &["jobs"],
+        params: &[],
+    },
+    Case {
+        marker: "UPDATE \"webhooks\"",
+        setup: WEBHOOKS,
+        tables: &["webhooks"],
+        params: &[],
+    },
+    Case {
+        marker: "FOR UPDATE OF j, t SKIP LOCKED",
+        setup: TENANT_JOBS,
+        tables: &["jobs", "tenants"],
+        params: &[],
+    },
+    Case {
+        marker: "WITH claimed AS (",
+        setup: OWNED_JOBS,
+        tables: &["jobs"],
+        params: &[],
+    },
+    Case {
+        marker: "INSERT INTO runs (job_id)",
+        setup: RUN_JOBS,
+        tables: &["jobs", "runs"],
+        params: &[(3, 5)],
+    },
+    Case {
+        marker: "MERGE INTO jobs j",
+        setup: RUN_JOBS,
+        tables: &["jobs", "runs"],
+        params: &[],
+    },
+    // The reference application's funnels.
+    Case {
+        marker: "FROM subscriptions",
+        setup: BILLING,
+        tables: BILLING_TABLES,
+        params: &[(1, 10)],
+    },
+    Case {
+        marker: "FROM dunning_runs",
+        setup: BILLING,
+        tables: BILLING_TABLES,
+        params: &[(3, 10)],
+    },
+    Case {
+        marker: "UPDATE webhook_outbox o",
+        setup: BILLING,
+        tables: BILLING_TABLES,
+        params: &[(3, 10)],
+    },
+    Case {
+        marker: "UPDATE email_outbox",
+        setup: BILLING,
+        tables: BILLING_TABLES,
+        params: &[(1, 10)],
+    },
+    Case {
+        marker: "FROM webhook_deliveries",
+        setup: BILLING,
+        tables: BILLING_TABLES,
+        params: &[(3, 10)],
+    },
+];
+
+const ROLE: Role = ALPHA;
+
+#[tokio::test]
+async fn every_accepted_claim_changes_and_locks_nothing_under_a_superseded_token() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut sources: Vec<PathBuf> = std::fs::read_dir(root.join("ui-tests/pass"))
+        .expect("read ui-tests/pass")
+        .map(|entry| entry.expect("a directory entry").path())
+        .filter(|path| path.extension().is_some_and(|e| e == "rs"))
+        .collect();
+    sources.sort();
+    sources.push(root.join("examples/src/store.rs"));
+    let claims: Vec<Found> = sources.iter().flat_map(|file| fenced_sql(file)).collect();
+    assert!(
+        claims.len() >= CASES.len(),
+        "found only {} claims in {sources:?}",
+        claims.len()
+    );
+
+    let mut used = vec![false; CASES.len()];
+    for claim in &claims {
+        let matching: Vec<usize> = (0..CASES.len())
+            .filter(|&i| claim.sql.contains(CASES[i].marker))
+            .collect();
+        let [case] = matching[..] else {
+            panic!(
+                "{} has a claim that matches {} cases here; give it exactly one (a marker, its \
+                 tables and its parameters):\n{}",
+                claim.file.display(),
+                matching.len(),
+                claim.sql
+            );
+        };
+        used[case] = true;
+        run_case(claim, &CASES[case]).await;
+    }
+    for (case, used) in CASES.iter().zip(used) {
+        assert!(
+            used,
+            "no claim in the sources matches the case {:?}",
+            case.marker
+        );
+    }
+}
+
+/// Runs one claim with a superseded and then with the live token.
+async fn run_case(claim: &Found, case: &Case) {
+    let db = TestDb::new().await;
+    db.exec(ROLES_UP).await;
+    db.exec(case.setup).await;
+    let superseded = grant(&db, "old-leader").await;
+    expire(&db, ROLE).await;
+    let live = grant(&db, "new-leader").await;
+    assert!(live.token() > superseded.token());
+
+    let stale = effect(&db, claim, case, superseded).await;
+    assert_eq!(
+        stale,
+        Effect::default(),
+        "with a superseded token, this claim from {} had an effect:\n{}",
+        claim.file.display(),
+        claim.sql
+    );
+    let fresh = effect(&db, claim, case, live).await;
+    assert!(
+        fresh.returned > 0 || fresh.changed > 0 || !fresh.locked.is_empty(),
+        "with the live token, this claim from {} claimed nothing, so the superseded run proves \
+         nothing (seed its tables so it claims rows):\n{}",
+        claim.file.display(),
+        claim.sql
+    );
+    let locks = leader_fence_check::row_locking_queries(&claim.sql).expect("it parses");
+    assert!(
+        locks.is_empty() || !fresh.locked.is_empty(),
+        "with the live token, this row-locking claim from {} locked nothing, so the probe for \
+         locks proves nothing here:\n{}",
+        claim.file.display(),
+        claim.sql
+    );
+}
+
+async fn grant(db: &TestDb, who: &str) -> Fence {
+    match lease::acquire(db.pool(), ROLE, who, Duration::from_secs(3600), &FAST)
+        .await
+        .expect("ACQUIRE runs")
+    {
+        Acquired::Granted(grant) => grant.fence,
+        Acquired::Refused(refusal) => panic!("expected a grant, got {refusal:?}"),
+    }
+}
+
+/// What a claim did inside its (rolled-back) transaction.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Effect {
+    /// Rows it returned.
+    returned: usize,
+    /// Row versions it wrote (updated, inserted, merged) plus rows it deleted.
+    changed: i64,
+    /// Tables in which it held a row lock, seen from another connection.
+    locked: Vec<&'static str>,
+}
+
+async fn effect(db: &TestDb, claim: &Found, case: &Case, fence: Fence) -> Effect {
+    let checked = leader_fence_check::check(&claim.sql);
+    assert!(checked.errors.is_empty(), "{:#?}", checked.errors);
+    let mut conn = sqlx::PgConnection::connect_with(&db.admin().connect_options())
+        .await
+        .expect("connect");
+    let mut tx = conn.begin().await.expect("BEGIN");
+    let xid: i64 = sqlx::query_scalar("SELECT txid_current() % 4294967296")
+        .fetch_one(&mut *tx)
+        .await
+        .unwrap();
+    let mut before = Vec::new();
+    for table in case.tables {
+        before.push(count(&mut tx, &format!("SELECT count(*) FROM {table}")).await);
+    }
+
+    let placeholders = checked
+        .fences
+        .iter()
+        .flat_map(|f| [f.role, f.token])
+        .chain(case.params.iter().map(|&(n, _)| n))
+        .max()
+        .unwrap_or(0);
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(claim.sql.clone())).persistent(false);
+    for n in 1..=placeholders {
+        if checked.fences.iter().any(|f| f.role == n) {
+            query = query.bind(fence.role());
+        } else if checked.fences.iter().any(|f| f.token == n) {
+            query = query.bind(fence.token());
+        } else {
+            let value = case.params.iter().find(|&&(p, _)| p == n).map(|&(_, v)| v);
+            query =
+                query.bind(value.unwrap_or_else(|| {
+                    panic!("the case {:?} gives no value for ${n}", case.marker)
+                }));
+        }
+    }
+    let returned = query
+        .fetch_all(&mut *tx)
+        .await
+        .unwrap_or_else(|e| panic!("the claim runs: {e}\n{}", claim.sql))
+        .len();
+
+    let mut changed = 0;
+    let mut locked = Vec::new();
+    for (table, before) in case.tables.iter().zip(before) {
+        let after = count(&mut tx, &format!("SELECT count(*) FROM {table}")).await;
+        let written: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "SELECT count(*) FROM {table} WHERE xmin::text::bigint = $1"
+        )))
+        .bind(xid)
+        .fetch_one(&mut *tx)
+        .await
+        .unwrap();
+        changed += written + (before - after).max(0);
+        let probe = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT 1 FROM {table} FOR UPDATE NOWAIT"
+        )))
+        .fetch_all(db.admin())
+        .await;
+        match probe {
+            Ok(_) => {}
+            Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("55P03") => {
+                locked.push(*table)
+            }
+            Err(e) => panic!("probing {table} for row locks: {e}"),
+        }
+    }
+    tx.rollback().await.expect("ROLLBACK");
+    Effect {
+        returned,
+        changed,
+        locked,
+    }
+}
+
+async fn count(tx: &mut sqlx::PgConnection, sql: &str) -> i64 {
+    sqlx::query(sqlx::AssertSqlSafe(sql.to_owned()))
+        .fetch_one(tx)
+        .await
+        .unwrap()
+        .get(0)
+}
+
+/// The string literals of every `#[fenced]` function in `file` that parse as SQL.
+fn fenced_sql(file: &Path) -> Vec<Found> {
+    let text = std::fs::read_to_string(file).expect("read a source file");
+    let ast = syn::parse_file(&text).expect("parse a source file");
+    let mut finder = FencedLiterals {
+        inside: false,
+        sql: Vec::new(),
+    };
+    finder.visit_file(&ast);
+    finder
+        .sql
+        .into_iter()
+        .filter(|sql| {
+            let checked = leader_fence_check::check(sql);
+            checked.statements > 0 && !checked.fences.is_empty()
+        })
+        .map(|sql| Found {
+            sql,
+            file: file.to_owned(),
+        })
+        .collect()
+}
+
+struct FencedLiterals {
+    inside: bool,
+    sql: Vec<String>,
+}
+
+fn is_fenced(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path()
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "fenced")
+    })
+}
+
+impl<'ast> Visit<'ast> for FencedLiterals {
+    fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+        let was = std::mem::replace(&mut self.inside, is_fenced(&f.attrs));
+        visit::visit_item_fn(self, f);
+        self.inside = was;
+    }
+
+    fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
+        let was = std::mem::replace(&mut self.inside, is_fenced(&f.attrs));
+        visit::visit_impl_item_fn(self, f);
+        self.inside = was;
+    }
+
+    fn visit_lit_str(&mut self, lit: &'ast syn::LitStr) {
+        if self.inside {
+            self.sql.push(lit.value());
+        }
+    }
+}
