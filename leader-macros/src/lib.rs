@@ -10,6 +10,7 @@ mod fenced;
 mod interval;
 mod leader_role;
 mod migrations;
+mod unfenced;
 
 use proc_macro::TokenStream;
 
@@ -108,4 +109,27 @@ pub fn leader_role(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn fenced(args: TokenStream, item: TokenStream) -> TokenStream {
     fenced::fenced(args.into(), item.into()).into()
+}
+
+/// Opts a function (or any item) out of the whole-crate fence audit, with a reason.
+///
+/// `leader_runtime::audit::assert_claims_fenced` fails for every row-locking statement
+/// (`FOR UPDATE`, `FOR NO KEY UPDATE`, `FOR SHARE`, `FOR KEY SHARE`) outside a `#[fenced]`
+/// function. A lock that needs no fence (a maintenance job that is not leader-only, a test) says
+/// why with this attribute; the item itself is emitted unchanged.
+///
+/// # Usage
+///
+/// ```ignore
+/// use leader_runtime::unfenced;
+///
+/// #[unfenced(reason = "run by the operator's CLI, never by a replica")]
+/// async fn repair(pool: &PgPool) -> sqlx::Result<()> {
+///     sqlx::query("SELECT id FROM jobs WHERE stuck FOR UPDATE").execute(pool).await?;
+///     Ok(())
+/// }
+/// ```
+#[proc_macro_attribute]
+pub fn unfenced(args: TokenStream, item: TokenStream) -> TokenStream {
+    unfenced::unfenced(args.into(), item.into()).into()
 }

@@ -40,7 +40,12 @@ pub use context::TickContext;
 pub use leader_core::{
     Error, Fence, ReleaseOutcome, Role, Timings, TimingsError, check_schema_ready, lease, schema,
 };
-pub use leader_macros::{fenced, leader_role};
+pub use leader_macros::{fenced, leader_role, unfenced};
+
+/// The whole-crate fence audit: every row-locking statement sits in a `#[fenced]` function or
+/// says why not (feature `audit`).
+#[cfg(feature = "audit")]
+pub use leader_audit as audit;
 pub use registry::{JobError, JobRegistration, registered_jobs};
 pub use runtime::{Runtime, RuntimeBuilder};
 
