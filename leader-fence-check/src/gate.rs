@@ -33,6 +33,7 @@ pub fn check_statements(sql: &str, statements: &[Statement]) -> Checked {
         with_depth: 0,
         fix: String::new(),
         fence_elsewhere: false,
+        statement_text: 0..0,
         fences: Vec::new(),
         errors: Vec::new(),
     };
@@ -72,6 +73,8 @@ struct Checker<'a> {
     fix: String,
     /// Whether the current statement calls `leader_fence` anywhere.
     fence_elsewhere: bool,
+    /// The current statement's own text.
+    statement_text: Range<usize>,
     fences: Vec<FenceCall>,
     errors: Vec<SqlError>,
 }
@@ -93,6 +96,7 @@ impl Checker<'_> {
         let (kind, fields) = (statement.kind.as_str(), &statement.fields);
         self.fix = suggested_fix(kind, fields);
         self.fence_elsewhere = false;
+        self.statement_text = statement.text.clone();
         for_each_node(kind, fields, &mut |kind, fields| {
             if kind == "FuncCall" && functions::is_fence(&function_name(fields)) {
                 self.fence_elsewhere = true;
@@ -549,7 +553,7 @@ impl Checker<'_> {
                     .into(),
             });
         }
-        self.sql
+        self.sql[self.statement_text.clone()]
             .to_ascii_lowercase()
             .contains("leader_fence")
             .then(|| {

@@ -13,6 +13,8 @@ pub type Fields = Map<String, Value>;
 pub struct Statement {
     pub kind: String,
     pub fields: Fields,
+    /// The statement's own byte range in the SQL text.
+    pub text: std::ops::Range<usize>,
 }
 
 /// Parses `sql` into its statements, or PostgreSQL's error message.
@@ -25,9 +27,22 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>, String> {
     let mut statements = Vec::new();
     for raw in tree["stmts"].as_array().into_iter().flatten() {
         if let Some((kind, fields)) = node(&raw["stmt"]) {
+            let offset = |name: &str| {
+                raw.get(name)
+                    .and_then(Value::as_u64)
+                    .and_then(|n| usize::try_from(n).ok())
+                    .unwrap_or(0)
+            };
+            let start = offset("stmt_location").min(sql.len());
+            // A length of 0 means "to the end of the text".
+            let end = match offset("stmt_len") {
+                0 => sql.len(),
+                len => (start + len).min(sql.len()),
+            };
             statements.push(Statement {
                 kind: kind.to_owned(),
                 fields: fields.clone(),
+                text: start..end,
             });
         }
     }

@@ -410,6 +410,19 @@ fn parse_errors_and_statement_counts() {
     assert_eq!(two.fences.len(), 2);
     let one_bad = check("UPDATE t SET a = 1 WHERE leader_fence($1, $2); DELETE FROM t");
     assert_eq!(one_bad.errors.len(), 1);
+    // The hint about a fence in a comment or string reads the statement's own text only.
+    assert!(
+        !one_bad.errors[0].message.contains("comment"),
+        "{:?}",
+        one_bad.errors
+    );
+    let commented =
+        check("UPDATE t SET a = 1 WHERE leader_fence($1, $2); DELETE FROM t -- leader_fence");
+    assert!(
+        commented.errors[0].message.contains("comment"),
+        "{:?}",
+        commented.errors
+    );
 }
 
 #[test]

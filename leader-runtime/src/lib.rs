@@ -52,7 +52,7 @@ pub use runtime::{Runtime, RuntimeBuilder};
 /// Paths used by the macros' expansions. Not a public API: it can change in any release.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::registry::{JobError, JobFuture, JobRegistration};
+    pub use crate::registry::{JobError, JobFuture, JobRegistration, JobResult};
     pub use core::time::Duration;
     pub use inventory;
 }

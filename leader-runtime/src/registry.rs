@@ -12,6 +12,26 @@ use crate::context::TickContext;
 /// `?`.
 pub type JobError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
+/// What a job returns: `Result<(), E>` with `E` convertible into [`JobError`].
+///
+/// `#[leader_role]` requires it at the job's return type, so a wrong type is reported there,
+/// with this explanation, and type aliases work.
+#[diagnostic::on_unimplemented(
+    message = "a leader job returns `Result<(), E>` with `E` convertible into `Box<dyn Error + Send + Sync>`, not `{Self}`",
+    label = "not a `Result<(), E>` with `E: Into<JobError>`",
+    note = "a leader job is `async fn name(tick: TickContext) -> Result<(), E>`"
+)]
+pub trait JobResult {
+    /// The result with its error boxed.
+    fn into_job_result(self) -> Result<(), JobError>;
+}
+
+impl<E: Into<JobError>> JobResult for Result<(), E> {
+    fn into_job_result(self) -> Result<(), JobError> {
+        self.map_err(Into::into)
+    }
+}
+
 /// The future of one tick of a job.
 pub type JobFuture = Pin<Box<dyn Future<Output = Result<(), JobError>> + Send + 'static>>;
 

@@ -1,8 +1,12 @@
-//! The expansion of `#[leader_role]`: the fn unchanged, a role constant, and a registration.
+//! The expansion of `#[leader_role]`: the fn unchanged, a role constant, a registration, and
+//! the adapters through which rustc checks the job's types at the job's own signature.
 
 use proc_macro2::{Literal, TokenStream};
-use quote::{quote, quote_spanned};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{FnArg, Ident, LitStr, ReturnType, Visibility};
 
+use super::parse::JobFn;
 use super::validate::Job;
 
 pub fn expand(job: &Job) -> TokenStream {
@@ -14,12 +18,12 @@ pub fn expand(job: &Job) -> TokenStream {
         every_text,
         pinned_by,
     } = job;
-    let vis = &func.vis;
     let name = &func.sig.ident;
     let doc = format!(
         " The `{}` leader role, led by [`{name}`] every {every_text}.",
         role.value()
     );
+    let const_item = role_const(role, const_ident, &func.vis, &doc);
     let every = match every.whole_secs() {
         Some(secs) => {
             let secs = Literal::u64_unsuffixed(secs);
@@ -31,12 +35,6 @@ pub fn expand(job: &Job) -> TokenStream {
         }
     };
     let path_suffix = format!("::{name}");
-    // Spanned at the role string, so that rustc's "the name `BILLING` is defined multiple
-    // times" (two jobs for one role in one module) points at the two role strings.
-    let const_item = quote_spanned! {role.span()=>
-        #[doc = #doc]
-        #vis const #const_ident: ::leader_runtime::Role = ::leader_runtime::Role::from_static(#role);
-    };
     // Including the migration makes Cargo rebuild this crate, and so re-run the role check,
     // when the migration changes.
     let pin = pinned_by.as_ref().map(|path| {
@@ -45,6 +43,7 @@ pub fn expand(job: &Job) -> TokenStream {
             const _: &[u8] = ::core::include_bytes!(#path);
         )
     });
+    let (adapters, tick, result) = adapters(func);
     quote! {
         #func
 
@@ -52,13 +51,15 @@ pub fn expand(job: &Job) -> TokenStream {
 
         #pin
 
+        #adapters
+
         ::leader_runtime::__private::inventory::submit! {
             ::leader_runtime::__private::JobRegistration {
                 role: #const_ident,
                 every: #every,
                 // A closure that captures nothing coerces to the `fn` pointer the registry stores.
                 job: |__leader_tick| ::std::boxed::Box::pin(async move {
-                    #name(__leader_tick).await.map_err(::core::convert::Into::into)
+                    #result(#name(#tick(__leader_tick)).await)
                 }),
                 name: ::core::concat!(::core::module_path!(), #path_suffix),
             }
@@ -66,14 +67,68 @@ pub fn expand(job: &Job) -> TokenStream {
     }
 }
 
-/// On errors: the fn as written (so the rest of the crate and an IDE still see it) and the errors.
-pub fn fallback(item: TokenStream, errors: syn::Error) -> TokenStream {
+/// The role constant. Spanned at the role string, so that rustc's "the name `BILLING` is
+/// defined multiple times" (two jobs for one role in one module) points at the two role strings.
+fn role_const(role: &LitStr, ident: &Ident, vis: &Visibility, doc: &str) -> TokenStream {
+    quote_spanned! {role.span()=>
+        #[doc = #doc]
+        #vis const #ident: ::leader_runtime::Role = ::leader_runtime::Role::from_static(#role);
+    }
+}
+
+/// Two functions the registration calls the job through: one turns the `TickContext` into the
+/// job's parameter type, one the job's return value into the registry's result. Each is spanned
+/// at the user's type, so a wrong type is reported once, there (and type aliases or renamed
+/// imports are fine), instead of inside the registration.
+fn adapters(func: &JobFn) -> (TokenStream, Ident, Ident) {
+    let name = &func.sig.ident;
+    let tick = format_ident!("__leader_tick_for_{}", name);
+    let result = format_ident!("__leader_result_of_{}", name);
+    let tick_fn = match func.sig.inputs.first() {
+        Some(FnArg::Typed(typed)) => {
+            let ty = &typed.ty;
+            quote_spanned! {ty.span()=>
+                #[doc(hidden)]
+                #[allow(non_snake_case)]
+                fn #tick(tick: ::leader_runtime::TickContext) -> #ty {
+                    tick
+                }
+            }
+        }
+        _ => TokenStream::new(),
+    };
+    let result_fn = match &func.sig.output {
+        ReturnType::Type(_, ty) => quote_spanned! {ty.span()=>
+            #[doc(hidden)]
+            #[allow(non_snake_case)]
+            fn #result(result: #ty) -> ::core::result::Result<(), ::leader_runtime::JobError> {
+                ::leader_runtime::__private::JobResult::into_job_result(result)
+            }
+        },
+        ReturnType::Default => TokenStream::new(),
+    };
+    (quote! { #tick_fn #result_fn }, tick, result)
+}
+
+/// On errors: the fn as written (so the rest of the crate and an IDE still see it), the role
+/// constant when the role name is valid (so its uses do not error too), and the errors.
+pub fn fallback(
+    item: TokenStream,
+    constant: Option<(LitStr, Ident)>,
+    errors: syn::Error,
+) -> TokenStream {
     let errors = errors.to_compile_error();
+    let vis = syn::parse2::<JobFn>(item.clone()).map_or(Visibility::Inherited, |f| f.vis);
+    let const_item = constant.map(|(role, ident)| {
+        let doc = format!(" The `{}` leader role.", role.value());
+        role_const(&role, &ident, &vis, &doc)
+    });
     // The registration that would have called the fn is not emitted, so do not add a
     // "never used" warning to the real error.
     quote! {
         #[allow(dead_code)]
         #item
+        #const_item
         #errors
     }
 }

@@ -2,7 +2,9 @@
 
 use proc_macro2::TokenStream;
 use syn::parse::{Parse, ParseStream};
-use syn::{Ident, LitStr, Token};
+use syn::{Attribute, Ident, LitStr, Signature, Token, Visibility, braced};
+
+use crate::errors::Errors;
 
 /// The options `#[leader_role]` accepts after the role name.
 pub const OPTIONS: &str = "`every = \"1h\"` (required) and `migrations = \"db/migrations\"`";
@@ -33,7 +35,7 @@ impl Parse for Args {
             every: None,
             migrations: None,
         };
-        let mut errors: Option<syn::Error> = None;
+        let mut errors = Errors::new();
         while !input.is_empty() {
             input.parse::<Token![,]>()?;
             if input.is_empty() {
@@ -46,26 +48,62 @@ impl Parse for Args {
                 "every" => &mut args.every,
                 "migrations" => &mut args.migrations,
                 _ => {
-                    let e = syn::Error::new(
+                    errors.push(syn::Error::new(
                         name.span(),
                         format!("unknown option `{name}`: `#[leader_role]` accepts {OPTIONS}"),
-                    );
-                    match &mut errors {
-                        Some(all) => all.combine(e),
-                        None => errors = Some(e),
-                    }
+                    ));
                     continue;
                 }
             };
             if slot.is_some() {
-                let e = syn::Error::new(name.span(), format!("`{name}` is given twice"));
-                match &mut errors {
-                    Some(all) => all.combine(e),
-                    None => errors = Some(e),
-                }
+                errors.push(syn::Error::new(
+                    name.span(),
+                    format!("`{name}` is given twice"),
+                ));
             }
             *slot = Some(value);
         }
-        errors.map_or(Ok(args), Err)
+        errors.finish().map(|()| args)
+    }
+}
+
+/// The job fn with its body kept as tokens: only the signature is parsed, so a body that does
+/// not parse yet (while it is being typed) still gets its registration and constant, and rustc
+/// reports the body's own errors.
+pub struct JobFn {
+    pub attrs: Vec<Attribute>,
+    pub vis: Visibility,
+    pub sig: Signature,
+    /// The body, braces included.
+    pub body: TokenStream,
+}
+
+impl Parse for JobFn {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let attrs = input.call(Attribute::parse_outer)?;
+        let vis = input.parse()?;
+        let sig = input.parse()?;
+        let body_input;
+        let braces = braced!(body_input in input);
+        let inner: TokenStream = body_input.parse()?;
+        let mut body = TokenStream::new();
+        braces.surround(&mut body, |tokens| tokens.extend(inner));
+        Ok(JobFn {
+            attrs,
+            vis,
+            sig,
+            body,
+        })
+    }
+}
+
+impl quote::ToTokens for JobFn {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        for attr in &self.attrs {
+            attr.to_tokens(tokens);
+        }
+        self.vis.to_tokens(tokens);
+        self.sig.to_tokens(tokens);
+        tokens.extend(self.body.clone());
     }
 }

@@ -2,9 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use syn::{FnArg, Ident, ItemFn, LitStr, ReturnType, Type};
+use syn::{FnArg, Ident, LitStr, ReturnType, Type};
 
-use super::parse::Args;
+use super::parse::{Args, JobFn};
 use crate::errors::Errors;
 use crate::interval::{ACCEPTED_FORMS, Interval};
 use crate::migrations::{self, CONSTRAINT};
@@ -14,7 +14,7 @@ const EXPECTED: &str = "a leader job is `async fn name(tick: TickContext) -> Res
 
 /// A checked job, ready to expand.
 pub struct Job<'a> {
-    pub func: &'a ItemFn,
+    pub func: &'a JobFn,
     /// The role name and its literal (the constant's ident is spanned at it).
     pub role: LitStr,
     /// `BILLING` for `billing`.
@@ -25,7 +25,13 @@ pub struct Job<'a> {
     pub pinned_by: Option<PathBuf>,
 }
 
-pub fn validate(args: syn::Result<Args>, func: &ItemFn) -> syn::Result<Job<'_>> {
+/// The role constant's name for a valid role name: `BILLING` for `billing`.
+pub fn role_constant(role: &LitStr) -> Option<Ident> {
+    role_rule(&role.value()).ok()?;
+    Some(Ident::new(&role.value().to_ascii_uppercase(), role.span()))
+}
+
+pub fn validate(args: syn::Result<Args>, func: &JobFn) -> syn::Result<Job<'_>> {
     let mut errors = Errors::new();
     errors.check(signature(func));
     let args = match args {
@@ -66,7 +72,7 @@ pub fn validate(args: syn::Result<Args>, func: &ItemFn) -> syn::Result<Job<'_>> 
     errors.finish()?;
     Ok(Job {
         func,
-        const_ident: Ident::new(&role.to_ascii_uppercase(), args.role.span()),
+        const_ident: role_constant(&args.role).expect("the role name is valid"),
         role: args.role,
         every: every.expect("no error, so the interval parsed"),
         every_text: args.every.expect("no error, so `every` is given").value(),
@@ -96,8 +102,10 @@ pub fn role_rule(name: &str) -> Result<(), String> {
     }
 }
 
-/// Checks the signature is `async fn name(tick: TickContext) -> Result<(), E>`.
-fn signature(func: &ItemFn) -> syn::Result<()> {
+/// Checks the signature's shape: `async fn name(tick: T) -> R`. That `T` is `TickContext` and
+/// `R` a `Result<(), E>` is left to rustc, through bounds the expansion spans at those types, so
+/// aliases and renamed imports work.
+fn signature(func: &JobFn) -> syn::Result<()> {
     let sig = &func.sig;
     let mut errors = Errors::new();
     if sig.asyncness.is_none() {
@@ -136,16 +144,10 @@ fn signature(func: &ItemFn) -> syn::Result<()> {
             format!("a leader job is a free function, not a method: {EXPECTED}"),
         )),
         Some(FnArg::Typed(arg)) => {
-            if !last_segment_is(&arg.ty, "TickContext") {
-                let by_ref = matches!(&*arg.ty, Type::Reference(r) if last_segment_is(&r.elem, "TickContext"));
-                let what = if by_ref {
-                    "a leader job takes its `TickContext` by value"
-                } else {
-                    "a leader job's parameter is the tick context"
-                };
+            if let Type::Reference(_) = &*arg.ty {
                 errors.push(syn::Error::new_spanned(
                     &arg.ty,
-                    format!("{what}: {EXPECTED}"),
+                    format!("a leader job takes its `TickContext` by value: {EXPECTED}"),
                 ));
             }
         }
@@ -161,21 +163,9 @@ fn signature(func: &ItemFn) -> syn::Result<()> {
             sig.paren_token.span.close(),
             format!("the return type is missing: {EXPECTED}"),
         )),
-        ReturnType::Type(_, ty) if !last_segment_is(ty, "Result") => errors.push(
-            syn::Error::new_spanned(ty, format!("a leader job returns a `Result`: {EXPECTED}")),
-        ),
         ReturnType::Type(..) => {}
     }
     errors.finish()
-}
-
-fn last_segment_is(ty: &Type, name: &str) -> bool {
-    match ty {
-        Type::Path(p) => p.path.segments.last().is_some_and(|s| s.ident == name),
-        Type::Group(g) => last_segment_is(&g.elem, name),
-        Type::Paren(p) => last_segment_is(&p.elem, name),
-        _ => false,
-    }
 }
 
 /// Checks the role is listed by the migrations' role constraint, when a migration defines it.
