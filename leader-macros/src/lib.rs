@@ -66,18 +66,30 @@ pub fn leader_role(args: TokenStream, item: TokenStream) -> TokenStream {
     leader_role::leader_role(args.into(), item.into()).into()
 }
 
-/// Checks at compile time that every claim query in a function carries the leader fence.
+/// Checks at compile time that every statement a function sends is fenced.
 ///
-/// A claim selects rows for this leader to work on. A stale leader (one whose lease was taken
-/// over) must claim nothing, so each claim's SQL must have `leader_fence($i, $j)` as a top-level
-/// `AND` condition of the WHERE of the query that selects the rows (the `SELECT … FOR UPDATE
-/// [SKIP LOCKED]`, wherever it is; without one, the statement's own WHERE), with `$i` bound to
-/// `fence.role()` and `$j` to `fence.token()`.
+/// **The contract.** A `#[fenced]` function compiles only if every SQL statement it can send is
+/// one the macro has checked, and every checked statement, run with a superseded token, changes
+/// no row, locks no row and returns nothing. What the macro cannot check is a compile error that
+/// shows the form it can check.
 ///
-/// Every call in the body to sqlx's `query`, `query_as`, `query_scalar` (and the `query!`
-/// family of macros) is checked: its SQL must be a string literal, the fence must be there and
-/// not under `OR`, `NOT` or `CASE`, and the binds must come from the function's `Fence`
-/// parameter. Each mistake is a compile error at the offending SQL or bind.
+/// * Every node of the SQL that changes or locks rows (`UPDATE`, `DELETE`, `INSERT`, `MERGE`,
+///   `SELECT … FOR UPDATE | FOR NO KEY UPDATE | FOR SHARE | FOR KEY SHARE`, wherever it stands,
+///   data-modifying `WITH` queries included) is gated: `leader_fence($i, $j)` is a top-level
+///   `AND` conjunct of its own `WHERE`, or a top-level conjunct empties its rows when a gated
+///   sub-query is empty (`IN`, `= ANY (ARRAY (…))`, `EXISTS`), or it joins a gated `FROM` item.
+///   The statement itself is gated too. The full rules are `leader_fence_check`'s.
+/// * The SQL is parsed by PostgreSQL's own parser (`pg_query`).
+/// * Every way sqlx sends SQL is found in the body: `query`, `query_as`, `query_scalar` with
+///   their `.bind(..)` chains (also through a local rebound at the same block level), their
+///   `_with` forms, `raw_sql`, `QueryBuilder`, the `query!` family with `query_file!`, a string
+///   handed to an `Executor` method, and inside macro calls whose arguments are expressions.
+///   SQL or binds it cannot see are an error.
+/// * `$i` and `$j` are bound to the function's `Fence` parameter's `.role()` and `.token()`,
+///   and that parameter is never shadowed, reassigned or borrowed mutably.
+///
+/// Each mistake is a compile error at the offending SQL, bind or call, naming the node, its
+/// line within the SQL, and the fix.
 ///
 /// # Usage
 ///
