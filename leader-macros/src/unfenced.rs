@@ -26,7 +26,10 @@ impl Parse for Reason {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         const FORM: &str = "write `#[unfenced(reason = \"why this row lock needs no fence\")]`";
         if input.is_empty() {
-            return Err(input.error(format!("the opt-out needs a reason: {FORM}")));
+            return Err(syn::Error::new(
+                input.span(),
+                format!("the opt-out needs a reason: {FORM}"),
+            ));
         }
         let name: Ident = input.parse()?;
         if name != "reason" {
