@@ -761,3 +761,43 @@ async fn leader_status_names_each_state_in_one_word() {
     assert!(age.is_none(), "no completed tick, so no age");
     assert!(cooldown_until.is_some());
 }
+
+#[tokio::test]
+async fn each_statement_names_itself_to_an_operator_reading_pg_stat_activity() {
+    use leader_runtime::Statement;
+
+    let db = database().await;
+    let mut conn = db.admin().acquire().await.unwrap();
+    let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(&mut *conn)
+        .await
+        .unwrap();
+    let last_statement = || async {
+        let query: String = sqlx::query_scalar("SELECT query FROM pg_stat_activity WHERE pid = $1")
+            .bind(pid)
+            .fetch_one(db.admin())
+            .await
+            .unwrap();
+        Statement::of_sql(&query).ok_or(query)
+    };
+
+    let Acquired::Granted(grant) = lease::acquire(&mut *conn, ALPHA, "ops", HOUR, T)
+        .await
+        .unwrap()
+    else {
+        panic!("a fresh role is granted");
+    };
+    assert_eq!(last_statement().await, Ok(Statement::Acquire));
+    lease::renew(&mut *conn, grant.fence, T).await.unwrap();
+    assert_eq!(last_statement().await, Ok(Statement::Renew));
+    lease::release(&mut *conn, grant.fence, ReleaseOutcome::Completed, HOUR, T)
+        .await
+        .unwrap();
+    assert_eq!(last_statement().await, Ok(Statement::Release));
+    lease::pause(&mut *conn, "alpha", "ops", None, T)
+        .await
+        .unwrap();
+    assert_eq!(last_statement().await, Ok(Statement::Pause));
+    lease::unpause(&mut *conn, "alpha", T).await.unwrap();
+    assert_eq!(last_statement().await, Ok(Statement::Unpause));
+}

@@ -32,7 +32,7 @@ use leader_benches::report::{self, progress};
 use leader_benches::stats::{max, median, min};
 use leader_benches::{Res, machine};
 use leader_core::lease::{self, Acquired, Renewed};
-use leader_core::{Fence, Role, Timings};
+use leader_core::{Fence, Role, Statement, Timings};
 use leader_runtime::{JobError, Runtime, TickContext};
 use leader_testkit::Cluster;
 use rand::Rng;
@@ -120,19 +120,15 @@ impl Kind {
         }
     }
 
+    /// The kind of a logged statement, by the name in its leading comment
+    /// ([`Statement::of_sql`]), never by its SQL text.
     fn of(sql: &str) -> Kind {
-        if sql.contains("granted AS (") {
-            Kind::Acquire
-        } else if sql.contains("renewed AS (") {
-            Kind::Renew
-        } else if sql.contains("UPDATE leader_leases") && sql.contains("SET holder_id = NULL") {
-            Kind::Release
-        } else if sql.contains("paused_at IS NOT NULL AS paused")
-            && sql.contains("FROM leader_leases")
-        {
-            Kind::StatusRead
-        } else {
-            Kind::Other
+        match Statement::of_sql(sql) {
+            Some(Statement::Acquire) => Kind::Acquire,
+            Some(Statement::Renew) => Kind::Renew,
+            Some(Statement::Release) => Kind::Release,
+            Some(Statement::StatusRead) => Kind::StatusRead,
+            Some(Statement::Pause | Statement::Unpause) | None => Kind::Other,
         }
     }
 }
