@@ -801,3 +801,53 @@ async fn each_statement_names_itself_to_an_operator_reading_pg_stat_activity() {
     lease::unpause(&mut *conn, "alpha", T).await.unwrap();
     assert_eq!(last_statement().await, Ok(Statement::Unpause));
 }
+
+/// The table's `leader_leases_role_format` CHECK and the `leader-role-name` rule (behind
+/// `Role::new` and `#[leader_role]`) accept exactly the same names.
+#[tokio::test]
+async fn the_tables_role_check_agrees_with_the_role_name_rule() {
+    // Only the framework migration: no registered-roles constraint to refuse the names first.
+    let db = TestDb::new().await;
+    let names = [
+        "billing".to_owned(),
+        "webhook_outbox".to_owned(),
+        "a".to_owned(),
+        "r2d2".to_owned(),
+        "z_".to_owned(),
+        "a".repeat(63),
+        "b".repeat(64),
+        String::new(),
+        "Billing".to_owned(),
+        "bILLING".to_owned(),
+        "9lives".to_owned(),
+        "_x".to_owned(),
+        "bill-ing".to_owned(),
+        "bill ing".to_owned(),
+        "billing\n".to_owned(),
+        "billé".to_owned(),
+        "état".to_owned(),
+        "ǆ".to_owned(),
+        "a\u{0131}".to_owned(),
+        "a$".to_owned(),
+    ];
+    for name in names {
+        let stored = sqlx::query("INSERT INTO leader_leases (role, holder_token) VALUES ($1, 1)")
+            .bind(&name)
+            .execute(db.admin())
+            .await;
+        let refused_by_check = match &stored {
+            Ok(_) => false,
+            Err(sqlx::Error::Database(e))
+                if e.constraint() == Some("leader_leases_role_format") =>
+            {
+                true
+            }
+            Err(e) => panic!("{name:?}: {e}"),
+        };
+        assert_eq!(
+            !refused_by_check,
+            Role::new(&name).is_ok(),
+            "{name:?}: the CHECK and the rule disagree"
+        );
+    }
+}
