@@ -14,6 +14,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::tokenizer::{Token, Tokenizer};
+
 /// The constraint's name, fixed by the framework's schema.
 pub const CONSTRAINT: &str = "leader_leases_role_registered";
 
@@ -49,7 +52,8 @@ pub fn find_role_check(dir: &Path, manifest_dir: &Path) -> Result<Option<RoleChe
     let mut found = None;
     for (name, path) in files {
         let sql = fs::read_to_string(&path).map_err(|e| format!("cannot read `{name}`: {e}"))?;
-        if let Some(roles) = roles_in_sql(&sql) {
+        let roles = roles_in_sql(&sql).map_err(|e| format!("cannot read `{name}`: {e}"))?;
+        if let Some(roles) = roles {
             let shown = path
                 .strip_prefix(manifest_dir)
                 .unwrap_or(&path)
@@ -67,16 +71,32 @@ pub fn find_role_check(dir: &Path, manifest_dir: &Path) -> Result<Option<RoleChe
 ///
 /// Looks for `CONSTRAINT leader_leases_role_registered CHECK ( ... )` (as in `ALTER TABLE .. ADD
 /// CONSTRAINT` or `CREATE TABLE`) outside comments, and takes the string literals inside the
-/// parentheses: `role IN ('a', 'b')` and `role = ANY (ARRAY['a', 'b'])` both work.
-pub fn roles_in_sql(sql: &str) -> Option<Vec<String>> {
-    let tokens = tokenize(sql);
+/// parentheses: `role IN ('a', 'b')` and `role = ANY (ARRAY['a', 'b'])` both work. The SQL is
+/// split into tokens by sqlparser's PostgreSQL tokenizer, so comments, quoted identifiers and
+/// escaped quotes are read as PostgreSQL reads them.
+///
+/// # Errors
+///
+/// The tokenizer's message, for SQL it cannot split (an unterminated string or comment).
+pub fn roles_in_sql(sql: &str) -> Result<Option<Vec<String>>, String> {
+    let tokens: Vec<Token> = Tokenizer::new(&PostgreSqlDialect {}, sql)
+        .tokenize()
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .filter(|token| !matches!(token, Token::Whitespace(_)))
+        .collect();
+    let word = |token: &Token, expected: &str| match token {
+        Token::Word(w) if w.quote_style.is_none() => w.value.eq_ignore_ascii_case(expected),
+        Token::Word(w) => w.quote_style == Some('"') && w.value == expected,
+        _ => false,
+    };
     let mut found = None;
     let mut i = 0;
     while i + 3 < tokens.len() {
-        let defines = tokens[i] == Token::Word("constraint".into())
-            && tokens[i + 1] == Token::Word(CONSTRAINT.into())
-            && tokens[i + 2] == Token::Word("check".into())
-            && tokens[i + 3] == Token::Punct('(');
+        let defines = word(&tokens[i], "constraint")
+            && word(&tokens[i + 1], CONSTRAINT)
+            && word(&tokens[i + 2], "check")
+            && tokens[i + 3] == Token::LParen;
         if !defines {
             i += 1;
             continue;
@@ -86,14 +106,14 @@ pub fn roles_in_sql(sql: &str) -> Option<Vec<String>> {
         let mut j = i + 3;
         while j < tokens.len() {
             match &tokens[j] {
-                Token::Punct('(') => depth += 1,
-                Token::Punct(')') => {
+                Token::LParen => depth += 1,
+                Token::RParen => {
                     depth -= 1;
                     if depth == 0 {
                         break;
                     }
                 }
-                Token::Str(role) => roles.push(role.clone()),
+                Token::SingleQuotedString(role) => roles.push(role.clone()),
                 _ => {}
             }
             j += 1;
@@ -101,75 +121,7 @@ pub fn roles_in_sql(sql: &str) -> Option<Vec<String>> {
         found = Some(roles);
         i = j;
     }
-    found
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Token {
-    /// A keyword or identifier, lower-cased unless it was double-quoted.
-    Word(String),
-    /// A single-quoted string, unescaped.
-    Str(String),
-    Punct(char),
-}
-
-/// A small SQL tokenizer: enough to skip comments and strings and see words and parentheses.
-fn tokenize(sql: &str) -> Vec<Token> {
-    let mut tokens = Vec::new();
-    let mut chars = sql.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            c if c.is_whitespace() => {}
-            '-' if chars.peek() == Some(&'-') => {
-                for c in chars.by_ref() {
-                    if c == '\n' {
-                        break;
-                    }
-                }
-            }
-            '/' if chars.peek() == Some(&'*') => {
-                chars.next();
-                let mut last = ' ';
-                for c in chars.by_ref() {
-                    if last == '*' && c == '/' {
-                        break;
-                    }
-                    last = c;
-                }
-            }
-            '\'' | '"' => {
-                let mut text = String::new();
-                while let Some(next) = chars.next() {
-                    if next == c {
-                        if chars.peek() == Some(&c) {
-                            chars.next();
-                        } else {
-                            break;
-                        }
-                    }
-                    text.push(next);
-                }
-                tokens.push(if c == '\'' {
-                    Token::Str(text)
-                } else {
-                    Token::Word(text)
-                });
-            }
-            c if c.is_alphanumeric() || c == '_' => {
-                let mut word = c.to_lowercase().collect::<String>();
-                while let Some(&next) = chars.peek() {
-                    if !(next.is_alphanumeric() || next == '_' || next == '$') {
-                        break;
-                    }
-                    word.extend(next.to_lowercase());
-                    chars.next();
-                }
-                tokens.push(Token::Word(word));
-            }
-            c => tokens.push(Token::Punct(c)),
-        }
-    }
-    tokens
+    Ok(found)
 }
 
 #[cfg(test)]
@@ -177,7 +129,7 @@ mod tests {
     use super::*;
 
     fn roles(sql: &str) -> Option<Vec<String>> {
-        roles_in_sql(sql)
+        roles_in_sql(sql).unwrap()
     }
 
     #[test]
@@ -219,6 +171,24 @@ mod tests {
         let sql = "ALTER TABLE leader_leases ADD CONSTRAINT leader_leases_role_registered \
                    CHECK (role IN ('a')); INSERT INTO leader_leases (role) VALUES ('a'), ('zz');";
         assert_eq!(roles(sql), Some(vec!["a".into()]));
+    }
+
+    #[test]
+    fn strings_and_identifiers_are_read_as_postgresql_reads_them() {
+        let sql = "SELECT 'CONSTRAINT leader_leases_role_registered CHECK (role IN (''s''))';\n\
+                   ALTER TABLE leader_leases ADD CONSTRAINT \"Leader_leases_role_registered\" \
+                   CHECK (role IN ('q'));";
+        assert_eq!(roles(sql), None, "a string and a differently quoted name");
+        let sql = "ALTER TABLE leader_leases ADD CONSTRAINT leader_leases_role_registered \
+                   CHECK (role IN ('it''s', /* ('c') */ 'b'));";
+        assert_eq!(roles(sql), Some(vec!["it's".into(), "b".into()]));
+    }
+
+    #[test]
+    fn sql_the_tokenizer_cannot_split_is_an_error() {
+        let err = roles_in_sql("ALTER TABLE leader_leases ADD CONSTRAINT x CHECK (role IN ('a")
+            .unwrap_err();
+        assert!(err.contains("Unterminated"), "{err}");
     }
 
     #[test]
