@@ -47,7 +47,7 @@ impl TickContext {
     /// [`TickContext::cancellation`] to test how the job stops.
     ///
     /// The grant comes from a real [`lease::acquire`](crate::lease::acquire) (the job's claims
-    /// then pass `leader_fence`), or is built around a [`Fence::forge`]d fence with the
+    /// then pass `leader_fence`), or is built around a fence from `Fence::forge` with the
     /// `test-support` feature (its claims are then refused, as a replaced leader's are).
     /// Nothing leads the role while the test runs the job: no heartbeat renews the lease, and
     /// nothing releases it.

@@ -17,7 +17,7 @@
 //!
 //! # Features
 //!
-//! * `test-support`: [`Fence::forge`], so a job's unit tests can build a [`TickContext`]
+//! * `test-support`: `Fence::forge`, so a job's unit tests can build a [`TickContext`]
 //!   ([`TickContext::from_grant`]) without a database granting the lease. Enable it only in
 //!   `[dev-dependencies]`: a forged fence proves nothing to `leader_fence`.
 
