@@ -299,7 +299,7 @@ async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
          poll. **Naive**: four loops calling `lease::acquire` every {} ms each (the holder too), \
          the holder also calling `lease::renew` every {} ms. Each setup ran {} s after its first \
          grant, then every statement the server logged between two marker statements ({} s apart; \
-         markers excluded) was counted from the server log and classified by its SQL text.\n",
+         markers excluded) was counted from the server log and classified by the name in its leading comment (`/* leader:acquire */`).\n",
         NAIVE_POLL.as_millis(),
         t.heartbeat().as_millis(),
         SETTLE.as_secs(),
