@@ -62,7 +62,7 @@ impl TickContext {
     /// #   Ok(())
     /// }
     ///
-    /// # async fn test(pool: sqlx::PgPool) -> Result<(), Box<dyn std::error::Error>> {
+    /// # async fn test(pool: sqlx::PgPool) -> Result<(), JobError> {
     /// let role = Role::from_static("email_outbox");
     /// let every = Duration::from_secs(5);
     /// let Acquired::Granted(grant) =
