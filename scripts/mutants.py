@@ -1,47 +1,164 @@
 """Mutation check: removes one protocol or runtime feature at a time, runs the test that covers
 it, and reports CAUGHT (the test failed, as it must) or MISSED. Restores each file afterwards.
 
-Run under a server, e.g.  cargo run -q -p leader-testkit --bin with-postgres -- python3 scripts/mutants.py [NAME...]
+Run under a server, e.g.
+    cargo run -q -p leader-testkit --bin with-postgres -- python3 scripts/mutants.py [NAME...]
+
+Every selected mutation must apply: before any test runs, each one's search text is looked up,
+and a text that is gone (the code it mutates was reworded) or no longer unique fails the run,
+naming the mutation. A mutant that does not build, or whose filter selects no test, fails the
+run too: only a failing test counts as caught.
+
+    python3 scripts/mutants.py --check     only checks that every mutation applies (no server)
+    python3 scripts/mutants.py --ci        the fast subset CI runs (CI_SUBSET)
 """
 import os
 import subprocess
 import sys
 
 os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-M = [
- ("fence ignores expiry", "migrations/20261201000000_leader_leases.up.sql", "           AND expires_at > statement_timestamp()\n", "", "-p leader-tests --test protocol the_fence_admits_only"),
- ("fence uses now()", "migrations/20261201000000_leader_leases.up.sql", "expires_at > statement_timestamp()", "expires_at > now()", "-p leader-tests --test protocol a_claim_in_a_transaction"),
- ("release ignores holder", "leader-core/src/lease.rs", "   AND holder_id IS NOT NULL\n   AND (SELECT applied FROM lock_bound)", "   AND (SELECT applied FROM lock_bound)", "-p leader-tests --test protocol the_fence_admits"),
- ("pause keeps holder", "migrations/20261201000000_leader_leases.up.sql", "       SET holder_id = NULL, acquired_at = NULL, expires_at = NULL,\n           paused_at", "       SET paused_at", "-p leader-tests --test protocol pause_stops"),
- ("token +1 only", "leader-core/src/lease.rs", "greatest(holder_token + 1, (extract(epoch FROM now()) * 1000)::bigint)", "holder_token + 1", "-p leader-tests --test protocol a_promoted_standby"),
- ("acquire ignores not_before", "leader-core/src/lease.rs", "       AND (not_before IS NULL OR not_before <= now())\n", "", "-p leader-tests --test protocol each_release_outcome"),
- ("renew ignores token", "leader-core/src/lease.rs", "       AND holder_token = :token\n       AND (SELECT applied FROM lock_bound) IS NOT NULL\n       AND holder_id IS NOT NULL\n       AND paused_at IS NULL", "       AND (SELECT applied FROM lock_bound) IS NOT NULL\n       AND holder_id IS NOT NULL\n       AND paused_at IS NULL", "-p leader-tests --test protocol renew_extends"),
- ("no server lock timeout", "leader-core/src/lease.rs", "set_config('lock_timeout', :lock_ms::text, true)", "set_config('application_name', :lock_ms::text, true)", "-p leader-tests --test protocol renew_and_release_stop"),
- ("heartbeat waits for in-flight renew", "leader-runtime/src/heartbeat.rs", "            _ = sleep_until(abandon_at) => {", "            _ = sleep_until(abandon_at + std::time::Duration::from_secs(86400)) => {", "-p leader-runtime --lib heartbeat"),
- ("panic outranks shutdown", "leader-runtime/src/tick.rs", "        (Some(_), _) => (Some(ReleaseOutcome::Interrupted), \"interrupted\"),\n        (None, TickEnd::Panicked(_))", "        (_, TickEnd::Panicked(_)) => (Some(ReleaseOutcome::Panicked), \"panicked\"),\n        (Some(_), _) => (Some(ReleaseOutcome::Interrupted), \"interrupted\"),\n        (None, TickEnd::Panicked(_))", "-p leader-tests --test runtime a_panic_after_shutdown"),
- ("shutdown does not release", "leader-runtime/src/tick.rs", "        (Some(_), _) => (Some(ReleaseOutcome::Interrupted), \"interrupted\"),", "        (Some(_), _) => (None, \"interrupted\"),", "-p leader-tests --test runtime a_clean_shutdown"),
- ("step guard stops at first panic", "leader-runtime/src/panic_guard.rs", "                self.first_panic.get_or_insert(panic);\n                None", "                resume_unwind(Box::new(Reraised(panic)))", "-p leader-tests --test runtime a_panicking_tick"),
- ("funnel email_outbox unfenced", "examples/src/store.rs", "                             AND leader_fence($2, $3)\n", "", "-p billing-demo --test app each_funnel"),
-]
-only = sys.argv[1:]
-missed = []
-for name, path, old, new, test in M:
-    if only and not any(o in name for o in only): continue
-    src = open(path).read()
-    if old not in src:
-        print(f"?? {name}: pattern not found"); continue
-    mutated = src.replace(old, new, -1 if name == "no server lock timeout" else 1)
-    if name.startswith("funnel"):
-        mutated = mutated.replace("    /// Claim funnel of `email_outbox`: stamps a batch of unsent emails with the token.\n    #[fenced]\n", "    /// Claim funnel of `email_outbox`: stamps a batch of unsent emails with the token.\n")
-    open(path, 'w').write(mutated)
-    try:
-        r = subprocess.run(f"cargo nextest run --no-fail-fast {test}", shell=True, capture_output=True, text=True)
-        out = r.stdout + r.stderr
-        summary = [l for l in out.splitlines() if 'Summary' in l or 'error[' in l or 'error:' in l][:2]
-        caught = r.returncode != 0
-        missed.extend([] if caught else [name])
-        print(("CAUGHT " if r.returncode != 0 else "MISSED ") + name + " :: " + " | ".join(s.strip() for s in summary), flush=True)
-    finally:
-        open(path, 'w').write(src)
 
-sys.exit(1 if missed else 0)
+MIGRATION = "migrations/20261201000000_leader_leases.up.sql"
+LEASE = "leader-core/src/lease.rs"
+
+
+def edit(path, old, new, count=1):
+    """Replace `count` occurrences of `old` in `path` (it must occur exactly that often)."""
+    return (path, old, new, count)
+
+
+# (name, edits, nextest arguments selecting the test that must fail)
+M = [
+    ("fence ignores expiry",
+     [edit(MIGRATION, "           AND expires_at > statement_timestamp()\n", "")],
+     "-p leader-tests --test protocol the_fence_admits_only"),
+    ("fence uses now()",
+     [edit(MIGRATION, "expires_at > statement_timestamp()", "expires_at > now()")],
+     "-p leader-tests --test protocol a_claim_in_a_transaction"),
+    ("release ignores holder",
+     [edit(LEASE, "   AND holder_id IS NOT NULL\n   AND (SELECT applied FROM lock_bound)",
+           "   AND (SELECT applied FROM lock_bound)")],
+     "-p leader-tests --test protocol the_fence_admits"),
+    ("pause keeps holder",
+     [edit(MIGRATION, "       SET holder_id = NULL, acquired_at = NULL, expires_at = NULL,\n           paused_at",
+           "       SET paused_at")],
+     "-p leader-tests --test protocol pause_stops"),
+    ("token +1 only",
+     [edit(LEASE, "greatest(holder_token + 1, (extract(epoch FROM now()) * 1000)::bigint)",
+           "holder_token + 1")],
+     "-p leader-tests --test protocol a_promoted_standby"),
+    ("acquire ignores not_before",
+     [edit(LEASE, "       AND (not_before IS NULL OR not_before <= now())\n", "")],
+     "-p leader-tests --test protocol each_release_outcome"),
+    ("renew ignores token",
+     [edit(LEASE, "       AND holder_token = :token\n       AND (SELECT applied FROM lock_bound) IS NOT NULL\n"
+                  "       -- A released or paused row has no expiry",
+           "       AND (SELECT applied FROM lock_bound) IS NOT NULL\n"
+           "       -- A released or paused row has no expiry")],
+     "-p leader-tests --test protocol renew_extends"),
+    ("no server lock timeout",
+     [edit(LEASE, "set_config('lock_timeout', :lock_ms::text, true)",
+           "set_config('application_name', :lock_ms::text, true)", count=3)],
+     "-p leader-tests --test protocol renew_and_release_stop"),
+    ("heartbeat waits for in-flight renew",
+     [edit("leader-runtime/src/heartbeat.rs", "            _ = sleep_until(abandon_at) => {",
+           "            _ = sleep_until(abandon_at + std::time::Duration::from_secs(86400)) => {")],
+     "-p leader-runtime --lib heartbeat"),
+    ("panic outranks shutdown",
+     [edit("leader-runtime/src/tick.rs",
+           "        (Some(_), _) => (Some(ReleaseOutcome::Interrupted), \"interrupted\"),\n        (None, TickEnd::Panicked(_))",
+           "        (_, TickEnd::Panicked(_)) => (Some(ReleaseOutcome::Panicked), \"panicked\"),\n"
+           "        (Some(_), _) => (Some(ReleaseOutcome::Interrupted), \"interrupted\"),\n        (None, TickEnd::Panicked(_))")],
+     "-p leader-tests --test runtime a_panic_after_shutdown"),
+    ("shutdown does not release",
+     [edit("leader-runtime/src/tick.rs",
+           "        (Some(_), _) => (Some(ReleaseOutcome::Interrupted), \"interrupted\"),",
+           "        (Some(_), _) => (None, \"interrupted\"),")],
+     "-p leader-tests --test runtime a_clean_shutdown"),
+    ("step guard stops at first panic",
+     [edit("leader-runtime/src/panic_guard.rs",
+           "                self.first_panic.get_or_insert(panic);\n                None",
+           "                resume_unwind(Box::new(Reraised(panic)))")],
+     "-p leader-tests --test runtime a_panicking_tick"),
+    ("funnel email_outbox unfenced",
+     [edit("examples/src/store.rs", "                             AND leader_fence($2, $3)\n", ""),
+      edit("examples/src/store.rs",
+           "    /// Claim funnel of `email_outbox`: stamps a batch of unsent emails with the token.\n    #[fenced]\n",
+           "    /// Claim funnel of `email_outbox`: stamps a batch of unsent emails with the token.\n")],
+     "-p billing-demo --test app each_funnel"),
+]
+
+# Mutations CI runs on every change: one in the SQL of a statement, one in the runtime's timer
+# logic, each with a single test, so the run stays short and the harness keeps being exercised.
+CI_SUBSET = ["renew ignores token", "heartbeat waits for in-flight renew"]
+
+# cargo-nextest exit codes (nextest-metadata's NextestExitCode).
+TEST_RUN_FAILED, BUILD_FAILED, NO_TESTS_RUN = 100, 101, 4
+
+
+def mutated_sources(edits):
+    """The mutated text of each file, or the reason the mutation does not apply."""
+    sources = {}
+    for path, old, new, count in edits:
+        text = sources.get(path) or open(path).read()
+        found = text.count(old)
+        if found != count:
+            where = "is gone" if found == 0 else f"occurs {found} times, not {count}"
+            return None, f"the search text {old.strip()[:60]!r} in {path} {where}"
+        sources[path] = text.replace(old, new)
+    return sources, None
+
+
+def run(mutation):
+    name, edits, test = mutation
+    sources, problem = mutated_sources(edits)
+    if problem:
+        return "STALE", problem
+    originals = {path: open(path).read() for path in sources}
+    try:
+        for path, text in sources.items():
+            open(path, "w").write(text)
+        r = subprocess.run(f"cargo nextest run --no-fail-fast {test}", shell=True,
+                           capture_output=True, text=True)
+    finally:
+        for path, text in originals.items():
+            open(path, "w").write(text)
+    out = r.stdout + r.stderr
+    summary = " | ".join([l.strip() for l in out.splitlines()
+                          if "Summary" in l or "error[" in l or "error:" in l][:2])
+    verdict = {0: "MISSED", TEST_RUN_FAILED: "CAUGHT", BUILD_FAILED: "BROKEN (the mutant does not build)",
+               NO_TESTS_RUN: "BROKEN (the filter selects no test)"}
+    return verdict.get(r.returncode, f"BROKEN (cargo nextest exited {r.returncode})"), summary
+
+
+def main(args):
+    check_only = "--check" in args
+    names = [a for a in args if not a.startswith("--")]
+    if "--ci" in args:
+        names += CI_SUBSET
+    selected = [m for m in M if not names or any(n in m[0] for n in names)]
+    if names and not selected:
+        sys.exit(f"no mutation matches {names}")
+
+    stale = [(m[0], mutated_sources(m[1])[1]) for m in M]
+    stale = [(name, problem) for name, problem in stale if problem]
+    for name, problem in stale:
+        print(f"STALE {name} :: {problem}; update the mutation to the current code")
+    if stale:
+        sys.exit(1)
+    if check_only:
+        print(f"all {len(M)} mutations apply")
+        return
+
+    failed = []
+    for mutation in selected:
+        verdict, summary = run(mutation)
+        print(f"{verdict} {mutation[0]} :: {summary}", flush=True)
+        if verdict != "CAUGHT":
+            failed.append(mutation[0])
+    print(f"{len(selected) - len(failed)} of {len(selected)} mutations caught")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

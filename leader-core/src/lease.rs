@@ -39,7 +39,7 @@ use sqlx::{PgExecutor, Row};
 
 use crate::inline::{Value, render};
 
-use crate::{Error, Fence, ReleaseOutcome, Role, Timings};
+use crate::{Error, Fence, ReleaseOutcome, Role, Statement, Timings};
 
 /// The result of ACQUIRE.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -147,18 +147,23 @@ fn lock_timeout(timings: &Timings) -> i64 {
     (ms(timings.statement_timeout()) * 4 / 5).max(1)
 }
 
-/// Sends one rendered statement and returns its rows, bounded by `timeout` on the caller's side.
+/// Sends one rendered statement, tagged with its name ([`Statement::tag`]), and returns its rows,
+/// bounded by `timeout` on the caller's side.
 async fn send<'e>(
     db: impl PgExecutor<'e>,
-    statement: &'static str,
+    statement: Statement,
     timeout: Duration,
     sql: String,
 ) -> Result<Vec<PgRow>, Error> {
+    let statement_label = statement.label();
     // AssertSqlSafe: every value in `sql` was rendered by `inline::render`.
-    let fut = sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).fetch_all(db);
+    let fut = sqlx::raw_sql(sqlx::AssertSqlSafe(statement.tag(&sql))).fetch_all(db);
     match tokio::time::timeout(timeout, fut).await {
-        Ok(result) => result.map_err(Error::db(statement)),
-        Err(_) => Err(Error::Timeout { statement, timeout }),
+        Ok(result) => result.map_err(Error::db(statement_label)),
+        Err(_) => Err(Error::Timeout {
+            statement: statement_label,
+            timeout,
+        }),
     }
 }
 
@@ -256,7 +261,7 @@ pub async fn acquire<'e>(
             ("lock_ms", Value::Int(lock_timeout(timings))),
         ],
     );
-    let rows = send(db, "ACQUIRE", timings.statement_timeout(), sql).await?;
+    let rows = send(db, Statement::Acquire, timings.statement_timeout(), sql).await?;
     let row = single("ACQUIRE", rows)?;
     let field = |e| Error::Database {
         statement: "ACQUIRE",
@@ -347,7 +352,7 @@ pub async fn renew<'e>(
             ("lock_ms", Value::Int(lock_timeout(timings))),
         ],
     );
-    let rows = send(db, "RENEW", timings.statement_timeout(), sql).await?;
+    let rows = send(db, Statement::Renew, timings.statement_timeout(), sql).await?;
     let row = single("RENEW", rows)?;
     let field = |e| Error::Database {
         statement: "RENEW",
@@ -419,7 +424,7 @@ pub async fn release<'e>(
             ("lock_ms", Value::Int(lock_timeout(timings))),
         ],
     );
-    let rows = send(db, "RELEASE", timings.statement_timeout(), sql).await?;
+    let rows = send(db, Statement::Release, timings.statement_timeout(), sql).await?;
     Ok(Released {
         changed: !rows.is_empty(),
     })
@@ -461,7 +466,7 @@ pub async fn pause<'e>(
             ("why", Value::OptText(why)),
         ],
     );
-    send(db, "PAUSE", timings.statement_timeout(), sql)
+    send(db, Statement::Pause, timings.statement_timeout(), sql)
         .await
         .map_err(unknown_role(role))?;
     Ok(())
@@ -483,7 +488,7 @@ pub async fn unpause<'e>(
         "SELECT leader_unpause(:role)",
         &[("role", Value::Text(role))],
     );
-    send(db, "UNPAUSE", timings.statement_timeout(), sql)
+    send(db, Statement::Unpause, timings.statement_timeout(), sql)
         .await
         .map_err(unknown_role(role))?;
     Ok(())

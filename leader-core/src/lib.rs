@@ -4,6 +4,7 @@
 //! * [`lease`]: the statements (ACQUIRE, RENEW, RELEASE, PAUSE, UNPAUSE).
 //! * [`Fence`]: the proof a claim query checks with `leader_fence(role, token)`.
 //! * [`Role`], [`Timings`], [`ReleaseOutcome`]: the protocol's vocabulary.
+//! * [`Statement`]: the name each statement carries in a leading SQL comment.
 //! * [`schema`]: the framework migration and the start-up check [`check_schema_ready`].
 //!
 //! Applications use these through `leader-runtime`, which re-exports them.
@@ -27,6 +28,7 @@ pub mod lease;
 mod outcome;
 mod role;
 pub mod schema;
+mod statement;
 mod timings;
 
 pub use error::Error;
@@ -34,4 +36,5 @@ pub use fence::Fence;
 pub use outcome::ReleaseOutcome;
 pub use role::{Role, RoleNameError, validate as validate_role_name};
 pub use schema::check_schema_ready;
+pub use statement::Statement;
 pub use timings::{Timings, TimingsError};

@@ -7,8 +7,9 @@ use std::sync::{Mutex, OnceLock};
 /// The name of a leader role, such as `billing`: the primary key of its `leader_leases` row.
 ///
 /// A valid name starts with a lowercase ASCII letter, continues with lowercase letters, digits and
-/// underscores, and is at most [`Role::MAX_LEN`] bytes: the same rule as the table's
-/// `leader_leases_role_format` CHECK, so a `Role` value is always storable.
+/// underscores, and is at most [`Role::MAX_LEN`] bytes: the rule of the `leader-role-name` crate,
+/// which the table's `leader_leases_role_format` CHECK states in SQL, so a `Role` value is always
+/// storable.
 ///
 /// `Role` is `Copy` (it holds a `&'static str`) so a [`Fence`](crate::Fence) can be `Copy` too.
 ///
@@ -56,33 +57,9 @@ pub enum RoleNameError {
     },
 }
 
-/// Checks `name` against the role rule without allocating; `Err` carries the byte offset of the
-/// first bad byte (0 for an empty or badly started name).
-const fn check(name: &str) -> Result<(), &'static str> {
-    let bytes = name.as_bytes();
-    if bytes.is_empty() {
-        return Err("role name is empty");
-    }
-    if bytes.len() > Role::MAX_LEN {
-        return Err("role name is longer than 63 bytes");
-    }
-    if !bytes[0].is_ascii_lowercase() {
-        return Err("role name must start with a lowercase letter");
-    }
-    let mut i = 1;
-    while i < bytes.len() {
-        let b = bytes[i];
-        if !(b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_') {
-            return Err("role name may hold only lowercase letters, digits and `_`");
-        }
-        i += 1;
-    }
-    Ok(())
-}
-
 impl Role {
     /// The longest role name, in bytes (PostgreSQL's identifier limit, so a role can name things).
-    pub const MAX_LEN: usize = 63;
+    pub const MAX_LEN: usize = leader_role_name::MAX_LEN;
 
     /// A role from a name known at compile time.
     ///
@@ -91,9 +68,9 @@ impl Role {
     /// Panics if `name` breaks the role rule. In a `const` item that panic is a compile error, which
     /// is how `#[leader_role]` and hand-written role constants are checked.
     pub const fn from_static(name: &'static str) -> Role {
-        match check(name) {
+        match leader_role_name::check(name) {
             Ok(()) => Role(name),
-            Err(why) => panic!("{}", why),
+            Err(broken) => panic!("{}", broken.short()),
         }
     }
 
@@ -131,30 +108,25 @@ impl Role {
 ///
 /// [`RoleNameError`] for an empty, too long, badly started name, or one with a bad character.
 pub fn validate(name: &str) -> Result<(), RoleNameError> {
-    if check(name).is_ok() {
-        return Ok(());
-    }
+    use leader_role_name::Broken;
+
     let owned = || name.to_owned();
-    match name.chars().next() {
-        None => Err(RoleNameError::Empty),
-        Some(_) if name.len() > Role::MAX_LEN => Err(RoleNameError::TooLong {
+    match leader_role_name::check(name) {
+        Ok(()) => Ok(()),
+        Err(Broken::Empty) => Err(RoleNameError::Empty),
+        Err(Broken::TooLong) => Err(RoleNameError::TooLong {
             name: owned(),
             len: name.len(),
         }),
-        Some(first) if !first.is_ascii_lowercase() => {
-            Err(RoleNameError::BadStart { name: owned() })
-        }
-        Some(_) => {
-            let (index, ch) = name
-                .char_indices()
-                .find(|&(_, c)| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'))
-                .expect("check() found a bad character");
-            Err(RoleNameError::BadChar {
-                name: owned(),
-                ch,
-                index,
-            })
-        }
+        Err(Broken::BadStart) => Err(RoleNameError::BadStart { name: owned() }),
+        Err(Broken::BadChar { index }) => Err(RoleNameError::BadChar {
+            name: owned(),
+            ch: name[index..]
+                .chars()
+                .next()
+                .unwrap_or(char::REPLACEMENT_CHARACTER),
+            index,
+        }),
     }
 }
 
@@ -231,6 +203,16 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    #[test]
+    fn the_framework_migration_states_the_rule_in_sql() {
+        let migration = include_str!("../../migrations/20261201000000_leader_leases.up.sql");
+        assert!(
+            migration.contains(leader_role_name::SQL_CHECK),
+            "leader_leases_role_format must be CHECK ({})",
+            leader_role_name::SQL_CHECK
+        );
     }
 
     #[test]

@@ -49,7 +49,8 @@ pub fn find_role_check(dir: &Path, manifest_dir: &Path) -> Result<Option<RoleChe
     let mut found = None;
     for (name, path) in files {
         let sql = fs::read_to_string(&path).map_err(|e| format!("cannot read `{name}`: {e}"))?;
-        if let Some(roles) = roles_in_sql(&sql) {
+        let roles = roles_in_sql(&sql).map_err(|e| format!("cannot read `{name}`: {e}"))?;
+        if let Some(roles) = roles {
             let shown = path
                 .strip_prefix(manifest_dir)
                 .unwrap_or(&path)
@@ -67,16 +68,38 @@ pub fn find_role_check(dir: &Path, manifest_dir: &Path) -> Result<Option<RoleChe
 ///
 /// Looks for `CONSTRAINT leader_leases_role_registered CHECK ( ... )` (as in `ALTER TABLE .. ADD
 /// CONSTRAINT` or `CREATE TABLE`) outside comments, and takes the string literals inside the
-/// parentheses: `role IN ('a', 'b')` and `role = ANY (ARRAY['a', 'b'])` both work.
-pub fn roles_in_sql(sql: &str) -> Option<Vec<String>> {
-    let tokens = tokenize(sql);
+/// parentheses: `role IN ('a', 'b')` and `role = ANY (ARRAY['a', 'b'])` both work. The SQL is
+/// split into tokens by PostgreSQL's own scanner (`pg_query`), so comments, quoted identifiers and
+/// escaped quotes are read as PostgreSQL reads them.
+///
+/// # Errors
+///
+/// The tokenizer's message, for SQL it cannot split (an unterminated string or comment).
+pub fn roles_in_sql(sql: &str) -> Result<Option<Vec<String>>, String> {
+    use pg_query::protobuf::Token as Kind;
+    let scanned = pg_query::scan(sql).map_err(|e| e.to_string())?;
+    let tokens: Vec<(i32, &str)> = scanned
+        .tokens
+        .iter()
+        .filter(|t| t.token != Kind::SqlComment as i32 && t.token != Kind::CComment as i32)
+        .filter_map(|t| {
+            let start = usize::try_from(t.start).ok()?;
+            let end = usize::try_from(t.end).ok()?;
+            Some((t.token, sql.get(start..end)?))
+        })
+        .collect();
+    let word = |(_, text): &(i32, &str), expected: &str| match text.strip_prefix('"') {
+        Some(quoted) => quoted.strip_suffix('"') == Some(expected),
+        None => text.eq_ignore_ascii_case(expected),
+    };
+    let is = |(kind, _): &(i32, &str), wanted: Kind| *kind == wanted as i32;
     let mut found = None;
     let mut i = 0;
     while i + 3 < tokens.len() {
-        let defines = tokens[i] == Token::Word("constraint".into())
-            && tokens[i + 1] == Token::Word(CONSTRAINT.into())
-            && tokens[i + 2] == Token::Word("check".into())
-            && tokens[i + 3] == Token::Punct('(');
+        let defines = word(&tokens[i], "constraint")
+            && word(&tokens[i + 1], CONSTRAINT)
+            && word(&tokens[i + 2], "check")
+            && is(&tokens[i + 3], Kind::Ascii40);
         if !defines {
             i += 1;
             continue;
@@ -85,91 +108,25 @@ pub fn roles_in_sql(sql: &str) -> Option<Vec<String>> {
         let mut roles = Vec::new();
         let mut j = i + 3;
         while j < tokens.len() {
-            match &tokens[j] {
-                Token::Punct('(') => depth += 1,
-                Token::Punct(')') => {
-                    depth -= 1;
-                    if depth == 0 {
-                        break;
-                    }
+            let token = &tokens[j];
+            if is(token, Kind::Ascii40) {
+                depth += 1;
+            } else if is(token, Kind::Ascii41) {
+                depth -= 1;
+                if depth == 0 {
+                    break;
                 }
-                Token::Str(role) => roles.push(role.clone()),
-                _ => {}
+            } else if is(token, Kind::Sconst) {
+                let text = token.1;
+                let inner = text.strip_prefix('\'').and_then(|t| t.strip_suffix('\''));
+                roles.push(inner.unwrap_or(text).replace("''", "'"));
             }
             j += 1;
         }
         found = Some(roles);
         i = j;
     }
-    found
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Token {
-    /// A keyword or identifier, lower-cased unless it was double-quoted.
-    Word(String),
-    /// A single-quoted string, unescaped.
-    Str(String),
-    Punct(char),
-}
-
-/// A small SQL tokenizer: enough to skip comments and strings and see words and parentheses.
-fn tokenize(sql: &str) -> Vec<Token> {
-    let mut tokens = Vec::new();
-    let mut chars = sql.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            c if c.is_whitespace() => {}
-            '-' if chars.peek() == Some(&'-') => {
-                for c in chars.by_ref() {
-                    if c == '\n' {
-                        break;
-                    }
-                }
-            }
-            '/' if chars.peek() == Some(&'*') => {
-                chars.next();
-                let mut last = ' ';
-                for c in chars.by_ref() {
-                    if last == '*' && c == '/' {
-                        break;
-                    }
-                    last = c;
-                }
-            }
-            '\'' | '"' => {
-                let mut text = String::new();
-                while let Some(next) = chars.next() {
-                    if next == c {
-                        if chars.peek() == Some(&c) {
-                            chars.next();
-                        } else {
-                            break;
-                        }
-                    }
-                    text.push(next);
-                }
-                tokens.push(if c == '\'' {
-                    Token::Str(text)
-                } else {
-                    Token::Word(text)
-                });
-            }
-            c if c.is_alphanumeric() || c == '_' => {
-                let mut word = c.to_lowercase().collect::<String>();
-                while let Some(&next) = chars.peek() {
-                    if !(next.is_alphanumeric() || next == '_' || next == '$') {
-                        break;
-                    }
-                    word.extend(next.to_lowercase());
-                    chars.next();
-                }
-                tokens.push(Token::Word(word));
-            }
-            c => tokens.push(Token::Punct(c)),
-        }
-    }
-    tokens
+    Ok(found)
 }
 
 #[cfg(test)]
@@ -177,7 +134,7 @@ mod tests {
     use super::*;
 
     fn roles(sql: &str) -> Option<Vec<String>> {
-        roles_in_sql(sql)
+        roles_in_sql(sql).unwrap()
     }
 
     #[test]
@@ -219,6 +176,24 @@ mod tests {
         let sql = "ALTER TABLE leader_leases ADD CONSTRAINT leader_leases_role_registered \
                    CHECK (role IN ('a')); INSERT INTO leader_leases (role) VALUES ('a'), ('zz');";
         assert_eq!(roles(sql), Some(vec!["a".into()]));
+    }
+
+    #[test]
+    fn strings_and_identifiers_are_read_as_postgresql_reads_them() {
+        let sql = "SELECT 'CONSTRAINT leader_leases_role_registered CHECK (role IN (''s''))';\n\
+                   ALTER TABLE leader_leases ADD CONSTRAINT \"Leader_leases_role_registered\" \
+                   CHECK (role IN ('q'));";
+        assert_eq!(roles(sql), None, "a string and a differently quoted name");
+        let sql = "ALTER TABLE leader_leases ADD CONSTRAINT leader_leases_role_registered \
+                   CHECK (role IN ('it''s', /* ('c') */ 'b'));";
+        assert_eq!(roles(sql), Some(vec!["it's".into(), "b".into()]));
+    }
+
+    #[test]
+    fn sql_the_tokenizer_cannot_split_is_an_error() {
+        let err = roles_in_sql("ALTER TABLE leader_leases ADD CONSTRAINT x CHECK (role IN ('a")
+            .unwrap_err();
+        assert!(err.contains("unterminated quoted string"), "{err}");
     }
 
     #[test]

@@ -55,6 +55,12 @@ impl fmt::Display for CancelCause {
 ///
 /// The first cause wins: a tick lost to a takeover and then interrupted by shutdown reports the
 /// loss. Clones share the token and the cause.
+///
+/// # Invariant
+///
+/// The token is cancelled only by [`TickCancellation::cancel`], after it records the cause, so
+/// a cancelled `TickCancellation` always has a cause. [`TickCancellation::token`] hands out a
+/// child token: cancelling it stops whatever holds it and nothing else.
 #[derive(Debug, Clone, Default)]
 pub struct TickCancellation {
     token: CancellationToken,
@@ -91,8 +97,43 @@ impl TickCancellation {
             .expect("the cause is set before the token is cancelled")
     }
 
-    /// The underlying token, to pass to code that takes a plain [`CancellationToken`].
-    pub fn token(&self) -> &CancellationToken {
-        &self.token
+    /// A child of the tick's token, to pass to code that takes a plain [`CancellationToken`].
+    ///
+    /// It is cancelled when the tick is; cancelling it (as some helpers do to stop their own
+    /// work) does not cancel the tick.
+    ///
+    /// ```
+    /// use leader_runtime::{CancelCause, TickCancellation};
+    ///
+    /// let tick = TickCancellation::new();
+    /// let helper = tick.token();
+    /// helper.cancel();
+    /// assert!(!tick.is_cancelled());
+    ///
+    /// let helper = tick.token();
+    /// tick.cancel(CancelCause::Shutdown);
+    /// assert!(helper.is_cancelled());
+    /// ```
+    pub fn token(&self) -> CancellationToken {
+        self.token.child_token()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{CancelCause, TickCancellation};
+
+    #[tokio::test]
+    async fn cancelling_a_handed_out_token_leaves_the_tick_running_and_its_cause_unset() {
+        let tick = TickCancellation::new();
+        let helper = tick.token();
+        helper.cancel();
+        assert!(!tick.is_cancelled());
+        assert_eq!(tick.cause(), None);
+
+        let later = tick.token();
+        assert!(tick.cancel(CancelCause::Shutdown));
+        assert!(later.is_cancelled(), "a handed-out token follows the tick");
+        assert_eq!(tick.cancelled().await, CancelCause::Shutdown);
     }
 }

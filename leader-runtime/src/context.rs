@@ -1,6 +1,7 @@
 //! What a job receives for one tick.
 
 use chrono::{DateTime, Utc};
+use leader_core::lease::Grant;
 use leader_core::{Fence, Role};
 use sqlx::PgPool;
 
@@ -27,8 +28,7 @@ pub struct TickContext {
 }
 
 impl TickContext {
-    /// A context for a granted tick (built by the runtime; public so job tests can build one).
-    pub fn new(
+    pub(crate) fn new(
         fence: Fence,
         cancellation: TickCancellation,
         db_now: DateTime<Utc>,
@@ -40,6 +40,41 @@ impl TickContext {
             db_now,
             pool,
         }
+    }
+
+    /// The context the runtime would hand a job for `grant`, for calling a job directly in its
+    /// tests. Its cancellation starts uncancelled; cancel it through
+    /// [`TickContext::cancellation`] to test how the job stops.
+    ///
+    /// The grant comes from a real [`lease::acquire`](crate::lease::acquire) (the job's claims
+    /// then pass `leader_fence`), or is built around a fence from `Fence::forge` with the
+    /// `test-support` feature (its claims are then refused, as a replaced leader's are).
+    /// Nothing leads the role while the test runs the job: no heartbeat renews the lease, and
+    /// nothing releases it.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use leader_runtime::lease::{self, Acquired};
+    /// use leader_runtime::{JobError, Role, TickContext, Timings};
+    ///
+    /// async fn dispatch(tick: TickContext) -> Result<(), JobError> {
+    ///     // ... the job under test ...
+    /// #   Ok(())
+    /// }
+    ///
+    /// # async fn test(pool: sqlx::PgPool) -> Result<(), JobError> {
+    /// let role = Role::from_static("email_outbox");
+    /// let every = Duration::from_secs(5);
+    /// let Acquired::Granted(grant) =
+    ///     lease::acquire(&pool, role, "job-test", every, &Timings::DEFAULT).await?
+    /// else {
+    ///     panic!("the role is free in a fresh test database");
+    /// };
+    /// dispatch(TickContext::from_grant(grant, pool.clone())).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn from_grant(grant: Grant, pool: PgPool) -> TickContext {
+        TickContext::new(grant.fence, TickCancellation::new(), grant.db_now, pool)
     }
 
     /// The fence to bind into this tick's claim queries.

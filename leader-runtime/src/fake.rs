@@ -6,23 +6,41 @@ use std::time::Duration;
 
 use chrono::Utc;
 use futures_util::future::BoxFuture;
-use leader_core::lease::{Acquired, Grant, Released, Renewed};
+use leader_core::lease::{Acquired, Grant, Refusal, RefusalReason, Released, Renewed};
 use leader_core::{Error, Fence, ReleaseOutcome, Role};
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 /// One statement the fake received.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Call {
+    Acquire(Duration),
     Renew(Duration),
     Release(Duration, ReleaseOutcome),
 }
 
 /// Answers each RENEW with the next scripted (delay, answer), or `Extended` at once when the
-/// script is empty; records every call with its time since `epoch`.
+/// script is empty; answers each ACQUIRE with the next scripted answer and, once that script is
+/// empty, cancels `acquires_done` and refuses as paused. Records every call with its time since
+/// `epoch`.
 pub(crate) struct FakeStatements {
     pub epoch: Instant,
     pub renews: Mutex<VecDeque<(Duration, Result<Renewed, Error>)>>,
+    pub acquires: Mutex<VecDeque<Result<Acquired, Error>>>,
+    pub acquires_done: CancellationToken,
     pub calls: Mutex<Vec<Call>>,
+}
+
+pub(crate) fn refused(
+    reason: RefusalReason,
+    retry_after: Option<Duration>,
+) -> Result<Acquired, Error> {
+    Ok(Acquired::Refused(Refusal {
+        reason,
+        retry_after,
+        holder_id: None,
+        db_now: Utc::now(),
+    }))
 }
 
 pub(crate) fn extended() -> Result<Renewed, Error> {
@@ -44,8 +62,28 @@ impl FakeStatements {
         FakeStatements {
             epoch: Instant::now(),
             renews: Mutex::new(script.into()),
+            acquires: Mutex::new(VecDeque::new()),
+            acquires_done: CancellationToken::new(),
             calls: Mutex::new(Vec::new()),
         }
+    }
+
+    /// A fake whose ACQUIREs answer `script`, in order.
+    pub fn acquiring(script: Vec<Result<Acquired, Error>>) -> FakeStatements {
+        let fake = FakeStatements::new(vec![]);
+        *fake.acquires.lock().unwrap() = script.into();
+        fake
+    }
+
+    /// The times of the ACQUIREs received, since `epoch`.
+    pub fn acquire_times(&self) -> Vec<Duration> {
+        self.calls()
+            .into_iter()
+            .filter_map(|call| match call {
+                Call::Acquire(at) => Some(at),
+                _ => None,
+            })
+            .collect()
     }
 
     pub fn calls(&self) -> Vec<Call> {
@@ -63,7 +101,16 @@ impl FakeStatements {
 
 impl crate::statements::LeaseStatements for FakeStatements {
     fn acquire(&self, _role: Role, _interval: Duration) -> BoxFuture<'_, Result<Acquired, Error>> {
-        unimplemented!("the tick tests grant directly")
+        self.calls
+            .lock()
+            .unwrap()
+            .push(Call::Acquire(self.epoch.elapsed()));
+        let answer = self.acquires.lock().unwrap().pop_front();
+        let answer = answer.unwrap_or_else(|| {
+            self.acquires_done.cancel();
+            refused(RefusalReason::Paused, None)
+        });
+        Box::pin(async move { answer })
     }
 
     fn renew(&self, _fence: Fence) -> BoxFuture<'_, Result<Renewed, Error>> {

@@ -14,25 +14,12 @@
 //! 4. Zero rows from RENEW is definitive: cancel at once, with the cause the row shows.
 //! 5. A RENEW error or timeout is a missed beat, not a loss: the next beat is tried on schedule.
 
-use std::time::SystemTime;
-
-use chrono::{DateTime, Utc};
 use leader_core::lease::Renewed;
 use leader_core::{Fence, Timings};
 use tokio::time::{Instant, sleep_until};
 
 use crate::cancel::{CancelCause, TickCancellation};
 use crate::statements::LeaseStatements;
-
-/// The database clock minus the local clock, estimated from one statement's round trip as the
-/// difference between `db_now` and the local wall clock halfway through it. For the drift metric
-/// only: nothing compares the two clocks for safety.
-pub(crate) fn clock_drift_seconds(db_now: DateTime<Utc>, sent: Instant, answered: Instant) -> f64 {
-    let half_trip = (answered - sent) / 2;
-    let local_mid = SystemTime::now() - answered.elapsed() - half_trip;
-    let local: DateTime<Utc> = local_mid.into();
-    (db_now - local).num_microseconds().unwrap_or(0) as f64 / 1e6
-}
 
 /// Renews `fence` until the lease is lost or abandoned, then cancels the tick and returns.
 ///
@@ -66,7 +53,7 @@ pub(crate) async fn keep_alive(
             result = statements.renew(fence) => match result {
                 Ok(Renewed::Extended { db_now, .. }) => {
                     last_ack_sent = sent;
-                    crate::metrics::clock_drift(clock_drift_seconds(db_now, sent, Instant::now()));
+                    crate::metrics::clock_drift(db_now, sent, Instant::now());
                 }
                 Ok(Renewed::Lost(reason)) => {
                     cancellation.cancel(CancelCause::from_loss(reason));

@@ -14,22 +14,28 @@
 //! * [`lease`], [`schema`]: the protocol underneath, from `leader-core`.
 //!
 //! See the README for the migration an application adds, and the metrics in [`metrics`].
+//!
+//! # Features
+//!
+//! * `test-support`: `Fence::forge`, so a job's unit tests can build a [`TickContext`]
+//!   ([`TickContext::from_grant`]) without a database granting the lease. Enable it only in
+//!   `[dev-dependencies]`: a forged fence proves nothing to `leader_fence`.
 
 #![warn(missing_docs)]
 
 pub mod cancel;
 pub mod context;
 mod heartbeat;
-pub mod holder;
+mod holder;
 pub mod metrics;
-pub mod panic_capture;
+mod panic_capture;
 pub mod panic_guard;
 mod poll;
 pub mod registry;
-pub mod role_spec;
+mod role_spec;
 mod runtime;
 pub mod shutdown;
-pub mod statements;
+mod statements;
 mod tick;
 
 #[cfg(test)]
@@ -38,7 +44,8 @@ mod fake;
 pub use cancel::{CancelCause, TickCancellation};
 pub use context::TickContext;
 pub use leader_core::{
-    Error, Fence, ReleaseOutcome, Role, Timings, TimingsError, check_schema_ready, lease, schema,
+    Error, Fence, ReleaseOutcome, Role, Statement, Timings, TimingsError, check_schema_ready,
+    lease, schema,
 };
 pub use leader_macros::{fenced, leader_role, unfenced};
 

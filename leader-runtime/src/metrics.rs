@@ -12,10 +12,12 @@
 //! The age, unknown and paused gauges are refreshed by every runtime from the table, so any
 //! replica reports the cluster's facts, not only the leader.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
+use chrono::{DateTime, Utc};
 use leader_core::Role;
 use sqlx::{PgPool, Row};
+use tokio::time::Instant;
 
 pub(crate) fn register(role: Role) {
     metrics::counter!("leader_lease_lost_total", "role" => role.as_str(), "reason" => "panicked")
@@ -32,8 +34,20 @@ pub(crate) fn tick_finished(role: Role, outcome: &'static str, elapsed: Duration
         .record(elapsed.as_secs_f64());
 }
 
-pub(crate) fn clock_drift(seconds: f64) {
-    metrics::gauge!("leader_clock_drift_seconds").set(seconds);
+/// Sets `leader_clock_drift_seconds` from one statement sent at `sent`, answered at `answered`,
+/// that read the database clock as `db_now`.
+pub(crate) fn clock_drift(db_now: DateTime<Utc>, sent: Instant, answered: Instant) {
+    metrics::gauge!("leader_clock_drift_seconds").set(clock_drift_seconds(db_now, sent, answered));
+}
+
+/// The database clock minus the local clock, estimated from one statement's round trip as the
+/// difference between `db_now` and the local wall clock halfway through it. For the drift metric
+/// only: nothing compares the two clocks for safety.
+fn clock_drift_seconds(db_now: DateTime<Utc>, sent: Instant, answered: Instant) -> f64 {
+    let half_trip = (answered - sent) / 2;
+    let local_mid = SystemTime::now() - answered.elapsed() - half_trip;
+    let local: DateTime<Utc> = local_mid.into();
+    (db_now - local).num_microseconds().unwrap_or(0) as f64 / 1e6
 }
 
 /// What the table says about one role, on the database clock.
@@ -44,20 +58,19 @@ pub(crate) struct RoleStatus {
     pub paused: bool,
 }
 
-/// Reads the last completed tick's age and the pause flag of every role from `leader_leases`.
-pub(crate) async fn read_status(pool: &PgPool) -> Result<Vec<RoleStatus>, sqlx::Error> {
-    // A simple query (no bind parameters), so it works through a transaction-mode pooler.
-    let rows = sqlx::raw_sql(
-        "SELECT role,
+/// The status read, named by its leading comment ([`leader_core::Statement::StatusRead`]).
+const STATUS_READ: &str = "/* leader:status */ SELECT role,
                 -- greatest() skips NULLs, so a role that never completed must stay NULL here.
                 CASE WHEN last_tick_ended_at IS NOT NULL
                      THEN greatest(extract(epoch FROM now() - last_tick_ended_at), 0)::float8
                 END AS age,
                 paused_at IS NOT NULL AS paused
-           FROM leader_leases",
-    )
-    .fetch_all(pool)
-    .await?;
+           FROM leader_leases";
+
+/// Reads the last completed tick's age and the pause flag of every role from `leader_leases`.
+pub(crate) async fn read_status(pool: &PgPool) -> Result<Vec<RoleStatus>, sqlx::Error> {
+    // A simple query (no bind parameters), so it works through a transaction-mode pooler.
+    let rows = sqlx::raw_sql(STATUS_READ).fetch_all(pool).await?;
     rows.iter()
         .map(|row| {
             Ok(RoleStatus {
@@ -90,5 +103,18 @@ pub(crate) fn publish_status(roles: &[Role], status: Result<&[RoleStatus], ()>) 
             }
             metrics::gauge!("leader_paused", "role" => name).set(f64::from(u8::from(found.paused)));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use leader_core::Statement;
+
+    #[test]
+    fn the_status_read_carries_its_name() {
+        assert_eq!(
+            Statement::of_sql(super::STATUS_READ),
+            Some(Statement::StatusRead)
+        );
     }
 }

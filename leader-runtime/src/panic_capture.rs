@@ -110,14 +110,31 @@ pub(crate) fn catch<T>(f: impl FnOnce() -> T) -> Result<T, CaughtPanic> {
 }
 
 /// A future whose panics are caught: it resolves to `Err(CaughtPanic)` instead of unwinding.
+///
+/// Dropping it unfinished (a tick abandoned after its grace period) drops the inner future under
+/// the same guard: a panic raised by a destructor there is logged, not propagated.
 pub(crate) struct CatchPanic<F> {
-    inner: Pin<Box<F>>,
+    inner: Option<Pin<Box<F>>>,
 }
 
 impl<F: Future> CatchPanic<F> {
     pub(crate) fn new(inner: F) -> CatchPanic<F> {
         CatchPanic {
-            inner: Box::pin(inner),
+            inner: Some(Box::pin(inner)),
+        }
+    }
+}
+
+impl<F> Drop for CatchPanic<F> {
+    fn drop(&mut self) {
+        let inner = self.inner.take();
+        if let Err(panic) = catch(|| drop(inner)) {
+            tracing::error!(
+                panic = %panic.message,
+                location = panic.location.as_deref().unwrap_or("unknown"),
+                step = panic.step.as_deref().unwrap_or("-"),
+                "a job panicked while being dropped"
+            );
         }
     }
 }
@@ -126,7 +143,11 @@ impl<F: Future> Future for CatchPanic<F> {
     type Output = Result<F::Output, CaughtPanic>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let inner = &mut self.get_mut().inner;
+        let inner = self
+            .get_mut()
+            .inner
+            .as_mut()
+            .expect("CatchPanic is not polled after it is dropped");
         match catch(|| inner.as_mut().poll(cx)) {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),

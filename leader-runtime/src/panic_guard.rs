@@ -4,7 +4,8 @@
 //! guards here run each step (or item) on its own: one that panics stops, is logged with its name
 //! ("step panicked; running the rest"), and the rest run. At the end the first panic is raised
 //! again, so the runtime still releases the tick as panicked (a cooldown of one interval, and the
-//! `panicked` lease-loss counter goes up) and the defect is not hidden.
+//! `panicked` lease-loss counter goes up) and the defect is not hidden. A [`Steps`] dropped
+//! without [`Steps::finish`] (an early `return` or `?`) raises it again all the same.
 //!
 //! ```no_run
 //! use leader_runtime::{JobError, TickContext, panic_guard::Steps};
@@ -24,8 +25,12 @@ use std::panic::resume_unwind;
 use crate::panic_capture::{CatchPanic, CaughtPanic, Reraised};
 
 /// Runs named steps, each guarded: see the [module docs](self).
+///
+/// A step's panic is never swallowed: [`Steps::finish`] raises the first one again, and so does
+/// dropping the guard without calling it (unless the thread is already unwinding from another
+/// panic, which then carries on).
 #[derive(Debug)]
-#[must_use = "call finish() so a step's panic is raised again at the end"]
+#[must_use = "call finish() to raise a step's panic again where the steps end"]
 pub struct Steps {
     scope: String,
     first_panic: Option<CaughtPanic>,
@@ -72,8 +77,18 @@ impl Steps {
     ///
     /// Raises the first step's panic again (with its message, step and location), if a step
     /// panicked, so the tick is released as panicked.
-    pub fn finish(self) {
-        if let Some(panic) = self.first_panic {
+    pub fn finish(mut self) {
+        if let Some(panic) = self.first_panic.take() {
+            resume_unwind(Box::new(Reraised(panic)));
+        }
+    }
+}
+
+impl Drop for Steps {
+    fn drop(&mut self) {
+        if let Some(panic) = self.first_panic.take()
+            && !std::thread::panicking()
+        {
             resume_unwind(Box::new(Reraised(panic)));
         }
     }
@@ -217,8 +232,34 @@ where
 mod tests {
     use std::sync::{Arc, Mutex};
 
-    use super::{run_batch, sweep_rotating};
+    use super::{Steps, run_batch, sweep_rotating};
     use crate::panic_capture::{CatchPanic, install};
+
+    #[tokio::test]
+    async fn steps_dropped_without_finish_raise_the_first_panic_again() {
+        install();
+        let outcome = CatchPanic::new(async {
+            let mut steps = Steps::new("alpha");
+            steps.run("first", async { panic!("first broke") }).await;
+            steps.run("second", async {}).await;
+        })
+        .await;
+        let panic = outcome.expect_err("the step's panic is not swallowed");
+        assert_eq!(
+            (panic.message.as_str(), panic.step.as_deref()),
+            ("first broke", Some("first"))
+        );
+    }
+
+    #[tokio::test]
+    async fn steps_without_a_panic_can_be_dropped() {
+        let outcome = CatchPanic::new(async {
+            let mut steps = Steps::new("alpha");
+            steps.run("only", async { 7 }).await
+        })
+        .await;
+        assert_eq!(outcome, Ok(Some(7)));
+    }
 
     #[tokio::test]
     async fn a_batch_processes_every_other_item_then_raises_the_first_panic() {

@@ -39,11 +39,7 @@ pub(crate) async fn lead_role(env: TickEnv<'_>, spec: Arc<RoleSpec>) {
         let sent = Instant::now();
         let wait = match env.statements.acquire(role, spec.every).await {
             Ok(Acquired::Granted(grant)) => {
-                crate::metrics::clock_drift(crate::heartbeat::clock_drift_seconds(
-                    grant.db_now,
-                    sent,
-                    Instant::now(),
-                ));
+                crate::metrics::clock_drift(grant.db_now, sent, Instant::now());
                 run_tick(&env, &spec, grant, sent).await;
                 // The next ACQUIRE says when the role is due again.
                 continue;
@@ -68,6 +64,131 @@ pub(crate) async fn lead_role(env: TickEnv<'_>, spec: Arc<RoleSpec>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fake::{Call, FakeStatements, refused};
+    use crate::registry::JobFuture;
+    use crate::role_spec::RoleSpec;
+    use leader_core::lease::RefusalReason;
+    use leader_core::{Error, Role, Timings};
+    use sqlx::postgres::PgPoolOptions;
+    use tokio_util::sync::CancellationToken;
+
+    const fn ms(millis: u64) -> Duration {
+        Duration::from_millis(millis)
+    }
+
+    /// Runs `lead_role` on `fake` until `shutdown` fires; returns when it returned, since the
+    /// fake's epoch.
+    async fn lead(
+        fake: &FakeStatements,
+        timings: Timings,
+        shutdown: CancellationToken,
+    ) -> Duration {
+        let pool = PgPoolOptions::new()
+            .connect_lazy("postgres://unused@localhost/unused")
+            .unwrap();
+        let spec = Arc::new(RoleSpec {
+            role: Role::from_static("alpha"),
+            every: Duration::from_secs(60),
+            job: Arc::new(|_| -> JobFuture { Box::pin(async { Ok(()) }) }),
+            name: "test_job".into(),
+        });
+        let env = TickEnv {
+            statements: fake,
+            timings: &timings,
+            grace: Duration::from_secs(5),
+            shutdown: &shutdown,
+            pool: &pool,
+        };
+        lead_role(env, spec).await;
+        fake.epoch.elapsed()
+    }
+
+    /// The gaps between consecutive ACQUIREs.
+    fn gaps(fake: &FakeStatements) -> Vec<Duration> {
+        fake.acquire_times()
+            .windows(2)
+            .map(|w| w[1] - w[0])
+            .collect()
+    }
+
+    /// `gap` is `base` plus a jitter of at most `cap` (the paused clock fires timers on whole
+    /// milliseconds, so one more is allowed).
+    fn assert_jittered(gap: Duration, base: Duration, cap: Duration, what: &str) {
+        assert!(
+            gap >= base && gap <= base + cap + ms(1),
+            "{what}: waited {gap:?}, expected {base:?} plus at most {cap:?}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn after_each_refusal_it_waits_for_the_hint_plus_jitter_capped_at_max_poll() {
+        let timings = Timings::DEFAULT; // max_poll 5 s: jitter cap 250 ms
+        let cap = ms(250);
+        let fake = FakeStatements::acquiring(vec![
+            refused(RefusalReason::Held, Some(ms(2_000))),
+            refused(RefusalReason::CoolingDown, Some(ms(1_500))),
+            refused(RefusalReason::NotDue, Some(ms(700))),
+            refused(RefusalReason::Contended, Some(Duration::ZERO)),
+            refused(RefusalReason::Paused, None),
+            refused(RefusalReason::NotDue, Some(Duration::from_secs(3_600))),
+            Err(Error::Timeout {
+                statement: "ACQUIRE",
+                timeout: Duration::from_secs(2),
+            }),
+        ]);
+        let shutdown = fake.acquires_done.clone();
+        lead(&fake, timings, shutdown).await;
+        let gaps = gaps(&fake);
+        assert_eq!(gaps.len(), 7, "{:?}", fake.calls());
+        assert_jittered(gaps[0], ms(2_000), cap, "held");
+        assert_jittered(gaps[1], ms(1_500), cap, "cooling down");
+        assert_jittered(gaps[2], ms(700), cap, "not due");
+        assert_jittered(gaps[3], Duration::ZERO, cap, "contended");
+        for (gap, what) in [
+            (gaps[4], "paused"),
+            (gaps[5], "a far hint"),
+            (gaps[6], "an error"),
+        ] {
+            assert_jittered(gap, timings.max_poll() - cap, cap, what);
+            assert!(gap <= timings.max_poll() + ms(1), "{what}: {gap:?}");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_jitter_is_a_tenth_of_max_poll_when_that_is_below_250_ms() {
+        let timings = Timings::scaled_to_ttl(Duration::from_secs(2)).unwrap(); // max_poll 1 s
+        let cap = timings.max_poll() / 10;
+        let fake = FakeStatements::acquiring(
+            (0..40)
+                .map(|_| refused(RefusalReason::Held, Some(ms(300))))
+                .collect(),
+        );
+        let shutdown = fake.acquires_done.clone();
+        lead(&fake, timings, shutdown).await;
+        let gaps = gaps(&fake);
+        for &gap in &gaps[..40] {
+            assert_jittered(gap, ms(300), cap, "held");
+        }
+        let distinct: std::collections::HashSet<_> = gaps[..40].iter().collect();
+        assert!(distinct.len() > 5, "the jitter varies: {gaps:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn shutdown_during_a_wait_ends_the_loop_at_once_without_another_acquire() {
+        let fake = FakeStatements::acquiring(vec![refused(
+            RefusalReason::Held,
+            Some(Duration::from_secs(3_600)),
+        )]);
+        let shutdown = CancellationToken::new();
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(ms(1_000)).await;
+            stop.cancel();
+        });
+        let returned_at = lead(&fake, Timings::DEFAULT, shutdown).await;
+        assert_eq!(returned_at, ms(1_000));
+        assert_eq!(fake.calls(), [Call::Acquire(Duration::ZERO)]);
+    }
 
     #[test]
     fn waits_until_the_hint_plus_jitter_capped_at_max_poll() {

@@ -259,7 +259,7 @@ mod tests {
             .into_iter()
             .filter_map(|call| match call {
                 Call::Release(_, outcome) => Some(outcome),
-                Call::Renew(_) => None,
+                Call::Acquire(_) | Call::Renew(_) => None,
             })
             .collect()
     }
@@ -455,9 +455,74 @@ mod tests {
         assert_eq!(report.release, Some(ReleaseOutcome::Interrupted));
         let released_at = fake.calls().into_iter().find_map(|c| match c {
             Call::Release(at, _) => Some(at),
-            Call::Renew(_) => None,
+            Call::Acquire(_) | Call::Renew(_) => None,
         });
         assert_eq!(released_at, Some(s(6)), "shutdown at 1 s + 5 s grace");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_helper_cancelling_its_token_does_not_cancel_the_tick() {
+        let fake = FakeStatements::new(vec![]);
+        let job = spec(|tick| {
+            boxed(async move {
+                tick.cancellation().token().cancel();
+                assert!(!tick.is_cancelled());
+                assert_eq!(tick.cancelled().await, CancelCause::Shutdown);
+                Ok(())
+            })
+        });
+        let report = tick(&fake, job, Some(s(1))).await;
+        assert!(report.panic.is_none(), "{:?}", report.panic);
+        assert_eq!(report.cause, Some(CancelCause::Shutdown));
+        assert_eq!(report.release, Some(ReleaseOutcome::Interrupted));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_step_panic_is_not_swallowed_when_the_job_returns_without_finish() {
+        let fake = FakeStatements::new(vec![]);
+        let report = tick(
+            &fake,
+            spec(|_| {
+                boxed(async {
+                    let mut steps = Steps::new("alpha");
+                    steps.run("first", async { panic!("first broke") }).await;
+                    if steps.panicked_steps().is_empty() {
+                        steps.finish();
+                    }
+                    Ok(())
+                })
+            }),
+            None,
+        )
+        .await;
+        assert_eq!(
+            (report.label, report.release),
+            ("panicked", Some(ReleaseOutcome::Panicked))
+        );
+        assert_eq!(report.panic.unwrap().step.as_deref(), Some("first"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_abandoned_job_holding_a_step_panic_is_dropped_and_released() {
+        let fake = FakeStatements::new(vec![]);
+        let report = tick(
+            &fake,
+            spec(|_| {
+                boxed(async {
+                    let mut steps = Steps::new("alpha");
+                    steps.run("first", async { panic!("first broke") }).await;
+                    tokio::time::sleep(s(3_600)).await;
+                    steps.finish();
+                    Ok(())
+                })
+            }),
+            Some(s(1)),
+        )
+        .await;
+        assert_eq!(
+            (report.label, report.release),
+            ("interrupted", Some(ReleaseOutcome::Interrupted))
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -18,6 +18,7 @@
 
 mod cluster;
 mod pooler;
+mod process;
 mod testdb;
 
 pub use cluster::Cluster;

@@ -5,7 +5,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::HarnessError;
-use crate::cluster::{free_port, owned_temp_dir, run, server_command, wait_for, watch_owner};
+use crate::process::{free_port, owned_temp_dir, run, server_command, wait_for, watch_owner};
 
 /// The login roles the pooler lets through: the superuser and the least-privilege test role.
 pub const POOLER_USERS: [&str; 2] = ["postgres", "leader_app"];
@@ -63,7 +63,7 @@ impl Pooler {
         );
         let ini_path = dir.join("pgbouncer.ini");
         std::fs::write(&ini_path, ini).map_err(HarnessError::io("write pgbouncer.ini"))?;
-        if crate::cluster::is_root() {
+        if crate::process::is_root() {
             run(
                 Command::new("chown").arg("-R").arg("postgres:").arg(&dir),
                 "chown the pooler dir",

@@ -761,3 +761,93 @@ async fn leader_status_names_each_state_in_one_word() {
     assert!(age.is_none(), "no completed tick, so no age");
     assert!(cooldown_until.is_some());
 }
+
+#[tokio::test]
+async fn each_statement_names_itself_to_an_operator_reading_pg_stat_activity() {
+    use leader_runtime::Statement;
+
+    let db = database().await;
+    let mut conn = db.admin().acquire().await.unwrap();
+    let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(&mut *conn)
+        .await
+        .unwrap();
+    let last_statement = || async {
+        let query: String = sqlx::query_scalar("SELECT query FROM pg_stat_activity WHERE pid = $1")
+            .bind(pid)
+            .fetch_one(db.admin())
+            .await
+            .unwrap();
+        Statement::of_sql(&query).ok_or(query)
+    };
+
+    let Acquired::Granted(grant) = lease::acquire(&mut *conn, ALPHA, "ops", HOUR, T)
+        .await
+        .unwrap()
+    else {
+        panic!("a fresh role is granted");
+    };
+    assert_eq!(last_statement().await, Ok(Statement::Acquire));
+    lease::renew(&mut *conn, grant.fence, T).await.unwrap();
+    assert_eq!(last_statement().await, Ok(Statement::Renew));
+    lease::release(&mut *conn, grant.fence, ReleaseOutcome::Completed, HOUR, T)
+        .await
+        .unwrap();
+    assert_eq!(last_statement().await, Ok(Statement::Release));
+    lease::pause(&mut *conn, "alpha", "ops", None, T)
+        .await
+        .unwrap();
+    assert_eq!(last_statement().await, Ok(Statement::Pause));
+    lease::unpause(&mut *conn, "alpha", T).await.unwrap();
+    assert_eq!(last_statement().await, Ok(Statement::Unpause));
+}
+
+/// The table's `leader_leases_role_format` CHECK and the `leader-role-name` rule (behind
+/// `Role::new` and `#[leader_role]`) accept exactly the same names.
+#[tokio::test]
+async fn the_tables_role_check_agrees_with_the_role_name_rule() {
+    // Only the framework migration: no registered-roles constraint to refuse the names first.
+    let db = TestDb::new().await;
+    let names = [
+        "billing".to_owned(),
+        "webhook_outbox".to_owned(),
+        "a".to_owned(),
+        "r2d2".to_owned(),
+        "z_".to_owned(),
+        "a".repeat(63),
+        "b".repeat(64),
+        String::new(),
+        "Billing".to_owned(),
+        "bILLING".to_owned(),
+        "9lives".to_owned(),
+        "_x".to_owned(),
+        "bill-ing".to_owned(),
+        "bill ing".to_owned(),
+        "billing\n".to_owned(),
+        "billé".to_owned(),
+        "état".to_owned(),
+        "ǆ".to_owned(),
+        "a\u{0131}".to_owned(),
+        "a$".to_owned(),
+    ];
+    for name in names {
+        let stored = sqlx::query("INSERT INTO leader_leases (role, holder_token) VALUES ($1, 1)")
+            .bind(&name)
+            .execute(db.admin())
+            .await;
+        let refused_by_check = match &stored {
+            Ok(_) => false,
+            Err(sqlx::Error::Database(e))
+                if e.constraint() == Some("leader_leases_role_format") =>
+            {
+                true
+            }
+            Err(e) => panic!("{name:?}: {e}"),
+        };
+        assert_eq!(
+            !refused_by_check,
+            Role::new(&name).is_ok(),
+            "{name:?}: the CHECK and the rule disagree"
+        );
+    }
+}

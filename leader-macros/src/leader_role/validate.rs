@@ -80,25 +80,21 @@ pub fn validate(args: syn::Result<Args>, func: &JobFn) -> syn::Result<Job<'_>> {
     })
 }
 
-/// The role-name rule (the same as `Role::from_static`'s), as a message when broken.
+/// The role-name rule (`leader-role-name`, as `Role::from_static` applies it), as a message when
+/// broken.
 pub fn role_rule(name: &str) -> Result<(), String> {
-    const RULE: &str = "a role name starts with a lowercase ASCII letter, then lowercase letters, \
-                        digits or `_`, at most 63 bytes (e.g. \"billing\", \"webhook_outbox\")";
-    let starts_well = name.bytes().next().is_some_and(|b| b.is_ascii_lowercase());
-    let rest_ok = name
-        .bytes()
-        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
-    if name.is_empty() {
-        Err(format!("the role name is empty: {RULE}"))
-    } else if name.len() > 63 {
-        Err(format!(
+    use leader_role_name::{Broken, RULE};
+
+    match leader_role_name::check(name) {
+        Ok(()) => Ok(()),
+        Err(Broken::Empty) => Err(format!("the role name is empty: {RULE}")),
+        Err(Broken::TooLong) => Err(format!(
             "the role name is {} bytes long: {RULE}",
             name.len()
-        ))
-    } else if starts_well && rest_ok {
-        Ok(())
-    } else {
-        Err(format!("`{name}` is not a valid role name: {RULE}"))
+        )),
+        Err(Broken::BadStart | Broken::BadChar { .. }) => {
+            Err(format!("`{name}` is not a valid role name: {RULE}"))
+        }
     }
 }
 

@@ -1,0 +1,165 @@
+//! Counting the statements that reach the server, from its log, by the name each carries.
+
+use super::*;
+
+/// What one counted statement was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Kind {
+    Acquire,
+    Renew,
+    Release,
+    StatusRead,
+    Other,
+}
+
+impl Kind {
+    pub(super) const ALL: [Kind; 5] = [
+        Kind::Acquire,
+        Kind::Renew,
+        Kind::Release,
+        Kind::StatusRead,
+        Kind::Other,
+    ];
+
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Kind::Acquire => "ACQUIRE",
+            Kind::Renew => "RENEW",
+            Kind::Release => "RELEASE",
+            Kind::StatusRead => "status read (metrics)",
+            Kind::Other => "other",
+        }
+    }
+
+    /// The kind of a logged statement, by the name in its leading comment
+    /// ([`Statement::of_sql`]), never by its SQL text.
+    pub(super) fn of(sql: &str) -> Kind {
+        match Statement::of_sql(sql) {
+            Some(Statement::Acquire) => Kind::Acquire,
+            Some(Statement::Renew) => Kind::Renew,
+            Some(Statement::Release) => Kind::Release,
+            Some(Statement::StatusRead) => Kind::StatusRead,
+            Some(Statement::Pause | Statement::Unpause) | None => Kind::Other,
+        }
+    }
+}
+
+/// Splits a stderr-format server log into entries: a continuation line of a multi-line message
+/// starts with a tab.
+pub(super) fn log_entries(text: &str) -> Vec<String> {
+    let mut entries: Vec<String> = Vec::new();
+    for line in text.lines() {
+        match entries.last_mut() {
+            Some(last) if line.starts_with('\t') => {
+                last.push('\n');
+                last.push_str(line);
+            }
+            _ => entries.push(line.to_owned()),
+        }
+    }
+    entries
+}
+
+/// The SQL of a statement-log entry: `LOG:  statement: ...` (simple query protocol) or
+/// `LOG:  execute <name>: ...` (extended protocol).
+pub(super) fn logged_sql(entry: &str) -> Option<&str> {
+    pub(super) const SIMPLE: &str = "LOG:  statement: ";
+    pub(super) const EXTENDED: &str = "LOG:  execute ";
+    if let Some(i) = entry.find(SIMPLE) {
+        return Some(&entry[i + SIMPLE.len()..]);
+    }
+    let i = entry.find(EXTENDED)?;
+    let rest = &entry[i + EXTENDED.len()..];
+    rest.find(": ").map(|j| &rest[j + 2..])
+}
+
+/// The holder id inlined into an ACQUIRE (`holder_id = convert_from(decode('<hex>', ..`).
+pub(super) fn acquire_holder(sql: &str) -> Option<String> {
+    pub(super) const MARK: &str = "holder_id = convert_from(decode('";
+    let i = sql.find(MARK)? + MARK.len();
+    let hex = &sql[i..i + sql[i..].find('\'')?];
+    let bytes: Option<Vec<u8>> = (0..hex.len())
+        .step_by(2)
+        .map(|k| u8::from_str_radix(hex.get(k..k + 2)?, 16).ok())
+        .collect();
+    String::from_utf8(bytes?).ok()
+}
+
+/// The statements counted in one window.
+#[derive(Debug, Default)]
+pub(super) struct Window {
+    pub(super) seconds: f64,
+    pub(super) by_kind: BTreeMap<Kind, usize>,
+    pub(super) acquires_by_holder: BTreeMap<String, usize>,
+    pub(super) other_samples: Vec<String>,
+}
+
+impl Window {
+    pub(super) fn total(&self) -> usize {
+        self.by_kind.values().sum()
+    }
+
+    pub(super) fn rate(&self) -> f64 {
+        self.total() as f64 / self.seconds
+    }
+
+    pub(super) fn kind_rate(&self, kind: Kind) -> f64 {
+        self.by_kind.get(&kind).copied().unwrap_or(0) as f64 / self.seconds
+    }
+}
+
+/// Sends a start marker, waits [`WINDOW`], sends an end marker, and counts the statements the
+/// server logged between the two (the markers excluded).
+pub(super) async fn count_window(
+    marker: &mut PgConnection,
+    log: &Path,
+    label: &str,
+) -> Res<Window> {
+    let start_sql = format!("SELECT 'bench-window-start:{label}'");
+    let end_sql = format!("SELECT 'bench-window-end:{label}'");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(start_sql.clone()))
+        .execute(&mut *marker)
+        .await?;
+    let started = Instant::now();
+    tokio::time::sleep(WINDOW).await;
+    sqlx::raw_sql(sqlx::AssertSqlSafe(end_sql.clone()))
+        .execute(&mut *marker)
+        .await?;
+    let seconds = started.elapsed().as_secs_f64();
+
+    let text = std::fs::read_to_string(log)?;
+    let entries = log_entries(&text);
+    let is = |entry: &String, sql: &str| logged_sql(entry).is_some_and(|s| s.trim() == sql);
+    let begin = entries
+        .iter()
+        .position(|e| is(e, &start_sql))
+        .ok_or_else(|| format!("the start marker of window {label} is not in the server log"))?;
+    let end = begin
+        + entries[begin..]
+            .iter()
+            .position(|e| is(e, &end_sql))
+            .ok_or_else(|| format!("the end marker of window {label} is not in the server log"))?;
+    let mut window = Window {
+        seconds,
+        ..Window::default()
+    };
+    for entry in &entries[begin + 1..end] {
+        let Some(sql) = logged_sql(entry) else {
+            continue;
+        };
+        let kind = Kind::of(sql);
+        *window.by_kind.entry(kind).or_default() += 1;
+        if kind == Kind::Acquire
+            && let Some(holder) = acquire_holder(sql)
+        {
+            *window.acquires_by_holder.entry(holder).or_default() += 1;
+        }
+        if kind == Kind::Other && window.other_samples.len() < 5 {
+            let one_line: String = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+            window
+                .other_samples
+                .push(one_line.chars().take(100).collect());
+        }
+    }
+    Ok(window)
+}

@@ -1,0 +1,188 @@
+//! Part 2: takeover after SIGKILL. Replica processes on one role; the leader is killed.
+
+use super::*;
+
+/// One replica process, killed with SIGKILL when dropped.
+pub(super) struct Replica {
+    pub(super) holder: String,
+    pub(super) child: Child,
+    /// Held open: the replica exits when it closes.
+    pub(super) _stdin: ChildStdin,
+}
+
+pub(super) async fn spawn_replica(exe: &Path, url: &str, holder: &str, run: usize) -> Res<Replica> {
+    let mut child = Command::new(exe)
+        .args(["replica", url, holder, &run.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()?;
+    let stdin = child.stdin.take().ok_or("no stdin pipe")?;
+    let stdout = child.stdout.take().ok_or("no stdout pipe")?;
+    let mut lines = BufReader::new(stdout).lines();
+    let ready = tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await;
+    match ready {
+        Ok(Ok(Some(line))) if line == "ready" => Ok(Replica {
+            holder: holder.to_owned(),
+            child,
+            _stdin: stdin,
+        }),
+        other => {
+            let _ = child.kill().await;
+            Err(format!("replica {holder} did not start: {other:?}").into())
+        }
+    }
+}
+
+#[derive(Debug)]
+pub(super) struct TakeoverRun {
+    pub(super) killed: String,
+    /// Kill instant minus the last RENEW (or the ACQUIRE), database clock.
+    pub(super) since_renew: f64,
+    /// The killed leader's lease expiry minus the kill instant.
+    pub(super) remaining: f64,
+    /// The survivor's job start minus the kill instant.
+    pub(super) takeover: f64,
+    pub(super) successor: String,
+    /// The survivor's job started no earlier than the killed leader's lease expiry.
+    pub(super) after_expiry: bool,
+}
+
+pub(super) type TickRow = (String, i64, DateTime<Utc>);
+
+pub(super) async fn first_tick(
+    admin: &mut PgConnection,
+    run: usize,
+    above_token: i64,
+    within: Duration,
+) -> Res<Option<TickRow>> {
+    let deadline = Instant::now() + within;
+    loop {
+        let row: Option<TickRow> = sqlx::query_as(
+            "SELECT holder, token, started_at FROM runtime_ticks
+              WHERE run = $1 AND token > $2 ORDER BY started_at LIMIT 1",
+        )
+        .bind(run as i32)
+        .bind(above_token)
+        .fetch_optional(&mut *admin)
+        .await?;
+        if row.is_some() || Instant::now() > deadline {
+            return Ok(row);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+pub(super) async fn takeover_run(
+    exe: &Path,
+    url: &str,
+    admin: &mut PgConnection,
+    run: usize,
+) -> Res<TakeoverRun> {
+    // A clean row: no holder, no cooldown (the previous run's replicas were killed holding it).
+    sqlx::query(
+        "UPDATE leader_leases SET holder_id = NULL, acquired_at = NULL, expires_at = NULL,
+                not_before = NULL, last_tick_ended_at = NULL
+          WHERE role = $1",
+    )
+    .bind(TAKEOVER)
+    .execute(&mut *admin)
+    .await?;
+    let mut replicas = Vec::with_capacity(TAKEOVER_REPLICAS);
+    for i in 0..TAKEOVER_REPLICAS {
+        replicas.push(spawn_replica(exe, url, &format!("r{run}-{i}"), run).await?);
+    }
+    let result = takeover_drill(admin, run, &mut replicas).await;
+    for replica in &mut replicas {
+        let _ = replica.child.kill().await;
+    }
+    result
+}
+
+pub(super) async fn takeover_drill(
+    admin: &mut PgConnection,
+    run: usize,
+    replicas: &mut [Replica],
+) -> Res<TakeoverRun> {
+    let (leader, token, _) = first_tick(admin, run, i64::MIN, Duration::from_secs(15))
+        .await?
+        .ok_or("no replica started a tick")?;
+    let delay = KILL_BASE + rand::rng().random_range(Duration::ZERO..timings().heartbeat());
+    tokio::time::sleep(delay).await;
+    let victim = replicas
+        .iter_mut()
+        .find(|r| r.holder == leader)
+        .ok_or_else(|| format!("the leader {leader} is not one of this run's replicas"))?;
+    victim.child.kill().await?;
+    let (killed_at, expires_at, held_token, held_by): (
+        DateTime<Utc>,
+        Option<DateTime<Utc>>,
+        i64,
+        Option<String>,
+    ) = sqlx::query_as(
+        "SELECT clock_timestamp(), expires_at, holder_token, holder_id
+           FROM leader_leases WHERE role = $1",
+    )
+    .bind(TAKEOVER)
+    .fetch_one(&mut *admin)
+    .await?;
+    if held_token != token || held_by.as_deref() != Some(leader.as_str()) {
+        return Err(format!(
+            "run {run}: at the kill the lease was {held_by:?}/{held_token}, not {leader}/{token}"
+        )
+        .into());
+    }
+    let expires_at = expires_at.ok_or("a held lease without expiry")?;
+    let (successor, _, started_at) = first_tick(admin, run, token, Duration::from_secs(20))
+        .await?
+        .ok_or_else(|| format!("run {run}: no takeover within 20 s of the kill"))?;
+    let remaining = secs_between(killed_at, expires_at);
+    Ok(TakeoverRun {
+        killed: leader,
+        since_renew: TTL.as_secs_f64() - remaining,
+        remaining,
+        takeover: secs_between(killed_at, started_at),
+        successor,
+        after_expiry: started_at >= expires_at,
+    })
+}
+
+/// `runtime-bench replica URL HOLDER RUN`: one runtime leading [`TAKEOVER`]; its job records the
+/// tick's start on the database clock, then waits until the tick is cancelled.
+pub(super) async fn replica(url: &str, holder: &str, run: i32) -> Res<()> {
+    // Exit as soon as the parent goes away, however it ends: its end of our stdin closes.
+    std::thread::spawn(|| {
+        let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
+        std::process::exit(0);
+    });
+    let pool = PgPoolOptions::new().max_connections(3).connect(url).await?;
+    let me = holder.to_owned();
+    let runtime = Runtime::builder(pool)
+        .timings(timings())
+        .holder_id(holder)
+        .role(TAKEOVER, EVERY, move |tick: TickContext| {
+            let me = me.clone();
+            async move {
+                sqlx::query(
+                    "INSERT INTO runtime_ticks (run, holder, token, started_at)
+                     VALUES ($1, $2, $3, clock_timestamp())",
+                )
+                .bind(run)
+                .bind(&me)
+                .bind(tick.fence().token())
+                .execute(tick.pool())
+                .await?;
+                tick.cancelled().await;
+                Ok::<(), JobError>(())
+            }
+        })
+        .build()?;
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "ready")?;
+        out.flush()?;
+    }
+    runtime.run(CancellationToken::new()).await?;
+    Ok(())
+}

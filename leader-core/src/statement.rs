@@ -1,0 +1,107 @@
+//! The names of the statements the framework sends, carried in a leading SQL comment.
+//!
+//! Every statement starts with `/* leader:<name> */`, so an operator reading `pg_stat_activity`
+//! or a server log (and a benchmark counting statements in one) can tell which is which without
+//! matching the SQL text, which may be reworded in any release.
+
+use std::fmt;
+
+/// One of the statements the framework sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Statement {
+    /// [`crate::lease::acquire`].
+    Acquire,
+    /// [`crate::lease::renew`].
+    Renew,
+    /// [`crate::lease::release`].
+    Release,
+    /// [`crate::lease::pause`].
+    Pause,
+    /// [`crate::lease::unpause`].
+    Unpause,
+    /// The runtime's read of `leader_leases` for its status metrics.
+    StatusRead,
+}
+
+const PREFIX: &str = "/* leader:";
+
+impl Statement {
+    /// Every statement.
+    pub const ALL: [Statement; 6] = [
+        Statement::Acquire,
+        Statement::Renew,
+        Statement::Release,
+        Statement::Pause,
+        Statement::Unpause,
+        Statement::StatusRead,
+    ];
+
+    /// The name in the statement's leading comment: `acquire`, `renew`, `release`, `pause`,
+    /// `unpause` or `status`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Statement::Acquire => "acquire",
+            Statement::Renew => "renew",
+            Statement::Release => "release",
+            Statement::Pause => "pause",
+            Statement::Unpause => "unpause",
+            Statement::StatusRead => "status",
+        }
+    }
+
+    /// The name in errors and logs: `ACQUIRE`, `RENEW`, `RELEASE`, `PAUSE`, `UNPAUSE` or
+    /// `STATUS`.
+    pub const fn label(self) -> &'static str {
+        match self {
+            Statement::Acquire => "ACQUIRE",
+            Statement::Renew => "RENEW",
+            Statement::Release => "RELEASE",
+            Statement::Pause => "PAUSE",
+            Statement::Unpause => "UNPAUSE",
+            Statement::StatusRead => "STATUS",
+        }
+    }
+
+    /// `sql` with this statement's name comment in front.
+    pub fn tag(self, sql: &str) -> String {
+        format!("{PREFIX}{} */ {sql}", self.name())
+    }
+
+    /// The statement whose name comment `sql` starts with (after any whitespace), as a server log
+    /// or `pg_stat_activity.query` shows it.
+    ///
+    /// ```
+    /// use leader_core::Statement;
+    ///
+    /// let logged = "/* leader:renew */ WITH lock_bound AS (...) ...";
+    /// assert_eq!(Statement::of_sql(logged), Some(Statement::Renew));
+    /// assert_eq!(Statement::of_sql("SELECT 1"), None);
+    /// ```
+    pub fn of_sql(sql: &str) -> Option<Statement> {
+        let rest = sql.trim_start().strip_prefix(PREFIX)?;
+        let name = &rest[..rest.find(" */")?];
+        Statement::ALL.into_iter().find(|s| s.name() == name)
+    }
+}
+
+impl fmt::Display for Statement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Statement;
+
+    #[test]
+    fn each_tagged_statement_is_recognised_by_its_name_only() {
+        for statement in Statement::ALL {
+            let sql = statement.tag("SELECT 1");
+            assert_eq!(Statement::of_sql(&sql), Some(statement), "{sql}");
+            assert_eq!(Statement::of_sql(&format!("\n  {sql}")), Some(statement));
+        }
+        assert_eq!(Statement::of_sql("/* leader:nope */ SELECT 1"), None);
+        assert_eq!(Statement::of_sql("SELECT 1 /* leader:renew */"), None);
+    }
+}
