@@ -22,6 +22,8 @@
 
 mod error;
 mod fence;
+#[doc(hidden)]
+pub mod guard;
 mod inline;
 pub mod lease;
 mod outcome;
@@ -31,6 +33,8 @@ mod timings;
 
 pub use error::Error;
 pub use fence::Fence;
+#[doc(hidden)]
+pub use fence::FENCE_GUARDS;
 pub use outcome::ReleaseOutcome;
 pub use role::{Role, RoleNameError, validate as validate_role_name};
 pub use schema::check_schema_ready;
