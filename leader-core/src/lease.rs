@@ -256,7 +256,10 @@ pub const ACQUIRE_GUARDS: Guarded = Guarded {
             sql: "(last_tick_ended_at IS NULL OR last_tick_ended_at + :interval_ms * interval '1 millisecond' <= now())",
         },
     ],
-    plumbing: &["role = :role", "(SELECT applied FROM lock_bound) IS NOT NULL"],
+    plumbing: &[
+        "role = :role",
+        "(SELECT applied FROM lock_bound) IS NOT NULL",
+    ],
 };
 
 /// ACQUIRE: claims `role` for one tick if it is unpaused, unheld (or expired), past any cooldown
@@ -373,7 +376,10 @@ pub const RENEW_GUARDS: Guarded = Guarded {
             sql: "expires_at > now()",
         },
     ],
-    plumbing: &["role = :role", "(SELECT applied FROM lock_bound) IS NOT NULL"],
+    plumbing: &[
+        "role = :role",
+        "(SELECT applied FROM lock_bound) IS NOT NULL",
+    ],
 };
 
 /// RENEW: extends the lease held by `fence` to `now() + ttl`.
@@ -461,7 +467,10 @@ pub const RELEASE_GUARDS: Guarded = Guarded {
             sql: "holder_id IS NOT NULL",
         },
     ],
-    plumbing: &["role = :role", "(SELECT applied FROM lock_bound) IS NOT NULL"],
+    plumbing: &[
+        "role = :role",
+        "(SELECT applied FROM lock_bound) IS NOT NULL",
+    ],
 };
 
 /// RELEASE: ends the tick held by `fence`, recording `outcome` (see [`ReleaseOutcome`] for what

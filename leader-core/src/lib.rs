@@ -32,9 +32,9 @@ pub mod schema;
 mod timings;
 
 pub use error::Error;
-pub use fence::Fence;
 #[doc(hidden)]
 pub use fence::FENCE_GUARDS;
+pub use fence::Fence;
 pub use outcome::ReleaseOutcome;
 pub use role::{Role, RoleNameError, validate as validate_role_name};
 pub use schema::check_schema_ready;

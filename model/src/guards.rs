@@ -116,7 +116,9 @@ impl Guards {
             let mut kinds = resolve_statement(guarded, modelled)?;
             if let Some((statement, name)) = dropped.filter(|(s, _)| *s == guarded.statement) {
                 let kind = lookup(modelled, name).ok_or_else(|| {
-                    format!("the seeded bug drops `{name}` from {statement}, which has no such guard")
+                    format!(
+                        "the seeded bug drops `{name}` from {statement}, which has no such guard"
+                    )
                 })?;
                 kinds.retain(|k| *k != kind);
             }

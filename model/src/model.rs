@@ -391,7 +391,13 @@ impl LeaseModel {
     }
 
     /// Ends replica `id`'s tick with `release` sent.
-    fn send_release(&self, state: &mut State, id: ReplicaId, release: Statement, delivery: Delivery) {
+    fn send_release(
+        &self,
+        state: &mut State,
+        id: ReplicaId,
+        release: Statement,
+        delivery: Delivery,
+    ) {
         let now = state.now;
         if delivery == Delivery::Delayed {
             state.delays_left -= 1;
@@ -740,7 +746,9 @@ impl Model for LeaseModel {
                     }
                 }
             }
-            Action::AnswerRelease(id) => end_tick(&mut state.replicas[usize::from(id)], Phase::Idle),
+            Action::AnswerRelease(id) => {
+                end_tick(&mut state.replicas[usize::from(id)], Phase::Idle)
+            }
         }
         self.normalize(&mut state);
         Some(state)

@@ -14,13 +14,15 @@ pub const CLAIMS_INSIDE_LEASE: &str = "a claim succeeds only inside its own leas
 /// `anchor + abandon_after + statement_timeout`: its abandon point plus one statement in flight),
 /// no other lease is live. A replica whose lease an operator pause or a failover took away is
 /// not counted until its next acknowledged RENEW (see the README's "what lies outside").
-pub const OWN_CLOCK_EXCLUSIVE: &str = "no lease is granted while an earlier holder may still work by its own clock";
+pub const OWN_CLOCK_EXCLUSIVE: &str =
+    "no lease is granted while an earlier holder may still work by its own clock";
 /// Every grant's token is above every token issued before it, on any database.
 pub const TOKENS_NEVER_REISSUED: &str = "tokens only grow, across the failover";
 /// RELEASE stamps `last_tick_ended_at` only for a tick whose work returned.
 pub const STAMPED_ONLY_IF_COMPLETED: &str = "a tick is stamped completed only if it completed";
 /// No grant comes within one interval of a RELEASE of a tick that did not complete.
-pub const COOLDOWN_RESPECTED: &str = "a tick that did not complete is not retried within its cooldown";
+pub const COOLDOWN_RESPECTED: &str =
+    "a tick that did not complete is not retried within its cooldown";
 
 /// A replica leads: its tick runs, and the row names it with its token and a live lease.
 pub const LED: &str = "a role is led";
@@ -34,6 +36,10 @@ pub const PAUSE_TAKES_EFFECT: &str = "a pause takes effect";
 pub const LED_AFTER_UNPAUSE: &str = "a paused role is led again after unpause";
 /// A tick completes and is stamped.
 pub const TICK_COMPLETES: &str = "a tick completes";
+/// The gap [`OWN_CLOCK_EXCLUSIVE`] leaves out is real: after an operator pause (and unpause) or
+/// a failover, a new holder leads while the holder whose lease was taken away may still work by
+/// its own clock, until its next RENEW tells it. Only the fence stops its claims then.
+pub const REVOKED_HOLDER_OVERLAPS: &str = "after a pause or failover, a new holder leads while the old one may still work by its own clock";
 
 /// The safety properties.
 pub const SAFETY: [&str; 5] = [
@@ -45,13 +51,14 @@ pub const SAFETY: [&str; 5] = [
 ];
 
 /// The reachability properties.
-pub const REACHABLE: [&str; 6] = [
+pub const REACHABLE: [&str; 7] = [
     LED,
     TAKEOVER,
     CLAIMED,
     PAUSE_TAKES_EFFECT,
     LED_AFTER_UNPAUSE,
     TICK_COMPLETES,
+    REVOKED_HOLDER_OVERLAPS,
 ];
 
 fn led(state: &State) -> bool {
@@ -64,36 +71,51 @@ fn led(state: &State) -> bool {
     })
 }
 
-/// Whether the own-clock property holds in `state`.
-pub fn own_clock_exclusive(model: &LeaseModel, state: &State) -> bool {
+/// Whether a replica other than the live lease's holder may still work by its own clock, counting
+/// (`revoked`) or not counting (`!revoked`) replicas whose lease a pause or failover took away.
+fn overlaps(model: &LeaseModel, state: &State, revoked: bool) -> bool {
     let t = model.config.timings;
     let row = &state.row;
-    let Some(holder) = row.holder.filter(|_| row.expires.is_some_and(|e| e > state.now)) else {
-        return true;
+    let Some(holder) = row
+        .holder
+        .filter(|_| row.expires.is_some_and(|e| e > state.now))
+    else {
+        return false;
     };
-    state.replicas.iter().enumerate().all(|(i, r)| {
+    state.replicas.iter().enumerate().any(|(i, r)| {
         let Phase::Working(tick) = r.phase else {
-            return true;
+            return false;
         };
         let may_work = r.clock(state.now) < tick.anchor + t.abandon_after + t.statement_timeout;
-        let revoked = r
+        let was_revoked = r
             .revoked
             .is_some_and(|(token, at)| token == tick.token && tick.anchor <= at);
         let other_lease = holder != i as u8 || row.token != tick.token;
-        !(may_work && !revoked && other_lease)
+        may_work && other_lease && was_revoked == revoked
     })
+}
+
+/// Whether the own-clock property holds in `state`.
+pub fn own_clock_exclusive(model: &LeaseModel, state: &State) -> bool {
+    !overlaps(model, state, false)
 }
 
 /// Every property, safety first.
 pub fn all() -> Vec<Property<LeaseModel>> {
     vec![
-        Property::always(CLAIMS_INSIDE_LEASE, |_, s: &State| !s.history.claim_outside_lease),
+        Property::always(CLAIMS_INSIDE_LEASE, |_, s: &State| {
+            !s.history.claim_outside_lease
+        }),
         Property::always(OWN_CLOCK_EXCLUSIVE, own_clock_exclusive),
-        Property::always(TOKENS_NEVER_REISSUED, |_, s: &State| !s.history.token_reissued),
+        Property::always(TOKENS_NEVER_REISSUED, |_, s: &State| {
+            !s.history.token_reissued
+        }),
         Property::always(STAMPED_ONLY_IF_COMPLETED, |_, s: &State| {
             !s.history.stamped_incomplete
         }),
-        Property::always(COOLDOWN_RESPECTED, |_, s: &State| !s.history.granted_in_cooldown),
+        Property::always(COOLDOWN_RESPECTED, |_, s: &State| {
+            !s.history.granted_in_cooldown
+        }),
         Property::sometimes(LED, |_, s: &State| led(s)),
         Property::sometimes(TAKEOVER, |_, s: &State| s.history.took_over),
         Property::sometimes(CLAIMED, |_, s: &State| s.history.claimed),
@@ -105,6 +127,9 @@ pub fn all() -> Vec<Property<LeaseModel>> {
         Property::sometimes(LED_AFTER_UNPAUSE, |_, s: &State| {
             s.operator == Operator::Unpaused && led(s)
         }),
-        Property::sometimes(TICK_COMPLETES, |_, s: &State| s.row.last_tick_ended.is_some()),
+        Property::sometimes(TICK_COMPLETES, |_, s: &State| {
+            s.row.last_tick_ended.is_some()
+        }),
+        Property::sometimes(REVOKED_HOLDER_OVERLAPS, |m, s: &State| overlaps(m, s, true)),
     ]
 }

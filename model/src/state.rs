@@ -225,7 +225,12 @@ impl State {
         let mut order: Vec<usize> = (0..self.replicas.len()).collect();
         order.sort_by_key(|&i| self.replicas[i]);
         let renumber = |id: Option<ReplicaId>| {
-            id.map(|old| order.iter().position(|&i| i == usize::from(old)).unwrap_or(0) as ReplicaId)
+            id.map(|old| {
+                order
+                    .iter()
+                    .position(|&i| i == usize::from(old))
+                    .unwrap_or(0) as ReplicaId
+            })
         };
         let mut out = self.clone();
         out.replicas = order.iter().map(|&i| self.replicas[i]).collect();

@@ -98,7 +98,8 @@ fn each_statements_where_is_exactly_its_guards_and_plumbing() {
 
 #[test]
 fn the_model_evaluates_exactly_the_listed_guards() {
-    let resolved = Guards::resolve(&Config::operator_and_failover(2)).expect("lists and model agree");
+    let resolved =
+        Guards::resolve(&Config::operator_and_failover(2)).expect("lists and model agree");
     let by_statement = [
         &resolved.acquire,
         &resolved.renew,
@@ -140,7 +141,10 @@ fn a_guard_added_to_a_list_without_modelling_it_is_refused() {
         },
     ];
     let err = resolve_statement(&doctored(EXTRA), guards::RENEW).unwrap_err();
-    assert!(err.contains("`unpaused`") && err.contains("does not evaluate"), "{err}");
+    assert!(
+        err.contains("`unpaused`") && err.contains("does not evaluate"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -150,7 +154,10 @@ fn a_guard_removed_from_a_list_but_still_modelled_is_refused() {
         sql: "holder_token = :token",
     }];
     let err = resolve_statement(&doctored(FEWER), guards::RENEW).unwrap_err();
-    assert!(err.contains("`unexpired`") && err.contains("no longer has"), "{err}");
+    assert!(
+        err.contains("`unexpired`") && err.contains("no longer has"),
+        "{err}"
+    );
 }
 
 #[test]
