@@ -1,7 +1,7 @@
 //! The lease protocol of `leader-core` and `leader-runtime`, model-checked with
 //! [Stateright](https://docs.rs/stateright).
 //!
-//! [`check`] explores every state of a [`Config`] (replicas, bounds, faults, and optionally a
+//! [`check()`] explores every state of a [`Config`] (replicas, bounds, faults, and optionally a
 //! seeded [`Bug`]) and returns a [`Report`]: the safety properties violated, each with a shortest
 //! counterexample as a readable trace, and the reachability properties not reached. The
 //! statements' guards come from `leader-core` (see [`guards`]). `docs/model.md` says what is
