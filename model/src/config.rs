@@ -208,6 +208,15 @@ impl Config {
         }
     }
 
+    /// Every fault at once, over a shorter horizon (5 ticks): pause and unpause, a failover,
+    /// slow clocks, one frozen replica and one delayed (or lost) statement.
+    pub const fn all_faults(replicas: u8) -> Config {
+        let mut config = Config::operator_and_failover(replicas);
+        config.horizon = 5;
+        config.slow_clock_every = Some(4);
+        config
+    }
+
     /// The same check with `bug` seeded (and, for the timing bug, a ttl of 3).
     pub const fn with_bug(self, bug: Bug) -> Config {
         let mut config = self;

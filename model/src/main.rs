@@ -8,8 +8,8 @@ use leader_model::{Bug, Config, check};
 fn usage() -> String {
     let bugs: Vec<&str> = Bug::ALL.iter().map(|b| b.name()).collect();
     format!(
-        "usage: leader-model [--replicas 1|2|3] [--threads N] [--clocks] [--horizon T] [--delays N] [--no-freeze] \
-         [--no-failover] [--no-pause] [--no-slow-clock] [--all-bugs | BUG ...]\n  BUG: {}",
+        "usage: leader-model [--replicas 1|2|3] [--threads N] [--clocks | --all-faults] [--horizon T] [--delays N] [--no-freeze] \
+         [--no-failover] [--no-pause] [--no-slow-clock] [--slow-clock-every N] [--all-bugs | BUG ...]\n  BUG: {}",
         bugs.join(", ")
     )
 }
@@ -45,6 +45,7 @@ fn main() -> ExitCode {
                 }
             },
             "--clocks" => base = Config::clocks_and_delays(base.replicas),
+            "--all-faults" => base = Config::all_faults(base.replicas),
             "--no-freeze" => base.freezes = 0,
             "--delays" => match number(args.next()) {
                 Some(n @ 0..=5) => base.delays = n as u8,
@@ -56,6 +57,13 @@ fn main() -> ExitCode {
             "--no-failover" => base.failovers = 0,
             "--no-pause" => base.pause = false,
             "--no-slow-clock" => base.slow_clock_every = None,
+            "--slow-clock-every" => match number(args.next()) {
+                Some(n @ 2..=20) => base.slow_clock_every = Some(n as u8),
+                _ => {
+                    eprintln!("--slow-clock-every takes 2 to 20\n{}", usage());
+                    return ExitCode::from(2);
+                }
+            },
             "--all-bugs" => bugs.extend(Bug::ALL),
             "-h" | "--help" => {
                 println!("{}", usage());

@@ -36,6 +36,11 @@ fn two_replicas_under_slow_clocks_freeze_and_two_delays() {
 }
 
 #[test]
+fn two_replicas_under_every_fault_at_once() {
+    proves(Config::all_faults(2));
+}
+
+#[test]
 fn three_replicas_under_pause_failover_freeze_and_a_delay() {
     let mut config = Config::operator_and_failover(3);
     config.horizon = 5;
