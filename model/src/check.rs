@@ -8,7 +8,7 @@ use stateright::{Checker, HasDiscoveries, Model};
 
 use crate::config::Config;
 use crate::model::LeaseModel;
-use crate::properties::{REACHABLE, SAFETY};
+use crate::properties::{self, REACHABLE, SAFETY};
 use crate::state::State;
 use crate::trace;
 
@@ -127,9 +127,10 @@ fn report(
     let violated = SAFETY
         .into_iter()
         .filter_map(|name| {
-            discoveries
-                .get(name)
-                .map(|path| (name, trace::path(model, path)))
+            discoveries.get(name).map(|path| {
+                let why = properties::explain(model, name, path.last_state());
+                (name, format!("{}  => {why}\n", trace::path(model, path)))
+            })
         })
         .collect();
     let unreached = REACHABLE

@@ -100,6 +100,55 @@ pub fn own_clock_exclusive(model: &LeaseModel, state: &State) -> bool {
     !overlaps(model, state, false)
 }
 
+/// Why `property` fails in `state`, the last state of its counterexample, in a sentence.
+pub fn explain(model: &LeaseModel, property: &str, state: &State) -> String {
+    let t = model.config.timings;
+    match property {
+        OWN_CLOCK_EXCLUSIVE => {
+            let row = &state.row;
+            let overlapping = state.replicas.iter().enumerate().find_map(|(i, r)| {
+                let Phase::Working(tick) = r.phase else {
+                    return None;
+                };
+                let until = tick.anchor + t.abandon_after + t.statement_timeout;
+                (r.clock(state.now) < until
+                    && (row.holder != Some(i as u8) || row.token != tick.token))
+                    .then(|| (i, r.clock(state.now), tick, until))
+            });
+            match (overlapping, row.holder) {
+                (Some((i, clock, tick, until)), Some(holder)) => format!(
+                    "r{i} (token {}) may still work by its own clock: it reads {clock}, before its \
+                     last acknowledged send {} + abandon_after {} + statement_timeout {} = {until}; \
+                     yet r{holder} holds a live lease (token {}, expires {})",
+                    tick.token,
+                    tick.anchor,
+                    t.abandon_after,
+                    t.statement_timeout,
+                    row.token,
+                    row.expires.map_or("-".into(), |e| e.to_string()),
+                ),
+                _ => "two replicas may work at once".into(),
+            }
+        }
+        CLAIMS_INSIDE_LEASE => {
+            "the last claim passed the fence, but its replica does not hold a live lease with that \
+             token"
+                .into()
+        }
+        TOKENS_NEVER_REISSUED => format!(
+            "the last grant issued token {}, not above every token issued before",
+            state.row.token
+        ),
+        STAMPED_ONLY_IF_COMPLETED => {
+            "the last RELEASE stamped the tick completed, but its job did not return".into()
+        }
+        COOLDOWN_RESPECTED => {
+            "the last grant came before the cooldown of a tick that did not complete ran out".into()
+        }
+        other => format!("`{other}` fails"),
+    }
+}
+
 /// Every property, safety first.
 pub fn all() -> Vec<Property<LeaseModel>> {
     vec![
