@@ -208,11 +208,10 @@ impl Config {
         }
     }
 
-    /// Every fault at once, over a shorter horizon (5 ticks): pause and unpause, a failover,
-    /// slow clocks, one frozen replica and one delayed (or lost) statement.
+    /// Every fault at once: pause and unpause, a failover, slow clocks, one frozen replica and
+    /// one delayed (or lost) statement. Horizon 6 ticks.
     pub const fn all_faults(replicas: u8) -> Config {
         let mut config = Config::operator_and_failover(replicas);
-        config.horizon = 5;
         config.slow_clock_every = Some(4);
         config
     }
