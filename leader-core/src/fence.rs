@@ -1,6 +1,7 @@
 //! The fence: proof of leadership that claim queries check in their own WHERE.
 
 use crate::Role;
+use crate::guard::{Guard, Guarded};
 
 /// The role and fencing token of one granted tick.
 ///
@@ -52,3 +53,25 @@ impl Fence {
         self.token
     }
 }
+
+/// The guards of `leader_fence` (in the framework migration), for the protocol model: a claim
+/// succeeds in the model iff every guard here holds (`model/src/guards.rs`); its guard tests fail
+/// if this list, the function's WHERE and the model disagree. The migration itself carries no
+/// pointer back here: sqlx checksums applied migrations, so its text stays as released.
+#[doc(hidden)]
+pub const FENCE_GUARDS: Guarded = Guarded {
+    statement: "leader_fence",
+    sql: include_str!("../../migrations/20261201000000_leader_leases.up.sql"),
+    where_after: "CREATE FUNCTION leader_fence(",
+    guards: &[
+        Guard {
+            name: "holds_token",
+            sql: "holder_token = p_token",
+        },
+        Guard {
+            name: "unexpired",
+            sql: "expires_at > statement_timestamp()",
+        },
+    ],
+    plumbing: &["role = p_role"],
+};

@@ -37,6 +37,7 @@ use chrono::{DateTime, Utc};
 use sqlx::postgres::PgRow;
 use sqlx::{PgExecutor, Row};
 
+use crate::guard::{Guard, Guarded};
 use crate::inline::{Value, render};
 
 use crate::{Error, Fence, ReleaseOutcome, Role, Statement, Timings};
@@ -192,6 +193,8 @@ pub fn check_interval(role: Role, interval: Duration) -> Result<(), Error> {
 // leader still holds, and its fence would be true on the new primary. The clock term (the same
 // idea as seeding rows with leader_seed_token()) moves past it, since a takeover takes far longer
 // than a millisecond and a role is granted at most once per interval (at least 1 ms).
+//
+// Its guards are listed in ACQUIRE_GUARDS below, which the model (leader-model) evaluates by name.
 const ACQUIRE: &str = "
 WITH lock_bound AS (SELECT set_config('lock_timeout', :lock_ms::text, true) AS applied),
 granted AS (
@@ -231,6 +234,38 @@ SELECT g.holder_token                AS granted_token,
   LEFT JOIN granted g ON true
   LEFT JOIN seen s ON true
 ";
+
+/// ACQUIRE's guards, for the protocol model. The model's ACQUIRE (`model/src/guards.rs`) grants
+/// iff every guard here holds; its guard tests fail if this list, the SQL above and the model
+/// disagree.
+#[doc(hidden)]
+pub const ACQUIRE_GUARDS: Guarded = Guarded {
+    statement: "ACQUIRE",
+    sql: ACQUIRE,
+    where_after: "granted AS (",
+    guards: &[
+        Guard {
+            name: "unpaused",
+            sql: "paused_at IS NULL",
+        },
+        Guard {
+            name: "unheld_or_expired",
+            sql: "(expires_at IS NULL OR expires_at <= now())",
+        },
+        Guard {
+            name: "past_not_before",
+            sql: "(not_before IS NULL OR not_before <= now())",
+        },
+        Guard {
+            name: "due",
+            sql: "(last_tick_ended_at IS NULL OR last_tick_ended_at + :interval_ms * interval '1 millisecond' <= now())",
+        },
+    ],
+    plumbing: &[
+        "role = :role",
+        "(SELECT applied FROM lock_bound) IS NOT NULL",
+    ],
+};
 
 /// ACQUIRE: claims `role` for one tick if it is unpaused, unheld (or expired), past any cooldown
 /// and due (its last completed tick ended at least `interval` ago).
@@ -307,6 +342,7 @@ pub async fn acquire<'e>(
     }))
 }
 
+// Its guards are listed in RENEW_GUARDS below, which the model (leader-model) evaluates by name.
 const RENEW: &str = "
 WITH lock_bound AS (SELECT set_config('lock_timeout', :lock_ms::text, true) AS applied),
 renewed AS (
@@ -328,6 +364,28 @@ SELECT r.expires_at               AS renewed_until,
   LEFT JOIN renewed r ON true
   LEFT JOIN leader_leases l ON l.role = :role
 ";
+
+/// RENEW's guards, for the protocol model (see [`ACQUIRE_GUARDS`]).
+#[doc(hidden)]
+pub const RENEW_GUARDS: Guarded = Guarded {
+    statement: "RENEW",
+    sql: RENEW,
+    where_after: "renewed AS (",
+    guards: &[
+        Guard {
+            name: "holds_token",
+            sql: "holder_token = :token",
+        },
+        Guard {
+            name: "unexpired",
+            sql: "expires_at > now()",
+        },
+    ],
+    plumbing: &[
+        "role = :role",
+        "(SELECT applied FROM lock_bound) IS NOT NULL",
+    ],
+};
 
 /// RENEW: extends the lease held by `fence` to `now() + ttl`.
 ///
@@ -377,6 +435,7 @@ pub async fn renew<'e>(
     Ok(Renewed::Lost(reason))
 }
 
+// Its guards are listed in RELEASE_GUARDS below, which the model (leader-model) evaluates by name.
 const RELEASE: &str = "
 WITH lock_bound AS (SELECT set_config('lock_timeout', :lock_ms::text, true) AS applied)
 UPDATE leader_leases
@@ -396,6 +455,28 @@ UPDATE leader_leases
    AND (SELECT applied FROM lock_bound) IS NOT NULL
 RETURNING now() AS db_now
 ";
+
+/// RELEASE's guards, for the protocol model (see [`ACQUIRE_GUARDS`]).
+#[doc(hidden)]
+pub const RELEASE_GUARDS: Guarded = Guarded {
+    statement: "RELEASE",
+    sql: RELEASE,
+    where_after: "UPDATE leader_leases",
+    guards: &[
+        Guard {
+            name: "holds_token",
+            sql: "holder_token = :token",
+        },
+        Guard {
+            name: "held",
+            sql: "holder_id IS NOT NULL",
+        },
+    ],
+    plumbing: &[
+        "role = :role",
+        "(SELECT applied FROM lock_bound) IS NOT NULL",
+    ],
+};
 
 /// RELEASE: ends the tick held by `fence`, recording `outcome` (see [`ReleaseOutcome`] for what
 /// each outcome writes). `interval` is the role's tick interval, which sets the cooldown.

@@ -23,6 +23,8 @@
 
 mod error;
 mod fence;
+#[doc(hidden)]
+pub mod guard;
 mod inline;
 pub mod lease;
 mod outcome;
@@ -32,6 +34,8 @@ mod statement;
 mod timings;
 
 pub use error::Error;
+#[doc(hidden)]
+pub use fence::FENCE_GUARDS;
 pub use fence::Fence;
 pub use outcome::ReleaseOutcome;
 pub use role::{Role, RoleNameError, validate as validate_role_name};

@@ -1,0 +1,233 @@
+//! What one check explores: the timings in ticks, the bounds, the faults, and a seeded bug.
+
+use std::fmt;
+use std::time::Duration;
+
+/// A moment on the database clock, or on a replica's clock, in ticks.
+pub type Time = u8;
+
+/// The protocol's timings in ticks of the database clock.
+///
+/// The same names and rules as [`leader_core::Timings`]; `interval` is the role's tick interval
+/// (the cooldown after a tick that did not complete, and the spacing of completed ticks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timings {
+    /// How long a granted or renewed lease lasts.
+    pub ttl: Time,
+    /// The RENEW period while a tick runs.
+    pub heartbeat: Time,
+    /// How long a caller waits for a statement's answer.
+    pub statement_timeout: Time,
+    /// How long after the send of the last acknowledged RENEW (or of the ACQUIRE) a holder gives
+    /// up its tick.
+    pub abandon_after: Time,
+    /// The role's tick interval.
+    pub interval: Time,
+}
+
+impl Timings {
+    /// The timings the correct model is checked with: ttl 4, heartbeat 1, statement timeout 1,
+    /// abandon after 2, interval 2. `abandon_after + statement_timeout = 3 < 4`, with one tick to
+    /// spare, which covers a replica clock that loses at most one tick in any four.
+    pub const CHECKED: Timings = Timings {
+        ttl: 4,
+        heartbeat: 1,
+        statement_timeout: 1,
+        abandon_after: 2,
+        interval: 2,
+    };
+
+    /// The same values as a [`leader_core::Timings`] with one tick as one second, so that the
+    /// code's own validation judges them (`max_poll` is not modelled: followers poll at any time).
+    ///
+    /// # Errors
+    ///
+    /// The rule the code enforces that these timings break.
+    pub fn as_code_timings(&self) -> Result<leader_core::Timings, leader_core::TimingsError> {
+        let s = |t: Time| Duration::from_secs(u64::from(t));
+        leader_core::Timings::new(
+            s(self.ttl),
+            s(self.heartbeat),
+            s(self.statement_timeout),
+            s(self.abandon_after),
+            s(self.ttl),
+        )
+    }
+}
+
+/// A protocol bug seeded into the model. Each must produce a counterexample to the property
+/// [`Bug::breaks`] names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Bug {
+    /// RENEW without `holder_token = :token`: any live lease is extended for anyone.
+    RenewWithoutTokenCheck,
+    /// `leader_fence` without `expires_at > statement_timestamp()`.
+    FenceWithoutExpiry,
+    /// The heartbeat counts `abandon_after` from the RENEW's answer instead of its send.
+    AbandonFromAnswer,
+    /// RELEASE stamps a panicked tick as completed.
+    ReleaseStampsPanicked,
+    /// ACQUIRE without `not_before <= now()`.
+    AcquireIgnoresNotBefore,
+    /// ACQUIRE issues `holder_token + 1`, without the clock term, across a failover that lost the
+    /// last grant.
+    TokenPlusOne,
+    /// `abandon_after + statement_timeout >= ttl` (ttl 3 with abandon 2 and timeout 1).
+    AbandonPlusTimeoutNotBelowTtl,
+}
+
+impl Bug {
+    /// Every seeded bug.
+    pub const ALL: [Bug; 7] = [
+        Bug::RenewWithoutTokenCheck,
+        Bug::FenceWithoutExpiry,
+        Bug::AbandonFromAnswer,
+        Bug::ReleaseStampsPanicked,
+        Bug::AcquireIgnoresNotBefore,
+        Bug::TokenPlusOne,
+        Bug::AbandonPlusTimeoutNotBelowTtl,
+    ];
+
+    /// The name used on the command line.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Bug::RenewWithoutTokenCheck => "renew-without-token-check",
+            Bug::FenceWithoutExpiry => "fence-without-expiry",
+            Bug::AbandonFromAnswer => "abandon-from-answer",
+            Bug::ReleaseStampsPanicked => "release-stamps-panicked",
+            Bug::AcquireIgnoresNotBefore => "acquire-ignores-not-before",
+            Bug::TokenPlusOne => "token-plus-one",
+            Bug::AbandonPlusTimeoutNotBelowTtl => "abandon-plus-timeout-not-below-ttl",
+        }
+    }
+
+    /// The bug named `name` on the command line.
+    pub fn from_name(name: &str) -> Option<Bug> {
+        Bug::ALL.into_iter().find(|bug| bug.name() == name)
+    }
+
+    /// The check in which this bug must show: the faults it needs to do harm.
+    pub const fn scenario(self) -> Config {
+        match self {
+            Bug::AbandonFromAnswer | Bug::AbandonPlusTimeoutNotBelowTtl => {
+                Config::clocks_and_delays(2)
+            }
+            _ => Config::operator_and_failover(2),
+        }
+        .with_bug(self)
+    }
+
+    /// The safety property this bug must break.
+    pub const fn breaks(self) -> &'static str {
+        use crate::properties as p;
+        match self {
+            Bug::RenewWithoutTokenCheck => p::OWN_CLOCK_EXCLUSIVE,
+            Bug::FenceWithoutExpiry => p::CLAIMS_INSIDE_LEASE,
+            Bug::AbandonFromAnswer => p::OWN_CLOCK_EXCLUSIVE,
+            Bug::ReleaseStampsPanicked => p::STAMPED_ONLY_IF_COMPLETED,
+            Bug::AcquireIgnoresNotBefore => p::COOLDOWN_RESPECTED,
+            Bug::TokenPlusOne => p::TOKENS_NEVER_REISSUED,
+            Bug::AbandonPlusTimeoutNotBelowTtl => p::OWN_CLOCK_EXCLUSIVE,
+        }
+    }
+
+    /// The guard this bug removes from a statement's list, as (statement, guard name).
+    pub const fn dropped_guard(self) -> Option<(&'static str, &'static str)> {
+        match self {
+            Bug::RenewWithoutTokenCheck => Some(("RENEW", "holds_token")),
+            Bug::FenceWithoutExpiry => Some(("leader_fence", "unexpired")),
+            Bug::AcquireIgnoresNotBefore => Some(("ACQUIRE", "past_not_before")),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Bug {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One check: how many replicas, for how long, with which faults, and which bug if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Config {
+    /// Replicas running the loop (2 or 3).
+    pub replicas: u8,
+    /// The timings, in ticks.
+    pub timings: Timings,
+    /// The database clock runs from 1 to this.
+    pub horizon: Time,
+    /// A replica's clock may lose one tick against the database clock at most once in this many
+    /// ticks (`None`: clocks run at the database's rate).
+    pub slow_clock_every: Option<Time>,
+    /// Freezes of a replica (it takes no step; its clock runs on) in one run.
+    pub freezes: u8,
+    /// Statements (of any replica, claims included) that are delayed in one run: each runs on the
+    /// server at any later time or never, and its answer may come after its caller gave up.
+    /// Every other statement runs and answers in one step.
+    pub delays: u8,
+    /// Failovers to a standby that lacks the last grant, in one run.
+    pub failovers: u8,
+    /// Whether an operator pauses the role once and unpauses it once.
+    pub pause: bool,
+    /// The seeded bug, if any.
+    pub bug: Option<Bug>,
+}
+
+impl Config {
+    /// The correct protocol under the operator and database faults: an operator pause and
+    /// unpause, a failover that loses the last grant, one frozen replica and one delayed (or lost)
+    /// statement, database-rate clocks. Horizon 6 ticks.
+    pub const fn operator_and_failover(replicas: u8) -> Config {
+        Config {
+            replicas,
+            timings: Timings::CHECKED,
+            horizon: 6,
+            slow_clock_every: None,
+            freezes: 1,
+            delays: 1,
+            failovers: 1,
+            pause: true,
+            bug: None,
+        }
+    }
+
+    /// The correct protocol under the timing faults: replica clocks that lose up to one tick in
+    /// four, one frozen replica and two delayed (or lost) statements. Horizon 6 ticks.
+    pub const fn clocks_and_delays(replicas: u8) -> Config {
+        Config {
+            replicas,
+            timings: Timings::CHECKED,
+            horizon: 6,
+            slow_clock_every: Some(4),
+            freezes: 1,
+            delays: 2,
+            failovers: 0,
+            pause: false,
+            bug: None,
+        }
+    }
+
+    /// Every fault at once: pause and unpause, a failover, slow clocks, one frozen replica and
+    /// one delayed (or lost) statement. Horizon 6 ticks.
+    pub const fn all_faults(replicas: u8) -> Config {
+        let mut config = Config::operator_and_failover(replicas);
+        config.slow_clock_every = Some(4);
+        config
+    }
+
+    /// The same check with `bug` seeded (and, for the timing bug, a ttl of 3).
+    pub const fn with_bug(self, bug: Bug) -> Config {
+        let mut config = self;
+        config.bug = Some(bug);
+        if let Bug::AbandonPlusTimeoutNotBelowTtl = bug {
+            config.timings.ttl = config.timings.abandon_after + config.timings.statement_timeout;
+        }
+        config
+    }
+
+    /// True when the seeded bug is `bug`.
+    pub fn has(&self, bug: Bug) -> bool {
+        self.bug == Some(bug)
+    }
+}

@@ -1,0 +1,110 @@
+//! `cargo run -p leader-model --release -- [--replicas N] [--threads N] [BUG ...|--all-bugs]`:
+//! checks the correct protocol, or each seeded bug, and prints what it found.
+
+use std::process::ExitCode;
+
+use leader_model::{Bug, Config, check};
+
+fn usage() -> String {
+    let bugs: Vec<&str> = Bug::ALL.iter().map(|b| b.name()).collect();
+    format!(
+        "usage: leader-model [--replicas 1|2|3] [--threads N] [--clocks | --all-faults] [--horizon T] [--delays N] [--no-freeze] \
+         [--no-failover] [--no-pause] [--no-slow-clock] [--slow-clock-every N] [--all-bugs | BUG ...]\n  BUG: {}",
+        bugs.join(", ")
+    )
+}
+
+fn main() -> ExitCode {
+    let mut replicas = 2u8;
+    let mut threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut bugs = Vec::new();
+    let mut base = Config::operator_and_failover(2);
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let number = |value: Option<String>| value.and_then(|v| v.parse::<usize>().ok());
+        match arg.as_str() {
+            "--replicas" => match number(args.next()) {
+                Some(n @ 1..=3) => replicas = n as u8,
+                _ => {
+                    eprintln!("--replicas takes 1, 2 or 3\n{}", usage());
+                    return ExitCode::from(2);
+                }
+            },
+            "--threads" => match number(args.next()) {
+                Some(n) if n > 0 => threads = n,
+                _ => {
+                    eprintln!("--threads takes a positive number\n{}", usage());
+                    return ExitCode::from(2);
+                }
+            },
+            "--horizon" => match number(args.next()) {
+                Some(n @ 2..=20) => base.horizon = n as u8,
+                _ => {
+                    eprintln!("--horizon takes 2 to 20\n{}", usage());
+                    return ExitCode::from(2);
+                }
+            },
+            "--clocks" => base = Config::clocks_and_delays(base.replicas),
+            "--all-faults" => base = Config::all_faults(base.replicas),
+            "--no-freeze" => base.freezes = 0,
+            "--delays" => match number(args.next()) {
+                Some(n @ 0..=5) => base.delays = n as u8,
+                _ => {
+                    eprintln!("--delays takes 0 to 5\n{}", usage());
+                    return ExitCode::from(2);
+                }
+            },
+            "--no-failover" => base.failovers = 0,
+            "--no-pause" => base.pause = false,
+            "--no-slow-clock" => base.slow_clock_every = None,
+            "--slow-clock-every" => match number(args.next()) {
+                Some(n @ 2..=20) => base.slow_clock_every = Some(n as u8),
+                _ => {
+                    eprintln!("--slow-clock-every takes 2 to 20\n{}", usage());
+                    return ExitCode::from(2);
+                }
+            },
+            "--all-bugs" => bugs.extend(Bug::ALL),
+            "-h" | "--help" => {
+                println!("{}", usage());
+                return ExitCode::SUCCESS;
+            }
+            name => match Bug::from_name(name) {
+                Some(bug) => bugs.push(bug),
+                None => {
+                    eprintln!("unknown seeded bug `{name}`\n{}", usage());
+                    return ExitCode::from(2);
+                }
+            },
+        }
+    }
+    base.replicas = replicas;
+    let runs: Vec<(Config, Option<&'static str>)> = if bugs.is_empty() {
+        vec![(base, None)]
+    } else {
+        bugs.iter()
+            .map(|bug| (bug.scenario(), Some(bug.breaks())))
+            .collect()
+    };
+    let mut as_expected = true;
+    for (config, stop_at) in runs {
+        match check(config, threads, stop_at) {
+            Ok(report) => {
+                println!("{}\n", report.render());
+                as_expected &= match stop_at {
+                    Some(name) => report.counterexample(name).is_some(),
+                    None => report.violated.is_empty() && report.unreached.is_empty(),
+                };
+            }
+            Err(err) => {
+                eprintln!("{err}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    if as_expected {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

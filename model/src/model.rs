@@ -1,0 +1,768 @@
+//! The transitions: each replica runs the runtime's loop, the server runs statements when it
+//! gets to them, clocks advance, and the faults strike.
+//!
+//! | runtime code | model |
+//! |---|---|
+//! | `poll::lead_role`: ACQUIRE, run the tick, repeat | `Idle` sends ACQUIRE at any time (every poll schedule is one of these) |
+//! | `heartbeat::keep_alive` rule 1: RENEW every `heartbeat` | `SendRenew` at `next_beat`, one RENEW in flight at a time |
+//! | rule 2: the acknowledgement counts from the send | `AnswerRenew` sets `anchor` to the RENEW's send time |
+//! | rule 3: abandon `abandon_after` after `anchor`, even with a RENEW in flight | `Abandon`, which wins over a late answer |
+//! | rule 4: zero rows cancels at once | `AnswerRenew` with `Lost` cancels |
+//! | rule 5: an error or timeout is a missed beat | `GiveUpWaiting` on a RENEW |
+//! | `tick::decide`: a loss wins, a heartbeat timeout sends nothing | `WorkStops` |
+//! | `lease::send`: the caller stops waiting after the statement timeout; the server may still run it | `GiveUpWaiting` leaves the statement as the replica's orphan |
+//!
+//! Timers are urgent: the database clock does not advance while a replica that is not frozen has
+//! a step due (a beat, a timeout, an abandon, a cancelled job's stop). The server's steps are
+//! never urgent: any statement may run late, or never.
+
+use stateright::{Model, Property};
+
+use crate::config::{Bug, Config, Time};
+use crate::guards::{Guards, Subject, all_hold};
+use crate::properties;
+use crate::state::{
+    Acquired, Cause, History, Operator, Outcome, Phase, Renewed, Replica, ReplicaId, Reply, Row,
+    State, Statement, TOKEN_TICK, Tick, Token, WorkEnd,
+};
+
+/// How a statement reaches the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Delivery {
+    /// It runs at once and its answer comes straight back (one atomic step).
+    Prompt,
+    /// A delay fault: it runs later, or never, and its answer may come after the caller gave up.
+    Delayed,
+}
+
+/// One step of the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// The database clock advances one tick; the replicas in the mask lose it on their clocks.
+    Tick {
+        /// Bit `i` set: replica `i`'s clock does not advance this tick.
+        slow: u8,
+    },
+    /// A replica sends ACQUIRE.
+    SendAcquire(ReplicaId, Delivery),
+    /// The server runs a replica's ACQUIRE.
+    RunAcquire(ReplicaId),
+    /// A replica reads its ACQUIRE's answer.
+    AnswerAcquire(ReplicaId),
+    /// A replica sends RENEW.
+    SendRenew(ReplicaId, Delivery),
+    /// The server runs a replica's RENEW.
+    RunRenew(ReplicaId),
+    /// A replica reads its RENEW's answer.
+    AnswerRenew(ReplicaId),
+    /// A replica's statement timeout fires: it stops waiting for its ACQUIRE, RENEW or RELEASE.
+    GiveUpWaiting(ReplicaId),
+    /// A replica's heartbeat abandons its tick.
+    Abandon(ReplicaId),
+    /// A replica's job sends a fenced claim.
+    SendClaim(ReplicaId, Delivery),
+    /// The server runs a replica's claim, checking the fence.
+    RunClaim(ReplicaId),
+    /// A replica's job ends on its own; the RELEASE is sent.
+    WorkEnds(ReplicaId, WorkEnd, Delivery),
+    /// A cancelled replica's job stops; the RELEASE, if any, is sent.
+    WorkStops(ReplicaId, Delivery),
+    /// The server runs a replica's RELEASE.
+    RunRelease(ReplicaId),
+    /// A replica reads its RELEASE's answer.
+    AnswerRelease(ReplicaId),
+    /// The server runs a statement whose caller gave up on it.
+    RunOrphan(ReplicaId),
+    /// A replica freezes.
+    Freeze(ReplicaId),
+    /// A frozen replica resumes.
+    Resume(ReplicaId),
+    /// An operator runs `leader_pause`.
+    Pause,
+    /// An operator runs `leader_unpause`.
+    Unpause,
+    /// The primary fails; the standby, which lacks the last grant, is promoted (taking a tick).
+    Failover,
+}
+
+/// The lease protocol as a Stateright model.
+#[derive(Debug, Clone)]
+pub struct LeaseModel {
+    /// What is checked.
+    pub config: Config,
+    /// The statements' guards, from `leader-core`.
+    pub guards: Guards,
+}
+
+impl LeaseModel {
+    /// The model for `config`.
+    ///
+    /// # Errors
+    ///
+    /// A sentence saying what is wrong: `leader-core`'s guard lists and the model disagree, or the
+    /// bounds are out of range.
+    pub fn new(config: Config) -> Result<LeaseModel, String> {
+        if !(1..=3).contains(&config.replicas) {
+            return Err(format!(
+                "{} replicas: the model checks 1 to 3",
+                config.replicas
+            ));
+        }
+        let t = config.timings;
+        if t.heartbeat == 0 || t.statement_timeout == 0 || t.interval == 0 || t.ttl == 0 {
+            return Err("every timing must be at least one tick".into());
+        }
+        let guards = Guards::resolve(&config)?;
+        Ok(LeaseModel { config, guards })
+    }
+
+    fn subject<'a>(&self, state: &'a State, token: Token) -> Subject<'a> {
+        Subject {
+            row: &state.row,
+            now: state.now,
+            token,
+            interval: self.config.timings.interval,
+        }
+    }
+
+    /// Whether replica `r` has a step due that the clock must wait for.
+    fn urgent(&self, state: &State, r: &Replica) -> bool {
+        if r.frozen {
+            return false;
+        }
+        let t = self.config.timings;
+        let c = r.clock(state.now);
+        match r.phase {
+            Phase::Idle => false,
+            Phase::Acquiring(sent, _) | Phase::Releasing(sent, _, _) => {
+                c >= sent + t.statement_timeout
+            }
+            Phase::Working(tick) => {
+                tick.cancelled.is_some()
+                    || c >= tick.anchor + t.abandon_after
+                    || match tick.renew {
+                        None => c >= tick.next_beat,
+                        Some((sent, _)) => c >= sent + t.statement_timeout,
+                    }
+            }
+        }
+    }
+
+    fn clock_may_advance(&self, state: &State) -> bool {
+        state.now < self.config.horizon && !state.replicas.iter().any(|r| self.urgent(state, r))
+    }
+
+    fn replica_actions(&self, state: &State, id: ReplicaId, actions: &mut Vec<Action>) {
+        let r = &state.replicas[usize::from(id)];
+        let t = self.config.timings;
+        let c = r.clock(state.now);
+        // The server's steps, whether or not the replica is frozen.
+        match r.phase {
+            Phase::Acquiring(_, Reply::Pending) => actions.push(Action::RunAcquire(id)),
+            Phase::Working(Tick {
+                renew: Some((_, Reply::Pending)),
+                ..
+            }) => actions.push(Action::RunRenew(id)),
+            Phase::Releasing(_, _, Reply::Pending) => actions.push(Action::RunRelease(id)),
+            _ => {}
+        }
+        if r.claim.is_some() {
+            actions.push(Action::RunClaim(id));
+        }
+        if r.orphan.is_some() {
+            actions.push(Action::RunOrphan(id));
+        }
+        if r.frozen {
+            actions.push(Action::Resume(id));
+            return;
+        }
+        if state.freezes_left > 0 {
+            actions.push(Action::Freeze(id));
+        }
+        match r.phase {
+            Phase::Idle => {
+                for &d in deliveries(state) {
+                    actions.push(Action::SendAcquire(id, d));
+                }
+            }
+            Phase::Acquiring(sent, reply) => {
+                if matches!(reply, Reply::Ran(_)) && c <= sent + t.statement_timeout {
+                    actions.push(Action::AnswerAcquire(id));
+                }
+                if c >= sent + t.statement_timeout {
+                    actions.push(Action::GiveUpWaiting(id));
+                }
+            }
+            Phase::Releasing(sent, _, reply) => {
+                if matches!(reply, Reply::Ran(_)) && c <= sent + t.statement_timeout {
+                    actions.push(Action::AnswerRelease(id));
+                }
+                if c >= sent + t.statement_timeout {
+                    actions.push(Action::GiveUpWaiting(id));
+                }
+            }
+            Phase::Working(tick) if tick.cancelled == Some(Cause::HeartbeatTimeout) => {
+                actions.push(Action::WorkStops(id, Delivery::Prompt));
+            }
+            Phase::Working(tick) if tick.cancelled.is_some() => {
+                for &d in deliveries(state) {
+                    actions.push(Action::WorkStops(id, d));
+                }
+            }
+            Phase::Working(tick) => {
+                let abandon_at = tick.anchor + t.abandon_after;
+                if c >= abandon_at {
+                    actions.push(Action::Abandon(id));
+                } else {
+                    match tick.renew {
+                        None if c >= tick.next_beat => {
+                            for &d in deliveries(state) {
+                                actions.push(Action::SendRenew(id, d));
+                            }
+                        }
+                        None => {}
+                        Some((sent, reply)) => {
+                            if matches!(reply, Reply::Ran(_)) && c <= sent + t.statement_timeout {
+                                actions.push(Action::AnswerRenew(id));
+                            }
+                            if c >= sent + t.statement_timeout {
+                                actions.push(Action::GiveUpWaiting(id));
+                            }
+                        }
+                    }
+                }
+                for &d in deliveries(state) {
+                    if d == Delivery::Prompt || r.claim.is_none() {
+                        actions.push(Action::SendClaim(id, d));
+                    }
+                }
+                for &d in deliveries(state) {
+                    actions.push(Action::WorkEnds(id, WorkEnd::Completed, d));
+                    actions.push(Action::WorkEnds(id, WorkEnd::Panicked, d));
+                }
+            }
+        }
+    }
+
+    // The server's side: each statement is one atomic step on the row.
+
+    fn run_acquire(&self, state: &mut State, id: ReplicaId) -> Acquired {
+        if !all_hold(&self.guards.acquire, self.subject(state, 0)) {
+            return Acquired::Refused;
+        }
+        let now = state.now;
+        let row = state.row;
+        let token = if self.config.has(Bug::TokenPlusOne) {
+            row.token + 1
+        } else {
+            // greatest(holder_token + 1, clock in ms)
+            (row.token + 1).max(Token::from(now) * TOKEN_TICK)
+        };
+        let h = &mut state.history;
+        h.token_reissued |= token <= h.max_issued;
+        h.max_issued = h.max_issued.max(token);
+        h.granted_in_cooldown |= row.cooldown_until.is_some_and(|until| now < until);
+        h.took_over |= row.holder.is_some_and(|holder| holder != id);
+        if state.failovers_left > 0 {
+            state.standby = Some(row);
+        }
+        state.row = Row {
+            token,
+            holder: Some(id),
+            expires: Some(now + self.config.timings.ttl),
+            ..row
+        };
+        Acquired::Granted(token)
+    }
+
+    fn run_renew(&self, state: &mut State, token: Token) -> Renewed {
+        if all_hold(&self.guards.renew, self.subject(state, token)) {
+            state.row.expires = Some(state.now + self.config.timings.ttl);
+            Renewed::Extended
+        } else if state.row.paused {
+            Renewed::Lost(Cause::Paused)
+        } else {
+            Renewed::Lost(Cause::Lost)
+        }
+    }
+
+    fn run_release(&self, state: &mut State, statement: Statement) {
+        let Statement::Release {
+            token,
+            outcome,
+            completed,
+        } = statement
+        else {
+            return;
+        };
+        if !all_hold(&self.guards.release, self.subject(state, token)) {
+            return;
+        }
+        let now = state.now;
+        let interval = self.config.timings.interval;
+        let stamps = outcome == Outcome::Completed
+            || (outcome == Outcome::Panicked && self.config.has(Bug::ReleaseStampsPanicked));
+        let row = &mut state.row;
+        row.holder = None;
+        row.expires = None;
+        if stamps {
+            row.last_tick_ended = Some(now);
+            state.history.stamped_incomplete |= !completed;
+        } else {
+            // Panicked: now + interval; interrupted and lost: now + min(interval, 60 s), the
+            // same at these bounds.
+            row.not_before = Some(now + interval);
+            row.cooldown_until = Some(now + interval);
+        }
+    }
+
+    fn run_claim(&self, state: &mut State, id: ReplicaId, token: Token) {
+        if !all_hold(&self.guards.fence, self.subject(state, token)) {
+            return;
+        }
+        let row = state.row;
+        let inside = row.holder == Some(id)
+            && row.token == token
+            && !row.paused
+            && row.expires.is_some_and(|e| e > state.now);
+        state.history.claimed = true;
+        state.history.claim_outside_lease |= !inside;
+    }
+
+    fn run(&self, state: &mut State, id: ReplicaId, statement: Statement) {
+        match statement {
+            Statement::Acquire => {
+                self.run_acquire(state, id);
+            }
+            Statement::Renew(token) => {
+                self.run_renew(state, token);
+            }
+            Statement::Release { .. } => self.run_release(state, statement),
+        }
+    }
+
+    /// Takes the lease of the replica the row names away from it, for the own-clock property: it
+    /// may work on by its own clock until it notices, which that property does not count.
+    fn revoke_holder(state: &mut State) {
+        let Some(holder) = state.row.holder else {
+            return;
+        };
+        let token = state.row.token;
+        let now = state.now;
+        let r = &mut state.replicas[usize::from(holder)];
+        let holds = match r.phase {
+            Phase::Working(tick) => tick.token == token,
+            Phase::Acquiring(_, Reply::Ran(Acquired::Granted(t))) => t == token,
+            _ => false,
+        };
+        if holds {
+            r.revoked = Some((token, r.clock(now)));
+        }
+    }
+
+    /// The phase after ACQUIRE sent at `sent` answered `answer` at `answered` (replica clock).
+    /// The ACQUIRE is the tick's first acknowledgement.
+    fn acquired(&self, sent: Time, answered: Time, answer: Acquired) -> Phase {
+        let anchor = if self.config.has(Bug::AbandonFromAnswer) {
+            answered
+        } else {
+            sent
+        };
+        match answer {
+            Acquired::Granted(token) => Phase::Working(Tick {
+                token,
+                anchor,
+                next_beat: sent + self.config.timings.heartbeat,
+                renew: None,
+                cancelled: None,
+            }),
+            Acquired::Refused => Phase::Idle,
+        }
+    }
+
+    /// The heartbeat reads `answer` to the RENEW it sent at `sent`, at `now` on its clock.
+    fn renewed(&self, tick: &mut Tick, sent: Time, now: Time, answer: Renewed) {
+        tick.renew = None;
+        match answer {
+            Renewed::Extended if self.config.has(Bug::AbandonFromAnswer) => tick.anchor = now,
+            Renewed::Extended => tick.anchor = sent,
+            Renewed::Lost(cause) => tick.cancelled = Some(cause),
+        }
+    }
+
+    /// Ends replica `id`'s tick with `release` sent.
+    fn send_release(
+        &self,
+        state: &mut State,
+        id: ReplicaId,
+        release: Statement,
+        delivery: Delivery,
+    ) {
+        let now = state.now;
+        if delivery == Delivery::Delayed {
+            state.delays_left -= 1;
+            let r = &mut state.replicas[usize::from(id)];
+            let sent = r.clock(now);
+            end_tick(r, Phase::Releasing(sent, release, Reply::Pending));
+        } else {
+            self.run_release(state, release);
+            end_tick(&mut state.replicas[usize::from(id)], Phase::Idle);
+        }
+    }
+
+    /// Forgets what can no longer make a difference, so equivalent states are explored once:
+    /// moments already past on the row, and the clock of a replica that holds no moment of it.
+    fn normalize(&self, state: &mut State) {
+        let now = state.now;
+        let interval = self.config.timings.interval;
+        let past = |row: &mut Row| {
+            if row.expires.is_some_and(|e| e <= now) {
+                row.expires = Some(0);
+            }
+            row.not_before = row.not_before.filter(|&t| t > now);
+            row.cooldown_until = row.cooldown_until.filter(|&t| t > now);
+            if row.last_tick_ended.is_some_and(|t| t + interval <= now) {
+                row.last_tick_ended = Some(0);
+            }
+        };
+        past(&mut state.row);
+        if let Some(standby) = &mut state.standby {
+            past(standby);
+        }
+        let cap = self.config.slow_clock_every.unwrap_or(1).saturating_sub(1);
+        for r in &mut state.replicas {
+            if r.phase == Phase::Idle {
+                r.lag = 0;
+                r.since_slow = cap;
+            }
+        }
+    }
+
+    fn advance_clock(&self, state: &mut State, slow: u8) {
+        state.now += 1;
+        let cap = self.config.slow_clock_every.unwrap_or(1).saturating_sub(1);
+        for (i, r) in state.replicas.iter_mut().enumerate() {
+            if slow & (1 << i) != 0 {
+                r.lag += 1;
+                r.since_slow = 0;
+            } else {
+                r.since_slow = (r.since_slow + 1).min(cap);
+            }
+        }
+    }
+}
+
+/// The ways a statement sent now may reach the server.
+fn deliveries(state: &State) -> &'static [Delivery] {
+    if state.delays_left > 0 {
+        &[Delivery::Prompt, Delivery::Delayed]
+    } else {
+        &[Delivery::Prompt]
+    }
+}
+
+/// Parks `statement` as `r`'s orphan: the server may still run it. A second one is lost.
+fn orphan(r: &mut Replica, statement: Statement) {
+    if r.orphan.is_none() {
+        r.orphan = Some(statement);
+    }
+}
+
+/// The replica's tick is over: it goes to `phase`, and forgets any revocation.
+fn end_tick(r: &mut Replica, phase: Phase) {
+    r.phase = phase;
+    r.revoked = None;
+}
+
+impl Model for LeaseModel {
+    type State = State;
+    type Action = Action;
+
+    fn init_states(&self) -> Vec<State> {
+        let cap = self.config.slow_clock_every.unwrap_or(1).saturating_sub(1);
+        let replica = Replica {
+            lag: 0,
+            since_slow: cap,
+            frozen: false,
+            phase: Phase::Idle,
+            claim: None,
+            orphan: None,
+            revoked: None,
+        };
+        vec![State {
+            now: 1,
+            row: Row {
+                token: 0,
+                holder: None,
+                expires: None,
+                not_before: None,
+                paused: false,
+                last_tick_ended: None,
+                cooldown_until: None,
+            },
+            standby: None,
+            replicas: vec![replica; usize::from(self.config.replicas)],
+            operator: Operator::Idle,
+            freezes_left: self.config.freezes,
+            delays_left: self.config.delays,
+            failovers_left: self.config.failovers,
+            history: History::default(),
+        }]
+    }
+
+    fn actions(&self, state: &State, actions: &mut Vec<Action>) {
+        for id in 0..self.config.replicas {
+            self.replica_actions(state, id, actions);
+        }
+        match state.operator {
+            Operator::Idle if self.config.pause => actions.push(Action::Pause),
+            Operator::Paused => actions.push(Action::Unpause),
+            _ => {}
+        }
+        if self.clock_may_advance(state) {
+            if state.failovers_left > 0 && state.standby.is_some() {
+                actions.push(Action::Failover);
+            }
+            let eligible = match self.config.slow_clock_every {
+                None => 0u8,
+                Some(every) => state
+                    .replicas
+                    .iter()
+                    .enumerate()
+                    // An idle replica holds no moment of its clock: a lost tick changes nothing.
+                    .filter(|(_, r)| r.phase != Phase::Idle && r.since_slow + 1 >= every)
+                    .fold(0, |mask, (i, _)| mask | 1 << i),
+            };
+            // Every subset of the replicas whose clocks may lose this tick.
+            let mut slow = eligible;
+            loop {
+                actions.push(Action::Tick { slow });
+                if slow == 0 {
+                    break;
+                }
+                slow = (slow - 1) & eligible;
+            }
+        }
+    }
+
+    fn next_state(&self, last: &State, action: Action) -> Option<State> {
+        let mut state = last.clone();
+        let t = self.config.timings;
+        let now = state.now;
+        match action {
+            Action::Tick { slow } => self.advance_clock(&mut state, slow),
+            Action::Pause => {
+                Self::revoke_holder(&mut state);
+                let row = &mut state.row;
+                row.holder = None;
+                row.expires = None;
+                row.paused = true;
+                state.operator = Operator::Paused;
+            }
+            Action::Unpause => {
+                state.row.paused = false;
+                state.operator = Operator::Unpaused;
+            }
+            Action::Failover => {
+                let standby = state.standby.take()?;
+                Self::revoke_holder(&mut state);
+                state.row = standby;
+                state.failovers_left -= 1;
+                self.advance_clock(&mut state, 0);
+            }
+            Action::Freeze(id) => {
+                state.freezes_left -= 1;
+                state.replicas[usize::from(id)].frozen = true;
+            }
+            Action::Resume(id) => state.replicas[usize::from(id)].frozen = false,
+            Action::RunAcquire(id) => {
+                let answer = self.run_acquire(&mut state, id);
+                let r = &mut state.replicas[usize::from(id)];
+                let Phase::Acquiring(sent, Reply::Pending) = r.phase else {
+                    return None;
+                };
+                r.phase = Phase::Acquiring(sent, Reply::Ran(answer));
+            }
+            Action::RunRenew(id) => {
+                let Phase::Working(mut tick) = state.replicas[usize::from(id)].phase else {
+                    return None;
+                };
+                let Some((sent, Reply::Pending)) = tick.renew else {
+                    return None;
+                };
+                let answer = self.run_renew(&mut state, tick.token);
+                tick.renew = Some((sent, Reply::Ran(answer)));
+                state.replicas[usize::from(id)].phase = Phase::Working(tick);
+            }
+            Action::RunRelease(id) => {
+                let Phase::Releasing(sent, statement, Reply::Pending) =
+                    state.replicas[usize::from(id)].phase
+                else {
+                    return None;
+                };
+                self.run_release(&mut state, statement);
+                state.replicas[usize::from(id)].phase =
+                    Phase::Releasing(sent, statement, Reply::Ran(()));
+            }
+            Action::RunClaim(id) => {
+                let token = state.replicas[usize::from(id)].claim.take()?;
+                self.run_claim(&mut state, id, token);
+            }
+            Action::RunOrphan(id) => {
+                let statement = state.replicas[usize::from(id)].orphan.take()?;
+                self.run(&mut state, id, statement);
+            }
+            Action::SendAcquire(id, Delivery::Delayed) => {
+                state.delays_left -= 1;
+                let r = &mut state.replicas[usize::from(id)];
+                r.phase = Phase::Acquiring(r.clock(now), Reply::Pending);
+            }
+            Action::SendAcquire(id, Delivery::Prompt) => {
+                let answer = self.run_acquire(&mut state, id);
+                let r = &mut state.replicas[usize::from(id)];
+                let c = r.clock(now);
+                r.phase = self.acquired(c, c, answer);
+            }
+            Action::AnswerAcquire(id) => {
+                let r = &mut state.replicas[usize::from(id)];
+                let Phase::Acquiring(sent, Reply::Ran(answer)) = r.phase else {
+                    return None;
+                };
+                r.phase = self.acquired(sent, r.clock(now), answer);
+            }
+            Action::SendRenew(id, delivery) => {
+                let c = state.replicas[usize::from(id)].clock(now);
+                let Phase::Working(mut tick) = state.replicas[usize::from(id)].phase else {
+                    return None;
+                };
+                tick.next_beat = c + t.heartbeat;
+                if delivery == Delivery::Delayed {
+                    state.delays_left -= 1;
+                    tick.renew = Some((c, Reply::Pending));
+                } else {
+                    let answer = self.run_renew(&mut state, tick.token);
+                    self.renewed(&mut tick, c, c, answer);
+                }
+                state.replicas[usize::from(id)].phase = Phase::Working(tick);
+            }
+            Action::AnswerRenew(id) => {
+                let r = &mut state.replicas[usize::from(id)];
+                let c = r.clock(now);
+                let Phase::Working(mut tick) = r.phase else {
+                    return None;
+                };
+                let Some((sent, Reply::Ran(answer))) = tick.renew else {
+                    return None;
+                };
+                self.renewed(&mut tick, sent, c, answer);
+                r.phase = Phase::Working(tick);
+            }
+            Action::GiveUpWaiting(id) => {
+                let r = &mut state.replicas[usize::from(id)];
+                match r.phase {
+                    Phase::Acquiring(_, reply) => {
+                        if reply == Reply::Pending {
+                            orphan(r, Statement::Acquire);
+                        }
+                        end_tick(r, Phase::Idle);
+                    }
+                    Phase::Working(mut tick) => {
+                        if let Some((_, Reply::Pending)) = tick.renew {
+                            orphan(r, Statement::Renew(tick.token));
+                        }
+                        tick.renew = None;
+                        r.phase = Phase::Working(tick);
+                    }
+                    Phase::Releasing(_, statement, reply) => {
+                        if reply == Reply::Pending {
+                            orphan(r, statement);
+                        }
+                        end_tick(r, Phase::Idle);
+                    }
+                    Phase::Idle => return None,
+                }
+            }
+            Action::Abandon(id) => {
+                let r = &mut state.replicas[usize::from(id)];
+                let Phase::Working(mut tick) = r.phase else {
+                    return None;
+                };
+                if let Some((_, Reply::Pending)) = tick.renew {
+                    orphan(r, Statement::Renew(tick.token));
+                }
+                tick.renew = None;
+                tick.cancelled = Some(Cause::HeartbeatTimeout);
+                r.phase = Phase::Working(tick);
+            }
+            Action::SendClaim(id, delivery) => {
+                let Phase::Working(tick) = state.replicas[usize::from(id)].phase else {
+                    return None;
+                };
+                if delivery == Delivery::Delayed {
+                    state.delays_left -= 1;
+                    state.replicas[usize::from(id)].claim = Some(tick.token);
+                } else {
+                    self.run_claim(&mut state, id, tick.token);
+                }
+            }
+            Action::WorkEnds(id, end, delivery) => {
+                let r = &mut state.replicas[usize::from(id)];
+                let Phase::Working(tick) = r.phase else {
+                    return None;
+                };
+                // The heartbeat is dropped with the tick: a RENEW in flight may still run.
+                if let Some((_, Reply::Pending)) = tick.renew {
+                    orphan(r, Statement::Renew(tick.token));
+                }
+                let (outcome, completed) = match end {
+                    WorkEnd::Completed => (Outcome::Completed, true),
+                    WorkEnd::Panicked => (Outcome::Panicked, false),
+                };
+                let release = Statement::Release {
+                    token: tick.token,
+                    outcome,
+                    completed,
+                };
+                self.send_release(&mut state, id, release, delivery);
+            }
+            Action::WorkStops(id, delivery) => {
+                let r = &mut state.replicas[usize::from(id)];
+                let Phase::Working(tick) = r.phase else {
+                    return None;
+                };
+                match tick.cancelled? {
+                    // A heartbeat timeout sends nothing more for the tick.
+                    Cause::HeartbeatTimeout if delivery == Delivery::Prompt => {
+                        end_tick(r, Phase::Idle);
+                    }
+                    Cause::HeartbeatTimeout => return None,
+                    Cause::Lost | Cause::Paused => {
+                        let release = Statement::Release {
+                            token: tick.token,
+                            outcome: Outcome::Lost,
+                            completed: false,
+                        };
+                        self.send_release(&mut state, id, release, delivery);
+                    }
+                }
+            }
+            Action::AnswerRelease(id) => {
+                end_tick(&mut state.replicas[usize::from(id)], Phase::Idle)
+            }
+        }
+        self.normalize(&mut state);
+        Some(state)
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        properties::all()
+    }
+
+    fn within_boundary(&self, state: &State) -> bool {
+        state.now <= self.config.horizon
+    }
+
+    fn format_action(&self, action: &Action) -> String {
+        crate::trace::action(action)
+    }
+}

@@ -1,0 +1,184 @@
+//! What the checker proves (`always`) and what it must be able to reach (`sometimes`, so that
+//! no `always` holds only because nothing happens).
+
+use stateright::Property;
+
+use crate::model::LeaseModel;
+use crate::state::{Operator, Phase, State};
+
+/// A claim passes the fence only for the replica the row names as holder, with its token, while
+/// its lease is live and unpaused. Since a grant needs the previous lease over, no claim by a
+/// lower token succeeds once a higher token is granted, and no two replicas' claims interleave.
+pub const CLAIMS_INSIDE_LEASE: &str = "a claim succeeds only inside its own lease";
+/// While a replica may still work by its own clock (its tick runs and its clock is before
+/// `anchor + abandon_after + statement_timeout`: its abandon point plus one statement in flight),
+/// no other lease is live. A replica whose lease an operator pause or a failover took away is
+/// not counted until its next acknowledged RENEW (see the README's "what lies outside").
+pub const OWN_CLOCK_EXCLUSIVE: &str =
+    "no lease is granted while an earlier holder may still work by its own clock";
+/// Every grant's token is above every token issued before it, on any database.
+pub const TOKENS_NEVER_REISSUED: &str = "tokens only grow, across the failover";
+/// RELEASE stamps `last_tick_ended_at` only for a tick whose work returned.
+pub const STAMPED_ONLY_IF_COMPLETED: &str = "a tick is stamped completed only if it completed";
+/// No grant comes within one interval of a RELEASE of a tick that did not complete.
+pub const COOLDOWN_RESPECTED: &str =
+    "a tick that did not complete is not retried within its cooldown";
+
+/// A replica leads: its tick runs, and the row names it with its token and a live lease.
+pub const LED: &str = "a role is led";
+/// A grant goes to another replica than the one whose lease ran out.
+pub const TAKEOVER: &str = "a takeover happens";
+/// A claim passes the fence.
+pub const CLAIMED: &str = "a claim succeeds";
+/// A running tick learns of a pause from RENEW and is cancelled.
+pub const PAUSE_TAKES_EFFECT: &str = "a pause takes effect";
+/// After the unpause, a replica leads again.
+pub const LED_AFTER_UNPAUSE: &str = "a paused role is led again after unpause";
+/// A tick completes and is stamped.
+pub const TICK_COMPLETES: &str = "a tick completes";
+/// The gap [`OWN_CLOCK_EXCLUSIVE`] leaves out is real: after an operator pause (and unpause) or
+/// a failover, a new holder leads while the holder whose lease was taken away may still work by
+/// its own clock, until its next RENEW tells it. Only the fence stops its claims then.
+pub const REVOKED_HOLDER_OVERLAPS: &str = "after a pause or failover, a new holder leads while the old one may still work by its own clock";
+
+/// The safety properties.
+pub const SAFETY: [&str; 5] = [
+    CLAIMS_INSIDE_LEASE,
+    OWN_CLOCK_EXCLUSIVE,
+    TOKENS_NEVER_REISSUED,
+    STAMPED_ONLY_IF_COMPLETED,
+    COOLDOWN_RESPECTED,
+];
+
+/// The reachability properties.
+pub const REACHABLE: [&str; 7] = [
+    LED,
+    TAKEOVER,
+    CLAIMED,
+    PAUSE_TAKES_EFFECT,
+    LED_AFTER_UNPAUSE,
+    TICK_COMPLETES,
+    REVOKED_HOLDER_OVERLAPS,
+];
+
+fn led(state: &State) -> bool {
+    state.replicas.iter().enumerate().any(|(i, r)| {
+        matches!(r.phase, Phase::Working(tick)
+            if tick.cancelled.is_none()
+                && state.row.holder == Some(i as u8)
+                && state.row.token == tick.token
+                && state.row.expires.is_some_and(|e| e > state.now))
+    })
+}
+
+/// Whether a replica other than the live lease's holder may still work by its own clock, counting
+/// (`revoked`) or not counting (`!revoked`) replicas whose lease a pause or failover took away.
+fn overlaps(model: &LeaseModel, state: &State, revoked: bool) -> bool {
+    let t = model.config.timings;
+    let row = &state.row;
+    let Some(holder) = row
+        .holder
+        .filter(|_| row.expires.is_some_and(|e| e > state.now))
+    else {
+        return false;
+    };
+    state.replicas.iter().enumerate().any(|(i, r)| {
+        let Phase::Working(tick) = r.phase else {
+            return false;
+        };
+        let may_work = r.clock(state.now) < tick.anchor + t.abandon_after + t.statement_timeout;
+        let was_revoked = r
+            .revoked
+            .is_some_and(|(token, at)| token == tick.token && tick.anchor <= at);
+        let other_lease = holder != i as u8 || row.token != tick.token;
+        may_work && other_lease && was_revoked == revoked
+    })
+}
+
+/// Whether the own-clock property holds in `state`.
+pub fn own_clock_exclusive(model: &LeaseModel, state: &State) -> bool {
+    !overlaps(model, state, false)
+}
+
+/// Why `property` fails in `state`, the last state of its counterexample, in a sentence.
+pub fn explain(model: &LeaseModel, property: &str, state: &State) -> String {
+    let t = model.config.timings;
+    match property {
+        OWN_CLOCK_EXCLUSIVE => {
+            let row = &state.row;
+            let overlapping = state.replicas.iter().enumerate().find_map(|(i, r)| {
+                let Phase::Working(tick) = r.phase else {
+                    return None;
+                };
+                let until = tick.anchor + t.abandon_after + t.statement_timeout;
+                (r.clock(state.now) < until
+                    && (row.holder != Some(i as u8) || row.token != tick.token))
+                    .then(|| (i, r.clock(state.now), tick, until))
+            });
+            match (overlapping, row.holder) {
+                (Some((i, clock, tick, until)), Some(holder)) => format!(
+                    "r{i} (token {}) may still work by its own clock: it reads {clock}, before its \
+                     last acknowledged send {} + abandon_after {} + statement_timeout {} = {until}; \
+                     yet r{holder} holds a live lease (token {}, expires {})",
+                    tick.token,
+                    tick.anchor,
+                    t.abandon_after,
+                    t.statement_timeout,
+                    row.token,
+                    row.expires.map_or("-".into(), |e| e.to_string()),
+                ),
+                _ => "two replicas may work at once".into(),
+            }
+        }
+        CLAIMS_INSIDE_LEASE => {
+            "the last claim passed the fence, but its replica does not hold a live lease with that \
+             token"
+                .into()
+        }
+        TOKENS_NEVER_REISSUED => format!(
+            "the last grant issued token {}, not above every token issued before",
+            state.row.token
+        ),
+        STAMPED_ONLY_IF_COMPLETED => {
+            "the last RELEASE stamped the tick completed, but its job did not return".into()
+        }
+        COOLDOWN_RESPECTED => {
+            "the last grant came before the cooldown of a tick that did not complete ran out".into()
+        }
+        other => format!("`{other}` fails"),
+    }
+}
+
+/// Every property, safety first.
+pub fn all() -> Vec<Property<LeaseModel>> {
+    vec![
+        Property::always(CLAIMS_INSIDE_LEASE, |_, s: &State| {
+            !s.history.claim_outside_lease
+        }),
+        Property::always(OWN_CLOCK_EXCLUSIVE, own_clock_exclusive),
+        Property::always(TOKENS_NEVER_REISSUED, |_, s: &State| {
+            !s.history.token_reissued
+        }),
+        Property::always(STAMPED_ONLY_IF_COMPLETED, |_, s: &State| {
+            !s.history.stamped_incomplete
+        }),
+        Property::always(COOLDOWN_RESPECTED, |_, s: &State| {
+            !s.history.granted_in_cooldown
+        }),
+        Property::sometimes(LED, |_, s: &State| led(s)),
+        Property::sometimes(TAKEOVER, |_, s: &State| s.history.took_over),
+        Property::sometimes(CLAIMED, |_, s: &State| s.history.claimed),
+        Property::sometimes(PAUSE_TAKES_EFFECT, |_, s: &State| {
+            s.replicas.iter().any(|r| {
+                matches!(r.phase, Phase::Working(tick) if tick.cancelled == Some(crate::state::Cause::Paused))
+            })
+        }),
+        Property::sometimes(LED_AFTER_UNPAUSE, |_, s: &State| {
+            s.operator == Operator::Unpaused && led(s)
+        }),
+        Property::sometimes(TICK_COMPLETES, |_, s: &State| {
+            s.row.last_tick_ended.is_some()
+        }),
+        Property::sometimes(REVOKED_HOLDER_OVERLAPS, |m, s: &State| overlaps(m, s, true)),
+    ]
+}

@@ -1,0 +1,243 @@
+//! The model's state: the lease row, the database clock, the replicas, and what the properties
+//! remember.
+
+use crate::config::Time;
+
+/// A fencing token.
+pub type Token = u16;
+
+/// A replica's index.
+pub type ReplicaId = u8;
+
+/// Tokens issued from the clock term are `now * TOKEN_TICK`: one tick is this many of the
+/// database clock's milliseconds, more than the grants one tick can hold at these bounds.
+pub const TOKEN_TICK: Token = 16;
+
+/// The lease row of the one role, as the database holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Row {
+    /// `holder_token`.
+    pub token: Token,
+    /// `holder_id`: which replica the row names.
+    pub holder: Option<ReplicaId>,
+    /// `expires_at`.
+    pub expires: Option<Time>,
+    /// `not_before`.
+    pub not_before: Option<Time>,
+    /// `paused_at IS NOT NULL`.
+    pub paused: bool,
+    /// `last_tick_ended_at`.
+    pub last_tick_ended: Option<Time>,
+    /// Not a column: until when the last tick that did not complete bars a new one (what the
+    /// cooldown is for, kept apart from `not_before`, which is how the SQL does it).
+    pub cooldown_until: Option<Time>,
+}
+
+/// How a tick's work ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum WorkEnd {
+    /// The job returned `Ok`.
+    Completed,
+    /// The job panicked (a job error is released as interrupted, which at these bounds has the
+    /// same cooldown, one interval).
+    Panicked,
+}
+
+/// What RELEASE records (`leader_core::ReleaseOutcome`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Outcome {
+    /// `completed`.
+    Completed,
+    /// `panicked`.
+    Panicked,
+    /// `lost`.
+    Lost,
+}
+
+/// Why a tick was cancelled (`leader_runtime`'s `CancelCause`, less shutdown).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Cause {
+    /// RENEW found the lease taken over, released or expired.
+    Lost,
+    /// RENEW found the role paused.
+    Paused,
+    /// No RENEW acknowledged for `abandon_after`.
+    HeartbeatTimeout,
+}
+
+/// A statement's answer, as far as the server has got with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Reply<T> {
+    /// Sent; the server has not run it yet.
+    Pending,
+    /// The server ran it; this is the answer, on its way back.
+    Ran(T),
+}
+
+/// What ACQUIRE answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Acquired {
+    /// Granted with this token.
+    Granted(Token),
+    /// Refused.
+    Refused,
+}
+
+/// What RENEW answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Renewed {
+    /// The lease was extended.
+    Extended,
+    /// The lease is gone: paused, or lost otherwise.
+    Lost(Cause),
+}
+
+/// A statement the server may run, named with what it carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Statement {
+    /// ACQUIRE.
+    Acquire,
+    /// RENEW of this token.
+    Renew(Token),
+    /// RELEASE of this token with this outcome; `completed` is whether the work really completed.
+    Release {
+        /// The token released.
+        token: Token,
+        /// The outcome recorded.
+        outcome: Outcome,
+        /// Whether the tick's work returned `Ok` (what the stamp must agree with).
+        completed: bool,
+    },
+}
+
+/// A granted tick, as its replica runs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Tick {
+    /// The fence's token.
+    pub token: Token,
+    /// When (replica clock) the last acknowledged RENEW, or the ACQUIRE, was sent.
+    pub anchor: Time,
+    /// When (replica clock) the next RENEW is due.
+    pub next_beat: Time,
+    /// The RENEW in flight, with when it was sent (replica clock).
+    pub renew: Option<(Time, Reply<Renewed>)>,
+    /// Set once the tick is cancelled.
+    pub cancelled: Option<Cause>,
+}
+
+/// Where a replica is in the runtime's loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Phase {
+    /// Between polls.
+    Idle,
+    /// ACQUIRE sent at this time (replica clock).
+    Acquiring(Time, Reply<Acquired>),
+    /// Running a granted tick.
+    Working(Tick),
+    /// RELEASE sent at this time (replica clock).
+    Releasing(Time, Statement, Reply<()>),
+}
+
+/// One replica.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Replica {
+    /// The database clock minus this replica's clock (grows when the replica's clock runs slow).
+    pub lag: Time,
+    /// Ticks since this replica's clock last lost one, capped.
+    pub since_slow: Time,
+    /// Frozen: it takes no step, its clock runs on.
+    pub frozen: bool,
+    /// Where it is in the loop.
+    pub phase: Phase,
+    /// A claim it sent that the server has not run yet, with the claim's token.
+    pub claim: Option<Token>,
+    /// A statement whose caller gave up waiting, which the server may still run (or never).
+    pub orphan: Option<Statement>,
+    /// Not the replica's: set when an operator pause or a failover took away the lease of this
+    /// token while the replica's own clock may still let it work, with the replica's clock then.
+    pub revoked: Option<(Token, Time)>,
+}
+
+impl Replica {
+    /// This replica's clock when the database clock reads `now`.
+    pub fn clock(&self, now: Time) -> Time {
+        now - self.lag
+    }
+}
+
+/// The operator's pause, in the order it happens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Operator {
+    /// Not paused yet.
+    Idle,
+    /// `leader_pause` ran.
+    Paused,
+    /// `leader_unpause` ran after it.
+    Unpaused,
+}
+
+/// Things that happened, remembered for the properties.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
+pub struct History {
+    /// The highest token ever issued, on any database.
+    pub max_issued: Token,
+    /// A grant went to a replica other than the row's holder, whose lease had run out.
+    pub took_over: bool,
+    /// A claim passed the fence.
+    pub claimed: bool,
+    /// A claim passed the fence for a replica that does not hold a live lease.
+    pub claim_outside_lease: bool,
+    /// A grant issued a token not above every token issued before.
+    pub token_reissued: bool,
+    /// RELEASE stamped a tick whose work did not complete.
+    pub stamped_incomplete: bool,
+    /// A grant came inside the cooldown of a tick that did not complete.
+    pub granted_in_cooldown: bool,
+}
+
+/// The whole model state.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct State {
+    /// The database clock.
+    pub now: Time,
+    /// The lease row on the primary.
+    pub row: Row,
+    /// The row as the standby has it: as it was just before the last grant.
+    pub standby: Option<Row>,
+    /// The replicas.
+    pub replicas: Vec<Replica>,
+    /// The operator's pause.
+    pub operator: Operator,
+    /// Freezes left in this run.
+    pub freezes_left: u8,
+    /// Statement delays left in this run.
+    pub delays_left: u8,
+    /// Failovers left in this run.
+    pub failovers_left: u8,
+    /// What the properties remember.
+    pub history: History,
+}
+
+impl State {
+    /// The same state with the replicas in a canonical order (for symmetry reduction: replicas
+    /// are interchangeable, so states that differ only in their numbering are explored once).
+    pub fn representative(&self) -> State {
+        let mut order: Vec<usize> = (0..self.replicas.len()).collect();
+        order.sort_by_key(|&i| self.replicas[i]);
+        let renumber = |id: Option<ReplicaId>| {
+            id.map(|old| {
+                order
+                    .iter()
+                    .position(|&i| i == usize::from(old))
+                    .unwrap_or(0) as ReplicaId
+            })
+        };
+        let mut out = self.clone();
+        out.replicas = order.iter().map(|&i| self.replicas[i]).collect();
+        out.row.holder = renumber(self.row.holder);
+        if let Some(standby) = &mut out.standby {
+            standby.holder = renumber(standby.holder);
+        }
+        out
+    }
+}

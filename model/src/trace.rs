@@ -1,0 +1,161 @@
+//! Counterexamples and examples as readable traces: one line per step, then the state after it.
+
+use std::fmt::Write;
+
+use stateright::Model;
+use stateright::Path;
+
+use crate::model::{Action, Delivery, LeaseModel};
+use crate::state::{Acquired, Phase, Renewed, Reply, State, Statement};
+
+fn delivery(d: Delivery) -> &'static str {
+    match d {
+        Delivery::Prompt => "",
+        Delivery::Delayed => " [DELAYED: it runs later or never]",
+    }
+}
+
+/// One step, in words.
+pub fn action(action: &Action) -> String {
+    match *action {
+        Action::Tick { slow: 0 } => "the clock advances".into(),
+        Action::Tick { slow } => {
+            let lagging: Vec<String> = (0..8)
+                .filter(|i| slow & (1 << i) != 0)
+                .map(|i| format!("r{i}"))
+                .collect();
+            match lagging.as_slice() {
+                [one] => format!("the clock advances; {one}'s clock loses the tick"),
+                many => format!(
+                    "the clock advances; the clocks of {} lose the tick",
+                    many.join(" and ")
+                ),
+            }
+        }
+        Action::SendAcquire(r, d) => format!("r{r} sends ACQUIRE{}", delivery(d)),
+        Action::RunAcquire(r) => format!("the server runs r{r}'s ACQUIRE"),
+        Action::AnswerAcquire(r) => format!("r{r} reads its ACQUIRE's answer"),
+        Action::SendRenew(r, d) => format!("r{r} sends RENEW{}", delivery(d)),
+        Action::RunRenew(r) => format!("the server runs r{r}'s RENEW"),
+        Action::AnswerRenew(r) => format!("r{r} reads its RENEW's answer"),
+        Action::GiveUpWaiting(r) => format!("r{r} stops waiting (statement timeout)"),
+        Action::Abandon(r) => format!("r{r}'s heartbeat abandons the tick"),
+        Action::SendClaim(r, d) => format!("r{r}'s job sends a fenced claim{}", delivery(d)),
+        Action::RunClaim(r) => format!("the server runs r{r}'s claim"),
+        Action::WorkEnds(r, end, d) => {
+            format!("r{r}'s job ends ({end:?}); RELEASE sent{}", delivery(d))
+        }
+        Action::WorkStops(r, d) => format!("r{r}'s cancelled job stops{}", delivery(d)),
+        Action::RunRelease(r) => format!("the server runs r{r}'s RELEASE"),
+        Action::AnswerRelease(r) => format!("r{r} reads its RELEASE's answer"),
+        Action::RunOrphan(r) => format!("the server runs r{r}'s abandoned statement late"),
+        Action::Freeze(r) => format!("r{r} freezes"),
+        Action::Resume(r) => format!("r{r} resumes"),
+        Action::Pause => "an operator pauses the role".into(),
+        Action::Unpause => "an operator unpauses the role".into(),
+        Action::Failover => {
+            "the primary fails over to a standby that lacks the last grant (one tick)".into()
+        }
+    }
+}
+
+fn opt(t: Option<u8>) -> String {
+    t.map_or("-".into(), |t| t.to_string())
+}
+
+fn statement(s: &Statement) -> String {
+    match s {
+        Statement::Acquire => "ACQUIRE".into(),
+        Statement::Renew(token) => format!("RENEW({token})"),
+        Statement::Release { token, outcome, .. } => format!("RELEASE({token}, {outcome:?})"),
+    }
+}
+
+fn reply<T: std::fmt::Debug>(reply: &Reply<T>) -> String {
+    match reply {
+        Reply::Pending => "not run yet".into(),
+        Reply::Ran(answer) => format!("answered {answer:?}"),
+    }
+}
+
+/// The state, on a few lines.
+pub fn state(state: &State) -> String {
+    let row = &state.row;
+    let mut out = format!(
+        "db clock {} | row: token {}, holder {}, expires {}, not_before {}, last tick {}{}",
+        state.now,
+        row.token,
+        row.holder.map_or("-".into(), |h| format!("r{h}")),
+        match row.expires {
+            Some(e) if e <= state.now => "passed".into(),
+            other => opt(other),
+        },
+        opt(row.not_before),
+        match row.last_tick_ended {
+            Some(0) => "long ago".into(),
+            other => opt(other),
+        },
+        if row.paused { ", PAUSED" } else { "" },
+    );
+    for (i, r) in state.replicas.iter().enumerate() {
+        let phase = match &r.phase {
+            Phase::Idle => "idle".to_string(),
+            Phase::Acquiring(sent, Reply::Ran(Acquired::Granted(token))) => {
+                format!("ACQUIRE sent at {sent}, granted token {token} (answer on its way)")
+            }
+            Phase::Acquiring(sent, answer) => format!("ACQUIRE sent at {sent}, {}", reply(answer)),
+            Phase::Working(tick) => {
+                let mut s = format!(
+                    "in tick, token {}, last ack sent at {}, next beat {}",
+                    tick.token, tick.anchor, tick.next_beat
+                );
+                if let Some((sent, answer)) = &tick.renew {
+                    let answer = match answer {
+                        Reply::Ran(Renewed::Lost(cause)) => format!("answered lost ({cause:?})"),
+                        other => reply(other),
+                    };
+                    let _ = write!(s, ", RENEW sent at {sent} {answer}");
+                }
+                if let Some(cause) = tick.cancelled {
+                    let _ = write!(s, ", CANCELLED ({cause:?})");
+                }
+                s
+            }
+            Phase::Releasing(sent, s, answer) => {
+                format!("{} sent at {sent}, {}", statement(s), reply(answer))
+            }
+        };
+        let _ = write!(
+            out,
+            "\n    r{i} (clock {}{}): {phase}",
+            r.clock(state.now),
+            if r.frozen { ", FROZEN" } else { "" }
+        );
+        if let Some(token) = r.claim {
+            let _ = write!(out, "; claim({token}) not run yet");
+        }
+        if let Some(s) = &r.orphan {
+            let _ = write!(out, "; {} given up on, not run yet", statement(s));
+        }
+    }
+    out
+}
+
+/// A whole path: the initial state, then each step and the state after it.
+pub fn path(model: &LeaseModel, path: &Path<State, Action>) -> String {
+    let steps = path.clone().into_vec();
+    let mut out = String::new();
+    for (n, (s, act)) in steps.iter().enumerate() {
+        if n == 0 {
+            let _ = writeln!(out, "  0. start\n    {}", self::state(s));
+        }
+        if let Some(act) = act {
+            let next = steps.get(n + 1).map(|(s, _)| s);
+            let _ = writeln!(out, "{:>3}. {}", n + 1, model.format_action(act));
+            if let Some(next) = next {
+                let _ = writeln!(out, "    {}", self::state(next));
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,112 @@
+//! The correct protocol satisfies every property under each fault scenario, and reaches every
+//! state a property needs (so no `always` holds vacuously); each seeded bug breaks its property.
+
+use leader_model::properties::{LED_AFTER_UNPAUSE, PAUSE_TAKES_EFFECT, REVOKED_HOLDER_OVERLAPS};
+use leader_model::{Bug, Config, Report, Timings, check};
+
+fn proves(config: Config) -> Report {
+    let report = check(config, 1, None).expect("the model builds");
+    println!("{}", report.render());
+    assert!(
+        report.violated.is_empty(),
+        "the correct protocol violates a property:\n{}",
+        report.render()
+    );
+    let expected_unreached: &[&str] = if config.pause || config.failovers > 0 {
+        &[]
+    } else {
+        &[
+            PAUSE_TAKES_EFFECT,
+            LED_AFTER_UNPAUSE,
+            REVOKED_HOLDER_OVERLAPS,
+        ]
+    };
+    assert_eq!(report.unreached, expected_unreached, "{}", report.render());
+    report
+}
+
+#[test]
+fn two_replicas_under_slow_clocks_freeze_and_two_delays() {
+    proves(Config::clocks_and_delays(2));
+}
+
+/// Subsumes `Config::operator_and_failover(2)`: the slow clocks add behaviours, take none away.
+#[test]
+fn two_replicas_under_every_fault_at_once() {
+    proves(Config::all_faults(2));
+}
+
+#[test]
+fn three_replicas_under_pause_failover_freeze_and_a_delay() {
+    let mut config = Config::operator_and_failover(3);
+    config.horizon = 5;
+    proves(config);
+}
+
+#[test]
+fn three_replicas_under_slow_clocks_freeze_and_two_delays() {
+    let mut config = Config::clocks_and_delays(3);
+    config.horizon = 5;
+    proves(config);
+}
+
+fn breaks(bug: Bug) {
+    let report = check(bug.scenario(), 1, Some(bug.breaks())).expect("the model builds");
+    let trace = report.counterexample(bug.breaks()).unwrap_or_else(|| {
+        panic!(
+            "seeded bug `{bug}` did not break `{}`:\n{}",
+            bug.breaks(),
+            report.render()
+        )
+    });
+    println!("{}", report.render());
+    assert!(trace.contains("  1. "), "a readable trace:\n{trace}");
+}
+
+#[test]
+fn renew_without_token_check_is_caught() {
+    breaks(Bug::RenewWithoutTokenCheck);
+}
+
+#[test]
+fn fence_without_expiry_is_caught() {
+    breaks(Bug::FenceWithoutExpiry);
+}
+
+#[test]
+fn abandon_measured_from_the_answer_is_caught() {
+    breaks(Bug::AbandonFromAnswer);
+}
+
+#[test]
+fn release_stamping_a_panicked_tick_is_caught() {
+    breaks(Bug::ReleaseStampsPanicked);
+}
+
+#[test]
+fn acquire_ignoring_not_before_is_caught() {
+    breaks(Bug::AcquireIgnoresNotBefore);
+}
+
+#[test]
+fn token_plus_one_across_a_lossy_failover_is_caught() {
+    breaks(Bug::TokenPlusOne);
+}
+
+#[test]
+fn abandon_plus_timeout_not_below_ttl_is_caught() {
+    breaks(Bug::AbandonPlusTimeoutNotBelowTtl);
+}
+
+#[test]
+fn the_codes_timing_rule_accepts_the_checked_timings_and_refuses_the_seeded_ones() {
+    Timings::CHECKED
+        .as_code_timings()
+        .expect("the checked timings pass leader-core's validation");
+    let broken = Bug::AbandonPlusTimeoutNotBelowTtl.scenario().timings;
+    let err = broken.as_code_timings().unwrap_err();
+    assert!(
+        matches!(err, leader_core::TimingsError::AbandonNotBelowTtl { .. }),
+        "{err}"
+    );
+}
