@@ -9,7 +9,7 @@ fn usage() -> String {
     let bugs: Vec<&str> = Bug::ALL.iter().map(|b| b.name()).collect();
     format!(
         "usage: leader-model [--replicas 1|2|3] [--threads N] [--clocks | --all-faults] [--horizon T] [--delays N] [--no-freeze] \
-         [--no-failover] [--no-pause] [--no-slow-clock] [--slow-clock-every N] [--all-bugs | BUG ...]\n  BUG: {}",
+         [--no-failover] [--no-pause] [--no-clock-drift] [--clock-drift-every N] [--fast-clocks] [--all-bugs | BUG ...]\n  BUG: {}",
         bugs.join(", ")
     )
 }
@@ -56,11 +56,12 @@ fn main() -> ExitCode {
             },
             "--no-failover" => base.failovers = 0,
             "--no-pause" => base.pause = false,
-            "--no-slow-clock" => base.slow_clock_every = None,
-            "--slow-clock-every" => match number(args.next()) {
-                Some(n @ 2..=20) => base.slow_clock_every = Some(n as u8),
+            "--no-clock-drift" => base.clock_drift_every = None,
+            "--fast-clocks" => base.fast_clocks = true,
+            "--clock-drift-every" => match number(args.next()) {
+                Some(n @ 2..=20) => base.clock_drift_every = Some(n as u8),
                 _ => {
-                    eprintln!("--slow-clock-every takes 2 to 20\n{}", usage());
+                    eprintln!("--clock-drift-every takes 2 to 20\n{}", usage());
                     return ExitCode::from(2);
                 }
             },
@@ -91,10 +92,7 @@ fn main() -> ExitCode {
         match check(config, threads, stop_at) {
             Ok(report) => {
                 println!("{}\n", report.render());
-                as_expected &= match stop_at {
-                    Some(name) => report.counterexample(name).is_some(),
-                    None => report.violated.is_empty() && report.unreached.is_empty(),
-                };
+                as_expected &= report.as_expected(stop_at);
             }
             Err(err) => {
                 eprintln!("{err}");

@@ -141,10 +141,11 @@ pub enum Phase {
 /// One replica.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Replica {
-    /// The database clock minus this replica's clock (grows when the replica's clock runs slow).
-    pub lag: Time,
-    /// Ticks since this replica's clock last lost one, capped.
-    pub since_slow: Time,
+    /// The database clock minus this replica's clock (grows when the replica's clock runs slow,
+    /// shrinks when it runs fast).
+    pub lag: i8,
+    /// Ticks since this replica's clock last lost or gained one, capped.
+    pub since_drift: Time,
     /// Frozen: it takes no step, its clock runs on.
     pub frozen: bool,
     /// Where it is in the loop.
@@ -161,7 +162,7 @@ pub struct Replica {
 impl Replica {
     /// This replica's clock when the database clock reads `now`.
     pub fn clock(&self, now: Time) -> Time {
-        now - self.lag
+        (i16::from(now) - i16::from(self.lag)) as Time
     }
 }
 
