@@ -37,6 +37,17 @@ impl Timings {
         interval: 2,
     };
 
+    /// Timings under which a RENEW's answer can arrive a tick after its send and still before the
+    /// abandon point (with [`Timings::CHECKED`] it cannot): ttl 5, heartbeat 1, statement timeout 1,
+    /// abandon after 3, interval 2. The margin, one tick, covers a clock that loses one in five.
+    pub const LATE_ANSWERS: Timings = Timings {
+        ttl: 5,
+        heartbeat: 1,
+        statement_timeout: 1,
+        abandon_after: 3,
+        interval: 2,
+    };
+
     /// The same values as a [`leader_core::Timings`] with one tick as one second, so that the
     /// code's own validation judges them (`max_poll` is not modelled: followers poll at any time).
     ///
@@ -63,7 +74,8 @@ pub enum Bug {
     RenewWithoutTokenCheck,
     /// `leader_fence` without `expires_at > statement_timestamp()`.
     FenceWithoutExpiry,
-    /// The heartbeat counts `abandon_after` from the RENEW's answer instead of its send.
+    /// The heartbeat counts `abandon_after` from the RENEW's answer instead of its send
+    /// (`heartbeat.rs` rule 2 broken).
     AbandonFromAnswer,
     /// RELEASE stamps a panicked tick as completed.
     ReleaseStampsPanicked,
@@ -109,9 +121,8 @@ impl Bug {
     /// The check in which this bug must show: the faults it needs to do harm.
     pub const fn scenario(self) -> Config {
         match self {
-            Bug::AbandonFromAnswer | Bug::AbandonPlusTimeoutNotBelowTtl => {
-                Config::clocks_and_delays(2)
-            }
+            Bug::AbandonFromAnswer => Config::late_answers(2),
+            Bug::AbandonPlusTimeoutNotBelowTtl => Config::clocks_and_delays(2),
             _ => Config::operator_and_failover(2),
         }
         .with_bug(self)
@@ -205,6 +216,24 @@ impl Config {
             horizon: 6,
             clock_drift_every: Some(4),
             fast_clocks: true,
+            freezes: 1,
+            delays: 2,
+            failovers: 0,
+            pause: false,
+            bug: None,
+        }
+    }
+
+    /// The correct protocol with [`Timings::LATE_ANSWERS`], so that delayed RENEWs can be
+    /// acknowledged late: replica clocks that lose up to one tick in five, one frozen replica and
+    /// two delayed (or lost) statements. Horizon 7 ticks.
+    pub const fn late_answers(replicas: u8) -> Config {
+        Config {
+            replicas,
+            timings: Timings::LATE_ANSWERS,
+            horizon: 7,
+            clock_drift_every: Some(5),
+            fast_clocks: false,
             freezes: 1,
             delays: 2,
             failovers: 0,

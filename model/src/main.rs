@@ -8,7 +8,7 @@ use leader_model::{Bug, Config, check};
 fn usage() -> String {
     let bugs: Vec<&str> = Bug::ALL.iter().map(|b| b.name()).collect();
     format!(
-        "usage: leader-model [--replicas 1|2|3] [--threads N] [--clocks | --all-faults] [--horizon T] [--delays N] [--no-freeze] \
+        "usage: leader-model [--replicas 1|2|3] [--threads N] [--clocks | --all-faults | --late-answers] [--horizon T] [--delays N] [--no-freeze] \
          [--no-failover] [--no-pause] [--no-clock-drift] [--clock-drift-every N] [--fast-clocks] [--all-bugs | BUG ...]\n  BUG: {}",
         bugs.join(", ")
     )
@@ -18,6 +18,7 @@ fn main() -> ExitCode {
     let mut replicas = 2u8;
     let mut threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut bugs = Vec::new();
+    let mut late_answers = false;
     let mut base = Config::operator_and_failover(2);
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -46,6 +47,10 @@ fn main() -> ExitCode {
             },
             "--clocks" => base = Config::clocks_and_delays(base.replicas),
             "--all-faults" => base = Config::all_faults(base.replicas),
+            "--late-answers" => {
+                base = Config::late_answers(base.replicas);
+                late_answers = true;
+            }
             "--no-freeze" => base.freezes = 0,
             "--delays" => match number(args.next()) {
                 Some(n @ 0..=5) => base.delays = n as u8,
@@ -84,7 +89,14 @@ fn main() -> ExitCode {
         vec![(base, None)]
     } else {
         bugs.iter()
-            .map(|bug| (bug.scenario(), Some(bug.breaks())))
+            .map(|bug| {
+                let config = if late_answers {
+                    Config::late_answers(replicas).with_bug(*bug)
+                } else {
+                    bug.scenario()
+                };
+                (config, Some(bug.breaks()))
+            })
             .collect()
     };
     let mut as_expected = true;

@@ -362,18 +362,13 @@ impl LeaseModel {
         }
     }
 
-    /// The phase after ACQUIRE sent at `sent` answered `answer` at `answered` (replica clock).
-    /// The ACQUIRE is the tick's first acknowledgement.
-    fn acquired(&self, sent: Time, answered: Time, answer: Acquired) -> Phase {
-        let anchor = if self.config.has(Bug::AbandonFromAnswer) {
-            answered
-        } else {
-            sent
-        };
+    /// The phase after ACQUIRE sent at `sent` answered `answer`: the ACQUIRE is the tick's first
+    /// acknowledgement, counted from its send.
+    fn acquired(&self, sent: Time, answer: Acquired) -> Phase {
         match answer {
             Acquired::Granted(token) => Phase::Working(Tick {
                 token,
-                anchor,
+                anchor: sent,
                 next_beat: sent + self.config.timings.heartbeat,
                 renew: None,
                 cancelled: None,
@@ -638,14 +633,14 @@ impl Model for LeaseModel {
                 let answer = self.run_acquire(&mut state, id);
                 let r = &mut state.replicas[usize::from(id)];
                 let c = r.clock(now);
-                r.phase = self.acquired(c, c, answer);
+                r.phase = self.acquired(c, answer);
             }
             Action::AnswerAcquire(id) => {
                 let r = &mut state.replicas[usize::from(id)];
                 let Phase::Acquiring(sent, Reply::Ran(answer)) = r.phase else {
                     return None;
                 };
-                r.phase = self.acquired(sent, r.clock(now), answer);
+                r.phase = self.acquired(sent, answer);
             }
             Action::SendRenew(id, delivery) => {
                 let c = state.replicas[usize::from(id)].clock(now);

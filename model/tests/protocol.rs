@@ -37,6 +37,11 @@ fn two_replicas_under_every_fault_at_once() {
 }
 
 #[test]
+fn two_replicas_with_late_renew_answers() {
+    proves(Config::late_answers(2));
+}
+
+#[test]
 fn three_replicas_under_pause_failover_freeze_and_a_delay() {
     let mut config = Config::operator_and_failover(3);
     config.horizon = 5;
