@@ -43,6 +43,32 @@ impl Report {
             .map(|(_, trace)| trace.as_str())
     }
 
+    /// The reachability properties a check of `config` cannot reach: those about pausing, and
+    /// about a lease taken away, without a pause or a failover.
+    pub fn unreachable_by_design(config: &Config) -> &'static [&'static str] {
+        if config.pause || config.failovers > 0 {
+            &[]
+        } else {
+            &[
+                properties::PAUSE_TAKES_EFFECT,
+                properties::LED_AFTER_UNPAUSE,
+                properties::REVOKED_HOLDER_OVERLAPS,
+            ]
+        }
+    }
+
+    /// Whether the check found what it should: with `stop_at`, a counterexample to that
+    /// property; otherwise no violation, and every reachability property its faults allow.
+    pub fn as_expected(&self, stop_at: Option<&str>) -> bool {
+        match stop_at {
+            Some(name) => self.counterexample(name).is_some(),
+            None => {
+                self.violated.is_empty()
+                    && self.unreached == Report::unreachable_by_design(&self.config)
+            }
+        }
+    }
+
     /// A summary, then every counterexample.
     pub fn render(&self) -> String {
         let mut out = format!(

@@ -8,8 +8,8 @@ use leader_model::{Bug, Config, check};
 fn usage() -> String {
     let bugs: Vec<&str> = Bug::ALL.iter().map(|b| b.name()).collect();
     format!(
-        "usage: leader-model [--replicas 1|2|3] [--threads N] [--clocks | --all-faults] [--horizon T] [--delays N] [--no-freeze] \
-         [--no-failover] [--no-pause] [--no-slow-clock] [--slow-clock-every N] [--all-bugs | BUG ...]\n  BUG: {}",
+        "usage: leader-model [--replicas 1|2|3] [--threads N] [--clocks | --all-faults | --late-answers] [--horizon T] [--delays N] [--no-freeze] \
+         [--no-failover] [--no-pause] [--no-clock-drift] [--clock-drift-every N] [--fast-clocks] [--all-bugs | BUG ...]\n  BUG: {}",
         bugs.join(", ")
     )
 }
@@ -18,6 +18,7 @@ fn main() -> ExitCode {
     let mut replicas = 2u8;
     let mut threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut bugs = Vec::new();
+    let mut late_answers = false;
     let mut base = Config::operator_and_failover(2);
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -46,6 +47,10 @@ fn main() -> ExitCode {
             },
             "--clocks" => base = Config::clocks_and_delays(base.replicas),
             "--all-faults" => base = Config::all_faults(base.replicas),
+            "--late-answers" => {
+                base = Config::late_answers(base.replicas);
+                late_answers = true;
+            }
             "--no-freeze" => base.freezes = 0,
             "--delays" => match number(args.next()) {
                 Some(n @ 0..=5) => base.delays = n as u8,
@@ -56,11 +61,12 @@ fn main() -> ExitCode {
             },
             "--no-failover" => base.failovers = 0,
             "--no-pause" => base.pause = false,
-            "--no-slow-clock" => base.slow_clock_every = None,
-            "--slow-clock-every" => match number(args.next()) {
-                Some(n @ 2..=20) => base.slow_clock_every = Some(n as u8),
+            "--no-clock-drift" => base.clock_drift_every = None,
+            "--fast-clocks" => base.fast_clocks = true,
+            "--clock-drift-every" => match number(args.next()) {
+                Some(n @ 2..=20) => base.clock_drift_every = Some(n as u8),
                 _ => {
-                    eprintln!("--slow-clock-every takes 2 to 20\n{}", usage());
+                    eprintln!("--clock-drift-every takes 2 to 20\n{}", usage());
                     return ExitCode::from(2);
                 }
             },
@@ -83,7 +89,14 @@ fn main() -> ExitCode {
         vec![(base, None)]
     } else {
         bugs.iter()
-            .map(|bug| (bug.scenario(), Some(bug.breaks())))
+            .map(|bug| {
+                let config = if late_answers {
+                    Config::late_answers(replicas).with_bug(*bug)
+                } else {
+                    bug.scenario()
+                };
+                (config, Some(bug.breaks()))
+            })
             .collect()
     };
     let mut as_expected = true;
@@ -91,10 +104,7 @@ fn main() -> ExitCode {
         match check(config, threads, stop_at) {
             Ok(report) => {
                 println!("{}\n", report.render());
-                as_expected &= match stop_at {
-                    Some(name) => report.counterexample(name).is_some(),
-                    None => report.violated.is_empty() && report.unreached.is_empty(),
-                };
+                as_expected &= report.as_expected(stop_at);
             }
             Err(err) => {
                 eprintln!("{err}");

@@ -38,10 +38,12 @@ pub enum Delivery {
 /// One step of the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Action {
-    /// The database clock advances one tick; the replicas in the mask lose it on their clocks.
+    /// The database clock advances one tick; replicas' clocks may drift from it.
     Tick {
         /// Bit `i` set: replica `i`'s clock does not advance this tick.
         slow: u8,
+        /// Bit `i` set: replica `i`'s clock advances two ticks.
+        fast: u8,
     },
     /// A replica sends ACQUIRE.
     SendAcquire(ReplicaId, Delivery),
@@ -360,18 +362,13 @@ impl LeaseModel {
         }
     }
 
-    /// The phase after ACQUIRE sent at `sent` answered `answer` at `answered` (replica clock).
-    /// The ACQUIRE is the tick's first acknowledgement.
-    fn acquired(&self, sent: Time, answered: Time, answer: Acquired) -> Phase {
-        let anchor = if self.config.has(Bug::AbandonFromAnswer) {
-            answered
-        } else {
-            sent
-        };
+    /// The phase after ACQUIRE sent at `sent` answered `answer`: the ACQUIRE is the tick's first
+    /// acknowledgement, counted from its send.
+    fn acquired(&self, sent: Time, answer: Acquired) -> Phase {
         match answer {
             Acquired::Granted(token) => Phase::Working(Tick {
                 token,
-                anchor,
+                anchor: sent,
                 next_beat: sent + self.config.timings.heartbeat,
                 renew: None,
                 cancelled: None,
@@ -429,24 +426,27 @@ impl LeaseModel {
         if let Some(standby) = &mut state.standby {
             past(standby);
         }
-        let cap = self.config.slow_clock_every.unwrap_or(1).saturating_sub(1);
+        let cap = self.config.clock_drift_every.unwrap_or(1).saturating_sub(1);
         for r in &mut state.replicas {
             if r.phase == Phase::Idle {
                 r.lag = 0;
-                r.since_slow = cap;
+                r.since_drift = cap;
             }
         }
     }
 
-    fn advance_clock(&self, state: &mut State, slow: u8) {
+    fn advance_clock(&self, state: &mut State, slow: u8, fast: u8) {
         state.now += 1;
-        let cap = self.config.slow_clock_every.unwrap_or(1).saturating_sub(1);
+        let cap = self.config.clock_drift_every.unwrap_or(1).saturating_sub(1);
         for (i, r) in state.replicas.iter_mut().enumerate() {
             if slow & (1 << i) != 0 {
                 r.lag += 1;
-                r.since_slow = 0;
+                r.since_drift = 0;
+            } else if fast & (1 << i) != 0 {
+                r.lag -= 1;
+                r.since_drift = 0;
             } else {
-                r.since_slow = (r.since_slow + 1).min(cap);
+                r.since_drift = (r.since_drift + 1).min(cap);
             }
         }
     }
@@ -479,10 +479,10 @@ impl Model for LeaseModel {
     type Action = Action;
 
     fn init_states(&self) -> Vec<State> {
-        let cap = self.config.slow_clock_every.unwrap_or(1).saturating_sub(1);
+        let cap = self.config.clock_drift_every.unwrap_or(1).saturating_sub(1);
         let replica = Replica {
             lag: 0,
-            since_slow: cap,
+            since_drift: cap,
             frozen: false,
             phase: Phase::Idle,
             claim: None,
@@ -523,20 +523,32 @@ impl Model for LeaseModel {
             if state.failovers_left > 0 && state.standby.is_some() {
                 actions.push(Action::Failover);
             }
-            let eligible = match self.config.slow_clock_every {
+            let eligible = match self.config.clock_drift_every {
                 None => 0u8,
                 Some(every) => state
                     .replicas
                     .iter()
                     .enumerate()
-                    // An idle replica holds no moment of its clock: a lost tick changes nothing.
-                    .filter(|(_, r)| r.phase != Phase::Idle && r.since_slow + 1 >= every)
+                    // An idle replica holds no moment of its clock: drift changes nothing.
+                    .filter(|(_, r)| r.phase != Phase::Idle && r.since_drift + 1 >= every)
                     .fold(0, |mask, (i, _)| mask | 1 << i),
             };
-            // Every subset of the replicas whose clocks may lose this tick.
+            // Each replica whose clock may drift this tick runs slow, fast or on time.
             let mut slow = eligible;
             loop {
-                actions.push(Action::Tick { slow });
+                let rest = if self.config.fast_clocks {
+                    eligible & !slow
+                } else {
+                    0
+                };
+                let mut fast = rest;
+                loop {
+                    actions.push(Action::Tick { slow, fast });
+                    if fast == 0 {
+                        break;
+                    }
+                    fast = (fast - 1) & rest;
+                }
                 if slow == 0 {
                     break;
                 }
@@ -550,7 +562,7 @@ impl Model for LeaseModel {
         let t = self.config.timings;
         let now = state.now;
         match action {
-            Action::Tick { slow } => self.advance_clock(&mut state, slow),
+            Action::Tick { slow, fast } => self.advance_clock(&mut state, slow, fast),
             Action::Pause => {
                 Self::revoke_holder(&mut state);
                 let row = &mut state.row;
@@ -568,7 +580,7 @@ impl Model for LeaseModel {
                 Self::revoke_holder(&mut state);
                 state.row = standby;
                 state.failovers_left -= 1;
-                self.advance_clock(&mut state, 0);
+                self.advance_clock(&mut state, 0, 0);
             }
             Action::Freeze(id) => {
                 state.freezes_left -= 1;
@@ -621,14 +633,14 @@ impl Model for LeaseModel {
                 let answer = self.run_acquire(&mut state, id);
                 let r = &mut state.replicas[usize::from(id)];
                 let c = r.clock(now);
-                r.phase = self.acquired(c, c, answer);
+                r.phase = self.acquired(c, answer);
             }
             Action::AnswerAcquire(id) => {
                 let r = &mut state.replicas[usize::from(id)];
                 let Phase::Acquiring(sent, Reply::Ran(answer)) = r.phase else {
                     return None;
                 };
-                r.phase = self.acquired(sent, r.clock(now), answer);
+                r.phase = self.acquired(sent, answer);
             }
             Action::SendRenew(id, delivery) => {
                 let c = state.replicas[usize::from(id)].clock(now);

@@ -34,6 +34,9 @@ pub const CLAIMED: &str = "a claim succeeds";
 pub const PAUSE_TAKES_EFFECT: &str = "a pause takes effect";
 /// After the unpause, a replica leads again.
 pub const LED_AFTER_UNPAUSE: &str = "a paused role is led again after unpause";
+/// A holder whose RENEWs go unacknowledged abandons its tick (so the abandon rule is exercised,
+/// not only assumed by [`OWN_CLOCK_EXCLUSIVE`]'s clock window).
+pub const ABANDONS: &str = "a cut-off holder abandons its tick";
 /// A tick completes and is stamped.
 pub const TICK_COMPLETES: &str = "a tick completes";
 /// The gap [`OWN_CLOCK_EXCLUSIVE`] leaves out is real: after an operator pause (and unpause) or
@@ -51,13 +54,14 @@ pub const SAFETY: [&str; 5] = [
 ];
 
 /// The reachability properties.
-pub const REACHABLE: [&str; 7] = [
+pub const REACHABLE: [&str; 8] = [
     LED,
     TAKEOVER,
     CLAIMED,
     PAUSE_TAKES_EFFECT,
     LED_AFTER_UNPAUSE,
     TICK_COMPLETES,
+    ABANDONS,
     REVOKED_HOLDER_OVERLAPS,
 ];
 
@@ -178,6 +182,12 @@ pub fn all() -> Vec<Property<LeaseModel>> {
         }),
         Property::sometimes(TICK_COMPLETES, |_, s: &State| {
             s.row.last_tick_ended.is_some()
+        }),
+        Property::sometimes(ABANDONS, |_, s: &State| {
+            s.replicas.iter().any(|r| {
+                matches!(r.phase, Phase::Working(tick)
+                    if tick.cancelled == Some(crate::state::Cause::HeartbeatTimeout))
+            })
         }),
         Property::sometimes(REVOKED_HOLDER_OVERLAPS, |m, s: &State| overlaps(m, s, true)),
     ]

@@ -141,10 +141,11 @@ pub enum Phase {
 /// One replica.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Replica {
-    /// The database clock minus this replica's clock (grows when the replica's clock runs slow).
-    pub lag: Time,
-    /// Ticks since this replica's clock last lost one, capped.
-    pub since_slow: Time,
+    /// The database clock minus this replica's clock (grows when the replica's clock runs slow,
+    /// shrinks when it runs fast).
+    pub lag: i8,
+    /// Ticks since this replica's clock last lost or gained one, capped.
+    pub since_drift: Time,
     /// Frozen: it takes no step, its clock runs on.
     pub frozen: bool,
     /// Where it is in the loop.
@@ -161,7 +162,7 @@ pub struct Replica {
 impl Replica {
     /// This replica's clock when the database clock reads `now`.
     pub fn clock(&self, now: Time) -> Time {
-        now - self.lag
+        (i16::from(now) - i16::from(self.lag)) as Time
     }
 }
 
@@ -239,5 +240,76 @@ impl State {
             standby.holder = renumber(standby.holder);
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn replica(phase: Phase) -> Replica {
+        Replica {
+            lag: 0,
+            since_drift: 3,
+            frozen: false,
+            phase,
+            claim: None,
+            orphan: None,
+            revoked: None,
+        }
+    }
+
+    #[test]
+    fn the_representative_renumbers_the_holder_with_the_replicas() {
+        let working = replica(Phase::Working(Tick {
+            token: 16,
+            anchor: 1,
+            next_beat: 2,
+            renew: None,
+            cancelled: None,
+        }));
+        let row = Row {
+            token: 16,
+            holder: Some(0),
+            expires: Some(5),
+            not_before: None,
+            paused: false,
+            last_tick_ended: None,
+            cooldown_until: None,
+        };
+        let state = State {
+            now: 1,
+            row,
+            standby: Some(Row {
+                holder: Some(0),
+                ..row
+            }),
+            replicas: vec![working, replica(Phase::Idle)],
+            operator: Operator::Idle,
+            freezes_left: 0,
+            delays_left: 0,
+            failovers_left: 0,
+            history: History::default(),
+        };
+        let swapped = State {
+            row: Row {
+                holder: Some(1),
+                ..row
+            },
+            standby: Some(Row {
+                holder: Some(1),
+                ..row
+            }),
+            replicas: vec![replica(Phase::Idle), working],
+            ..state.clone()
+        };
+        let a = state.representative();
+        assert_eq!(a, swapped.representative());
+        let holder = usize::from(a.row.holder.expect("held"));
+        assert_eq!(
+            a.replicas[holder], working,
+            "the holder is still the working replica"
+        );
+        assert_eq!(a.standby.and_then(|s| s.holder), a.row.holder);
     }
 }

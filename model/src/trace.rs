@@ -18,19 +18,22 @@ fn delivery(d: Delivery) -> &'static str {
 /// One step, in words.
 pub fn action(action: &Action) -> String {
     match *action {
-        Action::Tick { slow: 0 } => "the clock advances".into(),
-        Action::Tick { slow } => {
-            let lagging: Vec<String> = (0..8)
-                .filter(|i| slow & (1 << i) != 0)
-                .map(|i| format!("r{i}"))
-                .collect();
-            match lagging.as_slice() {
-                [one] => format!("the clock advances; {one}'s clock loses the tick"),
-                many => format!(
-                    "the clock advances; the clocks of {} lose the tick",
-                    many.join(" and ")
-                ),
+        Action::Tick { slow: 0, fast: 0 } => "the clock advances".into(),
+        Action::Tick { slow, fast } => {
+            let names = |mask: u8| -> Vec<String> {
+                (0..8)
+                    .filter(|i| mask & (1 << i) != 0)
+                    .map(|i| format!("r{i}"))
+                    .collect()
+            };
+            let mut drift = Vec::new();
+            if slow != 0 {
+                drift.push(format!("{} loses the tick", names(slow).join(" and ")));
             }
+            if fast != 0 {
+                drift.push(format!("{} gains a tick", names(fast).join(" and ")));
+            }
+            format!("the clock advances; by its own clock {}", drift.join(", "))
         }
         Action::SendAcquire(r, d) => format!("r{r} sends ACQUIRE{}", delivery(d)),
         Action::RunAcquire(r) => format!("the server runs r{r}'s ACQUIRE"),

@@ -26,14 +26,19 @@ fn proves(config: Config) -> Report {
 }
 
 #[test]
-fn two_replicas_under_slow_clocks_freeze_and_two_delays() {
+fn two_replicas_under_drifting_clocks_freeze_and_two_delays() {
     proves(Config::clocks_and_delays(2));
 }
 
-/// Subsumes `Config::operator_and_failover(2)`: the slow clocks add behaviours, take none away.
+/// Subsumes `Config::operator_and_failover(2)`: slow clocks add behaviours, take none away.
 #[test]
 fn two_replicas_under_every_fault_at_once() {
     proves(Config::all_faults(2));
+}
+
+#[test]
+fn two_replicas_with_late_renew_answers() {
+    proves(Config::late_answers(2));
 }
 
 #[test]
@@ -44,7 +49,7 @@ fn three_replicas_under_pause_failover_freeze_and_a_delay() {
 }
 
 #[test]
-fn three_replicas_under_slow_clocks_freeze_and_two_delays() {
+fn three_replicas_under_drifting_clocks_freeze_and_two_delays() {
     let mut config = Config::clocks_and_delays(3);
     config.horizon = 5;
     proves(config);
