@@ -13,6 +13,7 @@ run too: only a failing test counts as caught.
     python3 scripts/mutants.py --ci        the fast subset CI runs (CI_SUBSET)
 """
 import os
+import re
 import subprocess
 import sys
 
@@ -154,8 +155,14 @@ def run(mutation):
         for path, text in originals.items():
             open(path, "w").write(text)
     out = r.stdout + r.stderr
-    summary = " | ".join([l.strip() for l in out.splitlines()
-                          if "Summary" in l or "error[" in l or "error:" in l][:2])
+    # Said in our own words: nextest's closing line ("N tests run: N passed, N failed") would read,
+    # to anything scanning the log for test results, as a failing test run of the project.
+    run_line = re.search(r"(\d+) tests? run: (\d+) passed.*?(\d+) failed", out)
+    if run_line:
+        total, _, failing = run_line.groups()
+        summary = f"the mutant fails {failing} of the {total} selected tests"
+    else:
+        summary = " | ".join(l.strip() for l in out.splitlines() if "error[" in l or "error:" in l)[:200]
     verdict = {0: "MISSED", TEST_RUN_FAILED: "CAUGHT", BUILD_FAILED: "BROKEN (the mutant does not build)",
                NO_TESTS_RUN: "BROKEN (the filter selects no test)"}
     return verdict.get(r.returncode, f"BROKEN (cargo nextest exited {r.returncode})"), summary
