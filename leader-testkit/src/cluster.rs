@@ -201,6 +201,24 @@ impl Cluster {
         self.dir.join("server.log")
     }
 
+    /// Restarts the server with `pg_ctl restart -m <mode>` (`fast` or `immediate`), keeping its
+    /// data, port and options; returns once it accepts connections again.
+    ///
+    /// # Errors
+    ///
+    /// [`HarnessError::Command`] with `pg_ctl`'s output.
+    pub fn restart(&self, mode: &str) -> Result<(), HarnessError> {
+        run(
+            server_command(&self.bindir.join("pg_ctl"))
+                .arg("-D")
+                .arg(self.dir.join("data"))
+                .arg("-l")
+                .arg(self.log_path())
+                .args(["-m", mode, "-w", "-t", "60", "restart"]),
+            "pg_ctl restart",
+        )
+    }
+
     /// Stops the server at once and removes the cluster.
     pub fn stop(&mut self) {
         if self.stopped {

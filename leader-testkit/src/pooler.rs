@@ -20,6 +20,7 @@ pub const POOLER_USERS: [&str; 2] = ["postgres", "leader_app"];
 pub struct Pooler {
     dir: PathBuf,
     port: u16,
+    binary: PathBuf,
     stopped: bool,
 }
 
@@ -97,6 +98,7 @@ impl Pooler {
         let pooler = Pooler {
             dir,
             port,
+            binary,
             stopped: false,
         };
         if !ready {
@@ -112,6 +114,44 @@ impl Pooler {
     /// The pooler's URL for the `postgres` database; swap the database name for others.
     pub fn url(&self) -> String {
         format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// The loopback port the pooler listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Stops the pooler (every client connection is closed) and starts it again on the same
+    /// port; returns once it accepts connections.
+    ///
+    /// # Errors
+    ///
+    /// [`HarnessError::Command`] with the pooler's log if it does not come back.
+    pub fn restart(&self) -> Result<(), HarnessError> {
+        let pid_file = self.dir.join("pgbouncer.pid");
+        if let Ok(pid) = std::fs::read_to_string(&pid_file) {
+            let _ = Command::new("kill")
+                .arg(pid.trim())
+                .stderr(Stdio::null())
+                .status();
+        }
+        wait_for(Duration::from_secs(10), || !pid_file.exists());
+        run(
+            server_command(&self.binary)
+                .arg("-d")
+                .arg(self.dir.join("pgbouncer.ini")),
+            "restart pgbouncer",
+        )?;
+        if wait_for(Duration::from_secs(10), || {
+            std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+        }) {
+            Ok(())
+        } else {
+            Err(HarnessError::Command {
+                what: "wait for the restarted pgbouncer",
+                output: std::fs::read_to_string(self.dir.join("pgbouncer.log")).unwrap_or_default(),
+            })
+        }
     }
 
     /// Stops the pooler and removes its files.
