@@ -22,11 +22,18 @@ pub enum Fault {
     PgRestartImmediate,
     /// PgBouncer stopped and started again while ticks run (runs through the pooler).
     PoolerRestart,
+    /// Replication to an asynchronous standby (made with `pg_basebackup`) is cut, the primary
+    /// grants the ledger again (a grant the standby lacks), the primary crashes, the standby is
+    /// promoted and every replica's link is pointed at it.
+    Failover,
+    /// A fourth replica starts pointed at the standby: it must refuse to lead with one log line
+    /// per role, then lead once its link is pointed at the primary.
+    ReadOnly,
 }
 
 impl Fault {
     /// Every fault, in the order the drill runs them.
-    pub const ALL: [Fault; 8] = [
+    pub const ALL: [Fault; 10] = [
         Fault::Kill,
         Fault::Sever,
         Fault::Freeze,
@@ -35,6 +42,8 @@ impl Fault {
         Fault::PgRestartFast,
         Fault::PgRestartImmediate,
         Fault::PoolerRestart,
+        Fault::Failover,
+        Fault::ReadOnly,
     ];
 
     /// Its name on the command line and in the tables.
@@ -48,6 +57,8 @@ impl Fault {
             Fault::PgRestartFast => "pg-restart-fast",
             Fault::PgRestartImmediate => "pg-restart-immediate",
             Fault::PoolerRestart => "pooler-restart",
+            Fault::Failover => "failover",
+            Fault::ReadOnly => "read-only",
         }
     }
 
@@ -64,6 +75,17 @@ impl Fault {
         self == Fault::PoolerRestart
     }
 
+    /// Whether the fault runs without the pooler (the replicas' links are re-pointed at another
+    /// server, which the drill's PgBouncer does not front).
+    pub fn direct_only(self) -> bool {
+        matches!(self, Fault::Failover | Fault::ReadOnly)
+    }
+
+    /// Whether the run needs a standby.
+    pub fn needs_standby(self) -> bool {
+        matches!(self, Fault::Failover | Fault::ReadOnly)
+    }
+
     /// What the outage figure measures, on the database clock.
     pub fn outage_means(self) -> &'static str {
         match self {
@@ -71,6 +93,10 @@ impl Fault {
             Fault::PgRestartFast | Fault::PgRestartImmediate | Fault::PoolerRestart => {
                 "last claim before the restart → first claim after it is back"
             }
+            Fault::Failover => {
+                "last claim on the old primary → first claim on the promoted standby"
+            }
+            Fault::ReadOnly => "link re-pointed at the primary → the refused replica's first grant",
             _ => "old leader's last claim → first claim under a newer token",
         }
     }

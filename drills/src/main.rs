@@ -17,8 +17,9 @@ use leader_drills::run::{
 /// effect afterwards. Exits 1 on any safety violation (or if the seeded bug goes unnoticed).
 #[derive(Debug, Parser)]
 struct Args {
-    /// CI mode: each fault once at TTL 3 s through PgBouncer, then the seeded-bug freeze; only
-    /// safety decides the exit code.
+    /// CI mode: each fault once at TTL 3 s (through PgBouncer, except the two that re-point
+    /// links at the standby), then the seeded-bug freeze and the `token + 1` failover, which
+    /// must each report a violation; only safety decides the exit code.
     #[arg(long)]
     quick: bool,
     /// The faults to run (default: all).
@@ -38,6 +39,10 @@ struct Args {
     /// must report a violation.
     #[arg(long)]
     seeded_bug: bool,
+    /// Also run the failover with the drill-only `token + 1` override (no clock term), which
+    /// must report a re-issued token.
+    #[arg(long)]
+    token_plus_one: bool,
 }
 
 fn refuse_unworkable(args: &Args) -> Result<(), String> {
@@ -70,6 +75,7 @@ async fn main() -> ExitCode {
         args.ttl_ms = vec![3_000];
         args.runs = 1;
         args.seeded_bug = true;
+        args.token_plus_one = true;
     }
     if args.faults.is_empty() {
         args.faults = Fault::ALL.to_vec();
@@ -143,9 +149,10 @@ async fn drill(args: &Args) -> Result<bool, DrillError> {
                 let config = RunConfig {
                     fault,
                     ttl: Duration::from_millis(ttl_ms),
-                    via_pooler: run == 0 || fault.needs_pooler(),
+                    via_pooler: (run == 0 || fault.needs_pooler()) && !fault.direct_only(),
                     replicas: args.replicas,
                     seeded_bug: false,
+                    token_plus_one: false,
                 };
                 let result = servers.run(index, &config).await?;
                 print_run(&result);
@@ -169,6 +176,7 @@ async fn drill(args: &Args) -> Result<bool, DrillError> {
                 via_pooler: true,
                 replicas: args.replicas,
                 seeded_bug: true,
+                token_plus_one: false,
             };
             let result = servers.run(index, &config).await?;
             print_run(&result);
@@ -186,9 +194,33 @@ async fn drill(args: &Args) -> Result<bool, DrillError> {
             }
         );
     }
+    let mut counterexample = true;
+    if args.token_plus_one {
+        index += 1;
+        let config = RunConfig {
+            fault: Fault::Failover,
+            ttl: Duration::from_millis(args.ttl_ms[0]),
+            via_pooler: false,
+            replicas: args.replicas,
+            seeded_bug: false,
+            token_plus_one: true,
+        };
+        let result = servers.run(index, &config).await?;
+        print_run(&result);
+        counterexample = violated(&result, Kind::Safety);
+        println!(
+            "token + 1 (no clock term) across the failover: {}",
+            if counterexample {
+                "the checker reported the re-issued token"
+            } else {
+                "NOT CAUGHT: no re-issued token reported"
+            }
+        );
+    }
     if !args.quick {
         print_tables(&results);
     }
+    let caught = caught && counterexample;
     println!(
         "{}",
         if safe && caught {
@@ -210,7 +242,7 @@ fn print_tables(results: &BTreeMap<(u64, Fault), Vec<RunResult>>) {
             ttl as f64 / 1000.0
         );
         println!("---|---|---|---|---|---|---");
-        for ((_, fault), runs) in results.range((ttl, Fault::Kill)..=(ttl, Fault::PoolerRestart)) {
+        for ((_, fault), runs) in results.range((ttl, Fault::Kill)..=(ttl, Fault::ReadOnly)) {
             let mut outages: Vec<Duration> = runs.iter().filter_map(|r| r.outage).collect();
             outages.sort();
             let never = runs.len() - outages.len();

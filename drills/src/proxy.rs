@@ -2,7 +2,7 @@
 //! when severed, stops forwarding in both directions **without closing** either socket, so the
 //! replica's connections hang as they do when a network drops packets (no reset, no FIN). New
 //! connections are accepted but not connected onwards until the link heals. Its upstream can be
-//! switched (a failover); existing connections keep their old upstream.
+//! switched (a failover), which closes the open connections.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -17,8 +17,11 @@ pub struct Link {
     port: u16,
     severed: watch::Sender<bool>,
     upstream: Arc<Mutex<SocketAddr>>,
+    connections: Connections,
     accept: tokio::task::JoinHandle<()>,
 }
+
+type Connections = Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>>;
 
 impl Link {
     /// Listens on a free loopback port and forwards each connection to `upstream`.
@@ -27,11 +30,18 @@ impl Link {
         let port = listener.local_addr()?.port();
         let (severed, _) = watch::channel(false);
         let upstream = Arc::new(Mutex::new(upstream));
-        let accept = tokio::spawn(accept_loop(listener, severed.clone(), upstream.clone()));
+        let connections = Connections::default();
+        let accept = tokio::spawn(accept_loop(
+            listener,
+            severed.clone(),
+            upstream.clone(),
+            connections.clone(),
+        ));
         Ok(Link {
             port,
             severed,
             upstream,
+            connections,
             accept,
         })
     }
@@ -51,12 +61,21 @@ impl Link {
         self.severed.send_replace(false);
     }
 
-    /// Sends new connections to `upstream`.
+    /// Sends new connections to `upstream`, and closes the open ones (as a failover does), so the
+    /// replica reconnects there.
     pub fn set_upstream(&self, upstream: SocketAddr) {
         *self
             .upstream
             .lock()
             .expect("the upstream lock is never poisoned") = upstream;
+        for connection in self
+            .connections
+            .lock()
+            .expect("the connections lock is never poisoned")
+            .drain(..)
+        {
+            connection.abort();
+        }
     }
 }
 
@@ -74,13 +93,14 @@ async fn accept_loop(
     listener: TcpListener,
     severed: watch::Sender<bool>,
     upstream: Arc<Mutex<SocketAddr>>,
+    connections: Connections,
 ) {
     while let Ok((client, _)) = listener.accept().await {
         let mut gate = severed.subscribe();
         let upstream = *upstream
             .lock()
             .expect("the upstream lock is never poisoned");
-        tokio::spawn(async move {
+        let connection = tokio::spawn(async move {
             if !open(&mut gate).await {
                 return;
             }
@@ -91,10 +111,16 @@ async fn accept_loop(
             let _ = server.set_nodelay(true);
             let (client_read, client_write) = client.into_split();
             let (server_read, server_write) = server.into_split();
-            let up = tokio::spawn(pump(client_read, server_write, gate.clone()));
-            let down = tokio::spawn(pump(server_read, client_write, gate));
-            let _ = tokio::join!(up, down);
+            tokio::join!(
+                pump(client_read, server_write, gate.clone()),
+                pump(server_read, client_write, gate)
+            );
         });
+        let mut open = connections
+            .lock()
+            .expect("the connections lock is never poisoned");
+        open.retain(|c| !c.is_finished());
+        open.push(connection);
     }
 }
 

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use billing_demo::checks::{CHECKS, Kind, Report, run_checks};
+use billing_demo::checks::{CHECKS, Check, Kind, Report, run_checks};
 use billing_demo::seed::{SeedSize, seed};
 use chrono::{DateTime, Utc};
 use leader_runtime::Timings;
@@ -31,6 +31,20 @@ pub const SEEDED_BUG_SQL: &str =
     "CREATE OR REPLACE FUNCTION leader_fence(p_role text, p_token bigint)
 RETURNS boolean LANGUAGE sql STABLE AS $$ SELECT true $$;";
 
+/// The drill-only `token + 1` override: every change of a lease's token becomes the old token
+/// plus one, as an ACQUIRE without the clock term would issue.
+pub const TOKEN_PLUS_ONE_SQL: &str = "
+CREATE FUNCTION drill_token_plus_one() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.holder_token IS DISTINCT FROM OLD.holder_token THEN
+        NEW.holder_token := OLD.holder_token + 1;
+    END IF;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER drill_token_plus_one BEFORE UPDATE ON leader_leases
+    FOR EACH ROW EXECUTE FUNCTION drill_token_plus_one();";
+
 /// The servers a drill runs against: a private PostgreSQL and a PgBouncer 1.18 in transaction
 /// mode with a pool of 2 in front of it.
 #[derive(Debug)]
@@ -50,6 +64,9 @@ pub struct RunConfig {
     pub via_pooler: bool,
     pub replicas: usize,
     pub seeded_bug: bool,
+    /// The drill-only `token + 1` override (a trigger on `leader_leases`): the counterexample
+    /// the clock term of the token prevents across a failover.
+    pub token_plus_one: bool,
 }
 
 /// What one run found.
@@ -107,6 +124,27 @@ async fn psql(port: u16, db: &str, sql: &str) -> Result<(), DrillError> {
         .await?;
     if out.status.success() {
         Ok(())
+    } else {
+        Err(format!("psql -c {sql:?}: {}", String::from_utf8_lossy(&out.stderr)).into())
+    }
+}
+
+async fn psql_value(port: u16, db: &str, sql: &str) -> Result<String, DrillError> {
+    let out = Command::new("psql")
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-U",
+            "postgres",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-qAt",
+        ])
+        .args(["-p", &port.to_string(), "-d", db, "-c", sql])
+        .output()
+        .await?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
     } else {
         Err(format!("psql -c {sql:?}: {}", String::from_utf8_lossy(&out.stderr)).into())
     }
@@ -187,6 +225,10 @@ async fn wait_outage(
     }
 }
 
+fn local(port: u16) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], port))
+}
+
 fn ts(at: DateTime<Utc>) -> String {
     format!("'{}'::timestamptz", at.to_rfc3339())
 }
@@ -231,6 +273,9 @@ impl Servers {
         if config.seeded_bug {
             sqlx::raw_sql(SEEDED_BUG_SQL).execute(&admin).await?;
         }
+        if config.token_plus_one {
+            sqlx::raw_sql(TOKEN_PLUS_ONE_SQL).execute(&admin).await?;
+        }
         seed(
             &admin,
             SeedSize {
@@ -246,16 +291,16 @@ impl Servers {
     async fn spawn_replica(
         &self,
         db: &str,
-        index: usize,
+        name: String,
+        upstream: Option<u16>,
         config: &RunConfig,
     ) -> Result<Replica, DrillError> {
-        let upstream_port = if config.via_pooler {
+        let upstream_port = upstream.unwrap_or(if config.via_pooler {
             self.pooler.port()
         } else {
             self.cluster.port()
-        };
-        let link = Link::start(SocketAddr::from(([127, 0, 0, 1], upstream_port))).await?;
-        let name = format!("replica-{index}");
+        });
+        let link = Link::start(local(upstream_port)).await?;
         let log = self.log_dir.join(format!("{db}-{name}.log"));
         let file = std::fs::File::create(&log)?;
         let child = Command::new(&self.replica_binary)
@@ -284,12 +329,31 @@ impl Servers {
         let admin = self.create_db(&db, config).await?;
         let timings = Timings::scaled_to_ttl(config.ttl)?;
         let mut replicas = Vec::new();
+        let standby = if config.fault.needs_standby() {
+            let cluster = &self.cluster;
+            Some(tokio::task::block_in_place(|| cluster.start_standby())?)
+        } else {
+            None
+        };
         for i in 1..=config.replicas {
-            replicas.push(self.spawn_replica(&db, i, config).await?);
+            replicas.push(
+                self.spawn_replica(&db, format!("replica-{i}"), None, config)
+                    .await?,
+            );
         }
         let mut notes = Vec::new();
+        let mut struck = Struck::default();
         let result = self
-            .strike(&db, &admin, &mut replicas, config, &timings, &mut notes)
+            .strike(
+                &db,
+                &admin,
+                standby.as_ref(),
+                &mut replicas,
+                config,
+                &timings,
+                &mut notes,
+                &mut struck,
+            )
             .await;
         // Whatever happened, every replica gets SIGCONT and SIGTERM, and a clean exit is expected
         // of each one that was not killed.
@@ -322,12 +386,18 @@ impl Servers {
                 }
             }
         }
-        let (outage, victim) = result?;
-        let mut report = run_checks(&admin, CHECKS).await?;
+        result?;
+        let checked = struck.admin.as_ref().unwrap_or(&admin);
+        let mut report = run_checks(checked, CHECKS).await?;
         report
             .checks
-            .extend(run_checks(&admin, ledger::CHECKS).await?.checks);
+            .extend(run_checks(checked, ledger::CHECKS).await?.checks);
+        report.checks.append(&mut struck.checks);
+        if let Some(new_primary) = struck.admin.take() {
+            new_primary.close().await;
+        }
         admin.close().await;
+        let (outage, victim) = (struck.outage, struck.victim);
         Ok(RunResult {
             config: config.clone(),
             report,
@@ -338,16 +408,32 @@ impl Servers {
     }
 
     /// Waits for the ledger to be led, injects the fault at a random point of the renew cycle,
-    /// heals it, measures the outage, then drains. Returns the outage and the victim.
+    /// heals it, measures the outage, then drains. Fills `struck`.
+    #[allow(clippy::too_many_arguments)]
     async fn strike(
         &self,
         db: &str,
         admin: &PgPool,
-        replicas: &mut [Replica],
+        standby: Option<&Cluster>,
+        replicas: &mut Vec<Replica>,
         config: &RunConfig,
         timings: &Timings,
         notes: &mut Vec<String>,
-    ) -> Result<(Option<Duration>, Option<String>), DrillError> {
+        struck: &mut Struck,
+    ) -> Result<(), DrillError> {
+        match (config.fault, standby) {
+            (Fault::Failover, Some(standby)) => {
+                return self
+                    .fail_over(db, admin, standby, replicas, config, timings, notes, struck)
+                    .await;
+            }
+            (Fault::ReadOnly, Some(standby)) => {
+                return self
+                    .read_only(db, admin, standby, replicas, config, timings, struck)
+                    .await;
+            }
+            _ => {}
+        }
         let startup = Duration::from_secs(60);
         ledger_holder(admin, startup).await?;
         // Let a claim or two land, then strike at a random point of the renew cycle.
@@ -405,6 +491,7 @@ impl Servers {
                 tokio::task::block_in_place(|| pooler.restart())?;
                 heal_at = db_now(admin).await?;
             }
+            Fault::Failover | Fault::ReadOnly => unreachable!("handled above, with a standby"),
         }
         note_fault(admin, "healed").await?;
         let claims = "FROM claims WHERE role = 'drill_ledger'";
@@ -432,11 +519,213 @@ impl Servers {
             ));
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
-        billing_demo::demo::drain(admin, Duration::from_secs(20) + 2 * config.ttl, timings)
-            .await
-            .map_err(|e| e.to_string())?;
-        Ok((outage, Some(holder)))
+        drain(admin, config, timings).await?;
+        struck.outage = outage;
+        struck.victim = Some(holder);
+        Ok(())
     }
+
+    /// The failover: cut replication, wait for a ledger grant the standby lacks, crash the
+    /// primary, promote the standby, point every link at it. The old primary is started again
+    /// afterwards (nothing points at it) to read what it had issued.
+    #[allow(clippy::too_many_arguments)]
+    async fn fail_over(
+        &self,
+        db: &str,
+        admin: &PgPool,
+        standby: &Cluster,
+        replicas: &mut [Replica],
+        config: &RunConfig,
+        timings: &Timings,
+        notes: &mut Vec<String>,
+        struck: &mut Struck,
+    ) -> Result<(), DrillError> {
+        let startup = Duration::from_secs(60);
+        ledger_holder(admin, startup).await?;
+        tokio::time::sleep(timings.heartbeat()).await;
+        psql(standby.port(), db, "ALTER SYSTEM SET primary_conninfo = ''").await?;
+        psql(standby.port(), db, "SELECT pg_reload_conf()").await?;
+        let until = Instant::now() + startup;
+        while psql_value(
+            standby.port(),
+            db,
+            "SELECT count(*) FROM pg_stat_wal_receiver",
+        )
+        .await?
+            != "0"
+        {
+            if Instant::now() > until {
+                return Err("the standby's WAL receiver did not stop".into());
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let (_, cut_token) = ledger_holder(admin, startup).await?;
+        // A grant of the ledger that only the old primary has.
+        let until = Instant::now() + config.ttl * 4 + startup;
+        let (holder, _) = loop {
+            let (holder, token) = ledger_holder(admin, startup).await?;
+            if token != cut_token {
+                break (holder, token);
+            }
+            if Instant::now() > until {
+                return Err("the ledger was not granted again after replication was cut".into());
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        let delay = rand::rng().random_range(Duration::ZERO..timings.heartbeat());
+        tokio::time::sleep(delay).await;
+        let fault_at = note_fault(admin, "failover").await?;
+        let primary = &self.cluster;
+        tokio::task::block_in_place(|| primary.crash())?;
+        tokio::task::block_in_place(|| standby.promote())?;
+        let new_admin = PgPoolOptions::new()
+            .max_connections(4)
+            .connect_with(
+                PgConnectOptions::new()
+                    .host("127.0.0.1")
+                    .port(standby.port())
+                    .username("postgres")
+                    .database(db),
+            )
+            .await?;
+        let promoted_at = db_now_when_back(&new_admin, startup).await?;
+        for replica in replicas.iter() {
+            replica.link.set_upstream(local(standby.port()));
+        }
+        // What the old primary had issued, read from it once it is back (nothing points at it).
+        tokio::task::block_in_place(|| primary.restart("fast"))?;
+        let old_last_claim: Option<DateTime<Utc>> =
+            sqlx::raw_sql("SELECT max(claimed_at) FROM claims WHERE role = 'drill_ledger'")
+                .fetch_one(admin)
+                .await?
+                .try_get(0)?;
+        let issued: Vec<(String, i64)> =
+            sqlx::raw_sql("SELECT role, holder_token FROM leader_leases ORDER BY role")
+                .fetch_all(admin)
+                .await?
+                .iter()
+                .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+                .collect::<sqlx::Result<_>>()?;
+        let old_ledger_token = issued
+            .iter()
+            .find(|(role, _)| role == "drill_ledger")
+            .map(|(_, token)| *token)
+            .ok_or("the old primary has no drill_ledger row")?;
+        let first_new = format!(
+            "SELECT {last}::timestamptz, (SELECT min(claimed_at) FROM claims
+                      WHERE role = 'drill_ledger' AND claimed_at > {promoted})",
+            last = old_last_claim.map(ts).unwrap_or_else(|| "NULL".into()),
+            promoted = ts(promoted_at)
+        );
+        let limit = config.ttl * 4 + Duration::from_secs(30);
+        struck.outage = wait_outage(&new_admin, first_new, limit).await?;
+        if struck.outage.is_none() {
+            notes.push(format!(
+                "drill_ledger did not run on the promoted standby within {limit:?}"
+            ));
+        }
+        // The old leader's fence, on the new primary, while its successor leads.
+        let fenced_in: bool = sqlx::query_scalar("SELECT leader_fence('drill_ledger', $1)")
+            .bind(old_ledger_token)
+            .fetch_one(&new_admin)
+            .await?;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        drain(&new_admin, config, timings).await?;
+        let mut reissued = 0;
+        for (role, last_old) in &issued {
+            let count: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM grants WHERE role = $1 AND granted_at > $2 AND token <= $3",
+            )
+            .bind(role)
+            .bind(fault_at)
+            .bind(last_old)
+            .fetch_one(&new_admin)
+            .await?;
+            reissued += count;
+        }
+        struck.checks.push(Check {
+            name: "no token granted after the failover repeats or undercuts one the old primary issued",
+            kind: Kind::Safety,
+            violations: reissued,
+        });
+        struck.checks.push(Check {
+            name: "the old primary's last ledger token is not fenced-in on the promoted standby",
+            kind: Kind::Safety,
+            violations: i64::from(fenced_in),
+        });
+        struck.victim = Some(holder);
+        struck.admin = Some(new_admin);
+        Ok(())
+    }
+
+    /// The read-only server: a replica pointed at the standby refuses to lead, saying so once
+    /// per role, then leads once its link is pointed at the primary.
+    #[allow(clippy::too_many_arguments)]
+    async fn read_only(
+        &self,
+        db: &str,
+        admin: &PgPool,
+        standby: &Cluster,
+        replicas: &mut Vec<Replica>,
+        config: &RunConfig,
+        timings: &Timings,
+        struck: &mut Struck,
+    ) -> Result<(), DrillError> {
+        let name = "replica-on-standby".to_owned();
+        ledger_holder(admin, Duration::from_secs(60)).await?;
+        let replica = self
+            .spawn_replica(db, name.clone(), Some(standby.port()), config)
+            .await?;
+        // Long enough for several polls of every role.
+        tokio::time::sleep(config.ttl * 2).await;
+        let log = std::fs::read_to_string(&replica.log)?;
+        let roles = 6;
+        let refusals = log.matches("the database is read-only").count() as i64;
+        let led = log.matches("became leader").count() as i64;
+        let heal_at = note_fault(admin, "read-only replica pointed at the primary").await?;
+        replica.link.set_upstream(local(self.cluster.port()));
+        replicas.push(replica);
+        let first_grant = format!(
+            "SELECT {heal}, (SELECT min(granted_at) FROM grants
+                              WHERE holder = '{name}' AND granted_at > {heal})",
+            heal = ts(heal_at)
+        );
+        struck.outage =
+            wait_outage(admin, first_grant, config.ttl * 4 + Duration::from_secs(30)).await?;
+        let log = std::fs::read_to_string(&replicas.last().expect("just pushed").log)?;
+        let resumed = log.matches("accepts writes again").count() as i64;
+        struck.checks.push(Check {
+            name: "a replica on the standby logged exactly one read-only line per role, and led nothing",
+            kind: Kind::Safety,
+            violations: (refusals - roles).abs() + led,
+        });
+        struck.checks.push(Check {
+            name: "pointed at the primary, it said once per role that it leads again",
+            kind: Kind::Liveness,
+            violations: (resumed - roles).abs(),
+        });
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        drain(admin, config, timings).await?;
+        struck.victim = Some(name);
+        Ok(())
+    }
+}
+
+/// What a strike left for the checks.
+#[derive(Debug, Default)]
+struct Struck {
+    outage: Option<Duration>,
+    victim: Option<String>,
+    /// The pool to check through when the run ended on another server (a failover).
+    admin: Option<PgPool>,
+    /// Checks only this fault can make.
+    checks: Vec<Check>,
+}
+
+async fn drain(admin: &PgPool, config: &RunConfig, timings: &Timings) -> Result<(), DrillError> {
+    billing_demo::demo::drain(admin, Duration::from_secs(20) + 2 * config.ttl, timings)
+        .await
+        .map_err(|e| e.to_string().into())
 }
 
 /// Whether `result` found a violation of `kind`.
