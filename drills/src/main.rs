@@ -165,8 +165,8 @@ async fn drill(args: &Args) -> Result<bool, DrillError> {
     if args.seeded_bug {
         // The frozen leader shows the bug only if it claims again after SIGCONT while a newer
         // token holds the role (it does for the rest of its unit of work, within the grace
-        // period); a freeze that lands at the end of a unit, or a takeover that comes after the
-        // unit ends, shows nothing. Up to three runs; the first violation ends them.
+        // period); a freeze that lands at the very end of a unit shows nothing. Up to three
+        // runs; the first violation ends them.
         caught = false;
         for _ in 0..3 {
             index += 1;
