@@ -5,12 +5,14 @@
 //! (`billing_demo::checks`) plus the ledger's.
 //!
 //! * [`ledger`]: the long-tick role every fault lands in the middle of.
+//! * [`advisory`]: the same role led by a session advisory lock, for comparison.
 //! * [`proxy`]: the severable link.
 //! * [`fault`]: the faults and how each is injected and healed.
 //! * [`run`]: one drill run, from a fresh database to its checks and outage.
 //!
 //! `scripts/drill` is the command; see `docs/benchmarks/failure-correctness.md`.
 
+pub mod advisory;
 pub mod fault;
 pub mod ledger;
 pub mod proxy;

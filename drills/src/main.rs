@@ -43,6 +43,10 @@ struct Args {
     /// must report a re-issued token.
     #[arg(long)]
     token_plus_one: bool,
+    /// Lead the drill's ledger role by a session advisory lock instead of a lease (the
+    /// comparison); meant with --faults kill,sever,freeze,pooler-restart.
+    #[arg(long)]
+    advisory_lock: bool,
 }
 
 fn refuse_unworkable(args: &Args) -> Result<(), String> {
@@ -71,6 +75,20 @@ async fn main() -> ExitCode {
         eprintln!("drill: {why}");
         return ExitCode::from(2);
     }
+    let advisory_faults = [
+        Fault::Kill,
+        Fault::Sever,
+        Fault::Freeze,
+        Fault::Term,
+        Fault::PoolerRestart,
+    ];
+    if args.advisory_lock && !args.faults.iter().all(|f| advisory_faults.contains(f)) {
+        eprintln!(
+            "drill: --advisory-lock needs --faults from kill,sever,freeze,term,pooler-restart \
+             (the others act on the lease row or need its fence)"
+        );
+        return ExitCode::from(2);
+    }
     if args.quick {
         args.ttl_ms = vec![3_000];
         args.runs = 1;
@@ -97,7 +115,7 @@ fn secs(d: Duration) -> String {
 fn print_run(result: &RunResult) {
     let c = &result.config;
     println!(
-        "{:<21} ttl {:>4.1}s {:<9} victim {:<10} outage {:>6}  safety {}  liveness {}{}",
+        "{:<21} ttl {:>4.1}s {:<9} leader {:<10} outage {:>6}  safety {}  liveness {}{}{}",
         c.fault.name(),
         c.ttl.as_secs_f64(),
         if c.via_pooler { "pgbouncer" } else { "direct" },
@@ -117,6 +135,11 @@ fn print_run(result: &RunResult) {
             "ok"
         },
         if c.seeded_bug { "  (seeded bug)" } else { "" },
+        if c.advisory_lock {
+            "  (advisory lock)"
+        } else {
+            ""
+        },
     );
     for line in result.report.lines() {
         if line.starts_with("[FAIL]") {
@@ -153,6 +176,7 @@ async fn drill(args: &Args) -> Result<bool, DrillError> {
                     replicas: args.replicas,
                     seeded_bug: false,
                     token_plus_one: false,
+                    advisory_lock: args.advisory_lock,
                 };
                 let result = servers.run(index, &config).await?;
                 print_run(&result);
@@ -177,6 +201,7 @@ async fn drill(args: &Args) -> Result<bool, DrillError> {
                 replicas: args.replicas,
                 seeded_bug: true,
                 token_plus_one: false,
+                advisory_lock: false,
             };
             let result = servers.run(index, &config).await?;
             print_run(&result);
@@ -204,6 +229,7 @@ async fn drill(args: &Args) -> Result<bool, DrillError> {
             replicas: args.replicas,
             seeded_bug: false,
             token_plus_one: true,
+            advisory_lock: false,
         };
         let result = servers.run(index, &config).await?;
         print_run(&result);

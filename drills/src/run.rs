@@ -67,6 +67,8 @@ pub struct RunConfig {
     /// The drill-only `token + 1` override (a trigger on `leader_leases`): the counterexample
     /// the clock term of the token prevents across a failover.
     pub token_plus_one: bool,
+    /// Lead `drill_ledger` by a session advisory lock instead of a lease (the comparison).
+    pub advisory_lock: bool,
 }
 
 /// What one run found.
@@ -183,14 +185,33 @@ async fn note_fault(admin: &PgPool, what: &str) -> Result<DateTime<Utc>, DrillEr
 
 /// The ledger's holder and token now, once it has one.
 async fn ledger_holder(admin: &PgPool, limit: Duration) -> Result<(String, i64), DrillError> {
+    leader_from(
+        admin,
+        "SELECT holder_id, holder_token FROM leader_leases
+          WHERE role = 'drill_ledger' AND expires_at > now()",
+        limit,
+    )
+    .await
+}
+
+/// The ledger's leader by advisory lock: the holder of the latest grant.
+async fn advisory_holder(admin: &PgPool, limit: Duration) -> Result<(String, i64), DrillError> {
+    leader_from(
+        admin,
+        "SELECT holder, token FROM grants WHERE role = 'drill_ledger' ORDER BY id DESC LIMIT 1",
+        limit,
+    )
+    .await
+}
+
+async fn leader_from(
+    admin: &PgPool,
+    sql: &'static str,
+    limit: Duration,
+) -> Result<(String, i64), DrillError> {
     let until = Instant::now() + limit;
     loop {
-        let row = sqlx::raw_sql(
-            "SELECT holder_id, holder_token FROM leader_leases
-              WHERE role = 'drill_ledger' AND expires_at > now()",
-        )
-        .fetch_optional(admin)
-        .await?;
+        let row = sqlx::raw_sql(sql).fetch_optional(admin).await?;
         if let Some(row) = row {
             return Ok((row.try_get(0)?, row.try_get(1)?));
         }
@@ -310,6 +331,7 @@ impl Servers {
             ])
             .args(["--holder", &name])
             .args(["--ttl-ms", &config.ttl.as_millis().to_string()])
+            .args(config.advisory_lock.then_some("--advisory-lock"))
             .stdin(Stdio::null())
             .stdout(file.try_clone()?)
             .stderr(file)
@@ -435,12 +457,19 @@ impl Servers {
             _ => {}
         }
         let startup = Duration::from_secs(60);
-        ledger_holder(admin, startup).await?;
+        let leader = async |admin| {
+            if config.advisory_lock {
+                advisory_holder(admin, startup).await
+            } else {
+                ledger_holder(admin, startup).await
+            }
+        };
+        leader(admin).await?;
         // Let a claim or two land, then strike at a random point of the renew cycle.
         tokio::time::sleep(timings.heartbeat()).await;
         let delay = rand::rng().random_range(Duration::ZERO..timings.heartbeat());
         tokio::time::sleep(delay).await;
-        let (holder, token) = ledger_holder(admin, startup).await?;
+        let (holder, token) = leader(admin).await?;
         let victim = replicas
             .iter()
             .position(|r| r.name == holder)

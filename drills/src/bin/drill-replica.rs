@@ -21,6 +21,9 @@ struct Args {
     /// Lease TTL in milliseconds; the other timings scale with it.
     #[arg(long)]
     ttl_ms: u64,
+    /// Lead `drill_ledger` by a session advisory lock instead of a lease (the comparison).
+    #[arg(long)]
+    advisory_lock: bool,
 }
 
 #[tokio::main]
@@ -50,17 +53,30 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         .connect_lazy(&args.url)?;
     // Linking a symbol of billing-demo keeps its #[leader_role] registrations in the binary.
     let _ = &billing_demo::MIGRATOR;
-    let runtime = Runtime::builder(pool)
-        .registered_jobs()
-        .role(ledger::LEDGER, ledger::EVERY, move |tick| {
+    let shutdown = leader_runtime::shutdown::on_signal();
+    let mut builder = Runtime::builder(pool.clone()).registered_jobs();
+    let advisory = if args.advisory_lock {
+        Some(tokio::spawn(leader_drills::advisory::lead(
+            pool,
+            args.holder.clone(),
+            shutdown.clone(),
+        )))
+    } else {
+        builder = builder.role(ledger::LEDGER, ledger::EVERY, move |tick| {
             ledger::tick(tick, units as usize)
-        })
+        });
+        None
+    };
+    let runtime = builder
         .timings(timings)
         .holder_id(args.holder)
         .shutdown_grace(Duration::from_secs(2))
         .status_every(Duration::from_secs(1))
         .build()?;
-    tracing::info!(roles = ?runtime.roles(), "drill replica starting");
-    runtime.run(leader_runtime::shutdown::on_signal()).await?;
+    tracing::info!(roles = ?runtime.roles(), advisory = args.advisory_lock, "drill replica starting");
+    runtime.run(shutdown).await?;
+    if let Some(advisory) = advisory {
+        advisory.await?;
+    }
     Ok(())
 }
