@@ -6,7 +6,8 @@
 //!
 //! * [`ledger`]: the long-tick role every fault lands in the middle of.
 //! * [`advisory`]: the same role led by a session advisory lock, for comparison.
-//! * [`proxy`]: the severable link.
+//! * [`netns`]: the severed link with the kernel's tools (a namespace and a veth pair per replica).
+//! * [`proxy`]: the severable link in user space (the fallback, and re-pointing for a failover).
 //! * [`fault`]: the faults and how each is injected and healed.
 //! * [`run`]: one drill run, from a fresh database to its checks and outage.
 //!
@@ -15,5 +16,6 @@
 pub mod advisory;
 pub mod fault;
 pub mod ledger;
+pub mod netns;
 pub mod proxy;
 pub mod run;

@@ -115,10 +115,11 @@ fn secs(d: Duration) -> String {
 fn print_run(result: &RunResult) {
     let c = &result.config;
     println!(
-        "{:<21} ttl {:>4.1}s {:<9} leader {:<10} outage {:>6}  safety {}  liveness {}{}{}",
+        "{:<21} ttl {:>4.1}s {:<9} {:<5} leader {:<10} outage {:>6}  safety {}  liveness {}{}{}",
         c.fault.name(),
         c.ttl.as_secs_f64(),
         if c.via_pooler { "pgbouncer" } else { "direct" },
+        result.link,
         result.victim.as_deref().unwrap_or("-"),
         result
             .outage
@@ -153,13 +154,18 @@ fn print_run(result: &RunResult) {
 
 async fn drill(args: &Args) -> Result<bool, DrillError> {
     let log_dir = default_log_dir();
-    let servers = Servers::start(log_dir.clone(), replica_binary()?)?;
+    let servers = Servers::start(log_dir.clone(), replica_binary()?, args.replicas)?;
     println!(
         "drill: PostgreSQL on port {}, PgBouncer 1.18 (transaction mode, pool of 2) on port {}, \
-         {} replicas, logs in {}",
+         {} replicas, severed links by {}, logs in {}",
         servers.cluster.port(),
         servers.pooler.port(),
         args.replicas,
+        if servers.netns.is_some() {
+            "network namespaces (a veth pair per replica, set down)"
+        } else {
+            "the TCP proxy"
+        },
         log_dir.display()
     );
     let mut index = 0;

@@ -26,7 +26,13 @@ type Connections = Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>>;
 impl Link {
     /// Listens on a free loopback port and forwards each connection to `upstream`.
     pub async fn start(upstream: SocketAddr) -> std::io::Result<Link> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        Link::start_on("127.0.0.1", upstream).await
+    }
+
+    /// As [`Link::start`], listening on `address` (a veth pair's host end, so a replica in a
+    /// network namespace reaches a server that listens on loopback only).
+    pub async fn start_on(address: &str, upstream: SocketAddr) -> std::io::Result<Link> {
+        let listener = TcpListener::bind((address, 0)).await?;
         let port = listener.local_addr()?.port();
         let (severed, _) = watch::channel(false);
         let upstream = Arc::new(Mutex::new(upstream));

@@ -20,6 +20,7 @@ use tokio::time::Instant;
 
 use crate::fault::Fault;
 use crate::ledger;
+use crate::netns::Namespaces;
 use crate::proxy::Link;
 
 /// The error type of a run that could not be carried out (as opposed to one whose checks
@@ -51,6 +52,9 @@ CREATE TRIGGER drill_token_plus_one BEFORE UPDATE ON leader_leases
 pub struct Servers {
     pub cluster: Cluster,
     pub pooler: Pooler,
+    /// A network namespace per replica for the severed link, when `ip netns add` works (else
+    /// `None`, and the drill's TCP proxy severs instead).
+    pub netns: Option<Namespaces>,
     /// Where the replicas' logs and each run's notes go.
     pub log_dir: PathBuf,
     pub replica_binary: PathBuf,
@@ -80,6 +84,9 @@ pub struct RunResult {
     /// not run again before the drill gave up waiting.
     pub outage: Option<Duration>,
     pub victim: Option<String>,
+    /// What carried the replicas' connections: `netns` (a namespace and veth pair each, direct
+    /// to PostgreSQL) or `proxy` (the harness's TCP proxy).
+    pub link: &'static str,
     /// Anything worth saying beside the figures (a replica that did not exit cleanly, ...).
     pub notes: Vec<String>,
 }
@@ -88,6 +95,8 @@ struct Replica {
     name: String,
     child: Child,
     link: Link,
+    /// The namespace the replica runs in, if any (its link is then the veth pair).
+    netns: Option<usize>,
     log: PathBuf,
 }
 
@@ -255,14 +264,27 @@ fn ts(at: DateTime<Utc>) -> String {
 }
 
 impl Servers {
-    /// Starts PostgreSQL and PgBouncer (pool of 2, transaction mode).
-    pub fn start(log_dir: PathBuf, replica_binary: PathBuf) -> Result<Servers, DrillError> {
+    /// Starts PostgreSQL and PgBouncer (pool of 2, transaction mode), and a network namespace
+    /// per replica where the kernel allows it.
+    pub fn start(
+        log_dir: PathBuf,
+        replica_binary: PathBuf,
+        replicas: usize,
+    ) -> Result<Servers, DrillError> {
         let cluster = Cluster::start()?;
         let pooler = Pooler::start_with_pool_size("127.0.0.1", cluster.port(), 2)?;
         std::fs::create_dir_all(&log_dir)?;
+        let netns = match Namespaces::create(replicas) {
+            Ok(namespaces) => Some(namespaces),
+            Err(why) => {
+                eprintln!("drill: no network namespaces ({why}); the TCP proxy severs links");
+                None
+            }
+        };
         Ok(Servers {
             cluster,
             pooler,
+            netns,
             log_dir,
             replica_binary,
         })
@@ -314,6 +336,7 @@ impl Servers {
         db: &str,
         name: String,
         upstream: Option<u16>,
+        netns: Option<usize>,
         config: &RunConfig,
     ) -> Result<Replica, DrillError> {
         let upstream_port = upstream.unwrap_or(if config.via_pooler {
@@ -321,14 +344,35 @@ impl Servers {
         } else {
             self.cluster.port()
         });
-        let link = Link::start(local(upstream_port)).await?;
+        // In a namespace, the replica reaches the servers (on loopback) through a forwarder on its
+        // veth pair's host end; the kernel severs the pair, the forwarder never does.
+        let link = match (netns, &self.netns) {
+            (Some(i), Some(_)) => {
+                Link::start_on(&Namespaces::host_addr(i), local(upstream_port)).await?
+            }
+            _ => Link::start(local(upstream_port)).await?,
+        };
         let log = self.log_dir.join(format!("{db}-{name}.log"));
         let file = std::fs::File::create(&log)?;
-        let child = Command::new(&self.replica_binary)
-            .args([
-                "--url",
-                &format!("postgres://postgres@127.0.0.1:{}/{db}", link.port()),
-            ])
+        let (mut command, url) = match (netns, &self.netns) {
+            (Some(i), Some(namespaces)) => {
+                let mut command = Command::new("ip");
+                command
+                    .args(namespaces.exec_prefix(i))
+                    .arg(&self.replica_binary);
+                let host = Namespaces::host_addr(i);
+                (
+                    command,
+                    format!("postgres://postgres@{host}:{}/{db}", link.port()),
+                )
+            }
+            _ => (
+                Command::new(&self.replica_binary),
+                format!("postgres://postgres@127.0.0.1:{}/{db}", link.port()),
+            ),
+        };
+        let child = command
+            .args(["--url", &url])
             .args(["--holder", &name])
             .args(["--ttl-ms", &config.ttl.as_millis().to_string()])
             .args(config.advisory_lock.then_some("--advisory-lock"))
@@ -341,6 +385,7 @@ impl Servers {
             name,
             child,
             link,
+            netns: netns.filter(|_| self.netns.is_some()),
             log,
         })
     }
@@ -357,10 +402,22 @@ impl Servers {
         } else {
             None
         };
+        // The severed link uses the kernel's tools where it can: a namespace per replica.
+        let in_netns = config.fault == Fault::Sever
+            && self
+                .netns
+                .as_ref()
+                .is_some_and(|n| n.len() >= config.replicas);
         for i in 1..=config.replicas {
             replicas.push(
-                self.spawn_replica(&db, format!("replica-{i}"), None, config)
-                    .await?,
+                self.spawn_replica(
+                    &db,
+                    format!("replica-{i}"),
+                    None,
+                    in_netns.then_some(i),
+                    config,
+                )
+                .await?,
             );
         }
         let mut notes = Vec::new();
@@ -381,6 +438,9 @@ impl Servers {
         // of each one that was not killed.
         for replica in &mut replicas {
             replica.link.heal();
+            if let (Some(i), Some(namespaces)) = (replica.netns, &self.netns) {
+                let _ = namespaces.heal(i);
+            }
             if let Some(pid) = replica.pid() {
                 let _ = signal(pid, "CONT").await;
                 let _ = signal(pid, "TERM").await;
@@ -425,6 +485,7 @@ impl Servers {
             report,
             outage,
             victim,
+            link: if in_netns { "netns" } else { "proxy" },
             notes,
         })
     }
@@ -494,11 +555,18 @@ impl Servers {
                 tokio::time::sleep(hold).await;
                 signal(pid, "CONT").await?;
             }
-            Fault::Sever => {
-                replicas[victim].link.sever();
-                tokio::time::sleep(hold).await;
-                replicas[victim].link.heal();
-            }
+            Fault::Sever => match (replicas[victim].netns, &self.netns) {
+                (Some(i), Some(namespaces)) => {
+                    namespaces.sever(i)?;
+                    tokio::time::sleep(hold).await;
+                    namespaces.heal(i)?;
+                }
+                _ => {
+                    replicas[victim].link.sever();
+                    tokio::time::sleep(hold).await;
+                    replicas[victim].link.heal();
+                }
+            },
             Fault::Pause => {
                 let port = self.cluster.port();
                 psql(
@@ -709,7 +777,7 @@ impl Servers {
         let name = "replica-on-standby".to_owned();
         ledger_holder(admin, Duration::from_secs(60)).await?;
         let replica = self
-            .spawn_replica(db, name.clone(), Some(standby.port()), config)
+            .spawn_replica(db, name.clone(), Some(standby.port()), None, config)
             .await?;
         // Long enough for several polls of every role.
         tokio::time::sleep(config.ttl * 2).await;
