@@ -78,24 +78,58 @@ CREATE TABLE effects (
     at              timestamptz NOT NULL DEFAULT clock_timestamp()
 );
 
--- Every grant a job saw and every claim it made, with the database clock, so the checks can
--- prove no claim returned rows to a token already superseded.
-CREATE TABLE grants (
-    role            text        NOT NULL,
-    token           bigint      NOT NULL,
-    granted_at      timestamptz NOT NULL,
-    PRIMARY KEY (role, token)
-);
 -- When the demo stopped taking new billing periods: every period that ended before it must be
 -- billed by the end.
 CREATE TABLE billing_cutoff (
     cutoff          timestamptz NOT NULL
 );
 
+-- The demo's audit trail (src/audit.rs), which its checks (src/checks.rs) read: every grant a
+-- job saw, every claim it made with the rows it got, every tick it completed, and every time a
+-- lease was stamped completed, each on the database clock. Grants have no unique key on purpose:
+-- the checks look for a token issued twice.
+CREATE TABLE grants (
+    id              bigserial   PRIMARY KEY,
+    role            text        NOT NULL,
+    token           bigint      NOT NULL,
+    holder          text,
+    granted_at      timestamptz NOT NULL
+);
+
 CREATE TABLE claims (
     id              bigserial   PRIMARY KEY,
     role            text        NOT NULL,
     token           bigint      NOT NULL,
-    rows_claimed    integer     NOT NULL,
+    row_ids         bigint[]    NOT NULL,
     claimed_at      timestamptz NOT NULL
 );
+
+CREATE TABLE completions (
+    id              bigserial   PRIMARY KEY,
+    role            text        NOT NULL,
+    token           bigint      NOT NULL,
+    at              timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+
+CREATE TABLE lease_stamps (
+    id              bigserial   PRIMARY KEY,
+    role            text        NOT NULL,
+    token           bigint      NOT NULL,
+    stamped_at      timestamptz NOT NULL
+);
+
+CREATE FUNCTION audit_lease_stamp() RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    INSERT INTO lease_stamps (role, token, stamped_at)
+    VALUES (NEW.role, NEW.holder_token, NEW.last_tick_ended_at);
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER leader_leases_audit_stamp
+    AFTER UPDATE OF last_tick_ended_at ON leader_leases
+    FOR EACH ROW
+    WHEN (NEW.last_tick_ended_at IS DISTINCT FROM OLD.last_tick_ended_at)
+    EXECUTE FUNCTION audit_lease_stamp();

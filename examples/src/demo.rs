@@ -9,7 +9,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::checks::{Check, run_checks};
+use crate::checks::{CHECKS, Report, run_checks};
 use crate::seed::{SeedSize, seed};
 
 /// What the demo runs.
@@ -31,7 +31,7 @@ pub struct DemoConfig {
 /// What the demo found.
 #[derive(Debug)]
 pub struct DemoSummary {
-    pub checks: Vec<Check>,
+    pub report: Report,
     /// Per role: ticks granted and rows claimed.
     pub per_role: BTreeMap<String, (i64, i64)>,
     /// The killed replica and how long each of its roles took to be led elsewhere.
@@ -41,8 +41,9 @@ pub struct DemoSummary {
 }
 
 impl DemoSummary {
+    /// True when every safety and liveness check passed.
     pub fn passed(&self) -> bool {
-        self.checks.iter().all(Check::passed)
+        self.report.all_passed()
     }
 }
 
@@ -96,7 +97,7 @@ async fn per_role(pool: &PgPool) -> sqlx::Result<BTreeMap<String, (i64, i64)>> {
     let rows = sqlx::raw_sql(
         "SELECT g.role, g.ticks, coalesce(c.claimed, 0)::bigint AS claimed
            FROM (SELECT role, count(*) AS ticks FROM grants GROUP BY role) g
-           LEFT JOIN (SELECT role, sum(rows_claimed) AS claimed FROM claims GROUP BY role) c
+           LEFT JOIN (SELECT role, sum(cardinality(row_ids)) AS claimed FROM claims GROUP BY role) c
              ON c.role = g.role",
     )
     .fetch_all(pool)
@@ -137,6 +138,39 @@ async fn wait_for_zero(pool: &PgPool, count_sql: &'static str, until: Instant) -
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    Ok(())
+}
+
+/// Ends a run so the checks can judge it: takes no new billing periods (every period that ended
+/// before now must be billed), waits for billing to catch up, pauses `billing` and `dunning`
+/// through the framework's pause API, and waits for the queues to drain; waits `drain_for` at
+/// most, leaving whatever is left for the liveness checks to report.
+pub async fn drain(
+    admin: &PgPool,
+    drain_for: Duration,
+    timings: &Timings,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let drain_until = Instant::now() + drain_for;
+    sqlx::raw_sql("INSERT INTO billing_cutoff (cutoff) VALUES (now())")
+        .execute(admin)
+        .await?;
+    let caught_up = "SELECT count(*) FROM subscriptions s, billing_cutoff c
+                      WHERE s.billed_until + s.period_secs * interval '1 second' <= c.cutoff";
+    wait_for_zero(admin, caught_up, drain_until).await?;
+    for role in ["billing", "dunning"] {
+        leader_runtime::lease::pause(
+            admin,
+            role,
+            "billing-demo",
+            Some("draining before the checks"),
+            timings,
+        )
+        .await?;
+    }
+    let queued = "SELECT (SELECT count(*) FROM webhook_outbox WHERE dispatched_at IS NULL)
+                       + (SELECT count(*) FROM email_outbox WHERE sent_at IS NULL)
+                       + (SELECT count(*) FROM webhook_deliveries WHERE status = 'pending')";
+    wait_for_zero(admin, queued, drain_until).await?;
     Ok(())
 }
 
@@ -213,25 +247,7 @@ pub async fn run_demo(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
-    // Take no new billing periods: billing catches up on every period that ended before the
-    // cutoff, then billing and dunning pause and the queues drain.
-    let drain_until = Instant::now() + config.drain_for;
-    sqlx::raw_sql("INSERT INTO billing_cutoff (cutoff) VALUES (now())")
-        .execute(admin)
-        .await?;
-    let caught_up = "SELECT count(*) FROM subscriptions s, billing_cutoff c
-                      WHERE s.billed_until + s.period_secs * interval '1 second' <= c.cutoff";
-    wait_for_zero(admin, caught_up, drain_until).await?;
-    for role in ["billing", "dunning"] {
-        sqlx::query("SELECT leader_pause($1, 'billing-demo', 'draining before the checks')")
-            .bind(role)
-            .execute(admin)
-            .await?;
-    }
-    let queued = "SELECT (SELECT count(*) FROM webhook_outbox WHERE dispatched_at IS NULL)
-                       + (SELECT count(*) FROM email_outbox WHERE sent_at IS NULL)
-                       + (SELECT count(*) FROM webhook_deliveries WHERE status = 'pending')";
-    wait_for_zero(admin, queued, drain_until).await?;
+    drain(admin, config.drain_for, &config.timings).await?;
     shutdown.cancel();
     for replica in replicas {
         replica.handle.await??;
@@ -244,7 +260,7 @@ pub async fn run_demo(
         .await?
         .try_get(0)?;
     Ok(DemoSummary {
-        checks: run_checks(admin).await?,
+        report: run_checks(admin, CHECKS).await?,
         per_role: per_role(admin).await?,
         takeovers,
         killed: killed.map(|(name, ..)| name),

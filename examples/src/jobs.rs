@@ -5,6 +5,7 @@
 use leader_runtime::panic_guard::{Steps, run_batch};
 use leader_runtime::{JobError, TickContext, leader_role};
 
+use crate::audit::Audit;
 use crate::store::Store;
 
 /// Subscriptions billed per tick at most.
@@ -14,6 +15,13 @@ const QUEUE_BATCH: i64 = 100;
 
 fn store(tick: &TickContext) -> Store {
     Store::new(tick.pool().clone())
+}
+
+/// The demo's audit trail (not part of the jobs' logic: see [`crate::audit`]). Records the grant.
+async fn audit(tick: &TickContext) -> sqlx::Result<Audit> {
+    let audit = Audit::new(tick.pool().clone());
+    audit.grant(tick.fence(), tick.db_now()).await?;
+    Ok(audit)
 }
 
 /// A deterministic stand-in for a card network: whether charge `attempt` of run `id` succeeds.
@@ -30,8 +38,10 @@ fn receiver_accepts(id: i64, attempt: i32) -> bool {
 pub async fn bill(tick: TickContext) -> Result<(), JobError> {
     let store = store(&tick);
     let fence = tick.fence();
-    store.note_grant(fence, tick.db_now()).await?;
-    let due = store.due_subscriptions(fence, BILLING_BATCH).await?;
+    let audit = audit(&tick).await?;
+    let due = audit
+        .claim(fence, store.due_subscriptions(fence, BILLING_BATCH))
+        .await?;
     let mut steps = Steps::new("billing");
     for sub in due {
         if tick.is_cancelled() {
@@ -51,6 +61,7 @@ pub async fn bill(tick: TickContext) -> Result<(), JobError> {
         }
     }
     steps.finish();
+    audit.completed(fence).await?;
     Ok(())
 }
 
@@ -58,8 +69,10 @@ pub async fn bill(tick: TickContext) -> Result<(), JobError> {
 pub async fn dun(tick: TickContext) -> Result<(), JobError> {
     let store = store(&tick);
     let fence = tick.fence();
-    store.note_grant(fence, tick.db_now()).await?;
-    let due = store.due_dunning_runs(fence, QUEUE_BATCH).await?;
+    let audit = audit(&tick).await?;
+    let due = audit
+        .claim(fence, store.due_dunning_runs(fence, QUEUE_BATCH))
+        .await?;
     let report = run_batch("dunning", due, |run| {
         let store = store.clone();
         async move {
@@ -73,6 +86,7 @@ pub async fn dun(tick: TickContext) -> Result<(), JobError> {
     for (run, error) in &report.failed {
         tracing::warn!(run, %error, "dunning attempt failed; retried next tick");
     }
+    audit.completed(fence).await?;
     Ok(())
 }
 
@@ -80,13 +94,16 @@ pub async fn dun(tick: TickContext) -> Result<(), JobError> {
 pub async fn dispatch_webhooks(tick: TickContext) -> Result<(), JobError> {
     let store = store(&tick);
     let fence = tick.fence();
-    store.note_grant(fence, tick.db_now()).await?;
-    let claimed = store.claim_webhooks(fence, QUEUE_BATCH).await?;
+    let audit = audit(&tick).await?;
+    let claimed = audit
+        .claim(fence, store.claim_webhooks(fence, QUEUE_BATCH))
+        .await?;
     run_batch("webhook_outbox", claimed, |row| {
         let store = store.clone();
         async move { store.mark_dispatched(&row, fence.token()).await.map(drop) }
     })
     .await;
+    audit.completed(fence).await?;
     Ok(())
 }
 
@@ -94,13 +111,16 @@ pub async fn dispatch_webhooks(tick: TickContext) -> Result<(), JobError> {
 pub async fn send_emails(tick: TickContext) -> Result<(), JobError> {
     let store = store(&tick);
     let fence = tick.fence();
-    store.note_grant(fence, tick.db_now()).await?;
-    let claimed = store.claim_emails(&fence, QUEUE_BATCH).await?;
+    let audit = audit(&tick).await?;
+    let claimed = audit
+        .claim(fence, store.claim_emails(&fence, QUEUE_BATCH))
+        .await?;
     run_batch("email_outbox", claimed, |email| {
         let store = store.clone();
         async move { store.mark_sent(&email, fence).await.map(drop) }
     })
     .await;
+    audit.completed(fence).await?;
     Ok(())
 }
 
@@ -108,8 +128,10 @@ pub async fn send_emails(tick: TickContext) -> Result<(), JobError> {
 pub async fn deliver_webhooks(tick: TickContext) -> Result<(), JobError> {
     let store = store(&tick);
     let fence = tick.fence();
-    store.note_grant(fence, tick.db_now()).await?;
-    let due = store.due_deliveries(fence, QUEUE_BATCH).await?;
+    let audit = audit(&tick).await?;
+    let due = audit
+        .claim(fence, store.due_deliveries(fence, QUEUE_BATCH))
+        .await?;
     run_batch("webhook_delivery", due, |delivery| {
         let store = store.clone();
         async move {
@@ -122,5 +144,6 @@ pub async fn deliver_webhooks(tick: TickContext) -> Result<(), JobError> {
         }
     })
     .await;
+    audit.completed(fence).await?;
     Ok(())
 }

@@ -3,9 +3,11 @@
 //! work through a `#[fenced]` funnel and completing it through compare-and-set writes.
 //!
 //! * [`store`]: the funnels and completions (its module docs list each effect and its guard).
+//! * [`audit`]: the demo's record of grants, claims and completed ticks, kept beside the store.
 //! * [`jobs`]: the five `#[leader_role]` jobs, with per-step and per-item panic guards.
 //! * [`demo`]: replicas, a kill midway, and the closing [`checks`].
 
+pub mod audit;
 pub mod checks;
 pub mod demo;
 pub mod jobs;

@@ -10,14 +10,16 @@
 //! | `webhook_delivery` | [`Store::due_deliveries`] | [`Store::record_delivery`]: the attempt count | the HTTP attempt |
 //!
 //! The fence stops a superseded leader from claiming; the compare-and-set stops work it had
-//! already claimed from completing twice. Claims run in a transaction so their bind parameters
-//! work behind a transaction-mode pooler.
+//! already claimed from completing twice. Every statement with bind parameters runs inside a
+//! transaction with `.persistent(false)`, as the README asks of code behind a transaction-mode
+//! pooler before PgBouncer 1.21. The demo's audit of grants and claims is kept apart, in
+//! [`crate::audit`]: these funnels are what an application would write.
 
 use chrono::{DateTime, Utc};
 use leader_runtime::{Fence, fenced};
 use sqlx::postgres::PgArguments;
 use sqlx::query::Query;
-use sqlx::{PgPool, Postgres, Transaction};
+use sqlx::{PgPool, Postgres};
 
 /// A subscription whose current period has ended.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -79,19 +81,6 @@ impl Store {
         &self.pool
     }
 
-    /// Runs one statement in a transaction of its own (bind parameters behind a
-    /// transaction-mode pooler need one) and returns how many rows it changed.
-    async fn execute_alone(&self, query: Query<'_, Postgres, PgArguments>) -> sqlx::Result<u64> {
-        let mut tx = self.pool.begin().await?;
-        let changed = query
-            .persistent(false)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-        tx.commit().await?;
-        Ok(changed)
-    }
-
     /// Completes one claimed item: runs the compare-and-set `cas` in a transaction of its own
     /// and, only if it changed exactly one row, records `effect` (its kind and key) and runs
     /// `also` in the same transaction. Returns whether the write applied.
@@ -131,38 +120,6 @@ impl Store {
         Ok(applied)
     }
 
-    /// Opens a claim's transaction and notes the database clock just before the claim, for the
-    /// demo's check that no claim returned rows to a superseded token.
-    async fn begin_claim(&self) -> sqlx::Result<(Transaction<'static, Postgres>, DateTime<Utc>)> {
-        let mut tx = self.pool.begin().await?;
-        let at: DateTime<Utc> = sqlx::query_scalar("SELECT clock_timestamp()")
-            .persistent(false)
-            .fetch_one(&mut *tx)
-            .await?;
-        Ok((tx, at))
-    }
-
-    async fn finish_claim(
-        mut tx: Transaction<'static, Postgres>,
-        fence: Fence,
-        rows: usize,
-        at: DateTime<Utc>,
-    ) -> sqlx::Result<()> {
-        if rows > 0 {
-            sqlx::query(
-                "INSERT INTO claims (role, token, rows_claimed, claimed_at) VALUES ($1, $2, $3, $4)",
-            )
-            .persistent(false)
-            .bind(fence.role())
-            .bind(fence.token())
-            .bind(rows as i32)
-            .bind(at)
-            .execute(&mut *tx)
-            .await?;
-        }
-        tx.commit().await
-    }
-
     /// Claim funnel of `billing`: subscriptions whose current period has ended.
     #[fenced]
     pub async fn due_subscriptions(
@@ -170,7 +127,7 @@ impl Store {
         fence: Fence,
         limit: i64,
     ) -> sqlx::Result<Vec<DueSubscription>> {
-        let (mut tx, at) = self.begin_claim().await?;
+        let mut tx = self.pool.begin().await?;
         let due = sqlx::query_as::<_, DueSubscription>(
             "SELECT id, customer, amount_cents, period_secs, billed_until, card_declines, panic_on_bill
                FROM subscriptions
@@ -186,7 +143,7 @@ impl Store {
         .bind(fence.token())
         .fetch_all(&mut *tx)
         .await?;
-        Store::finish_claim(tx, fence, due.len(), at).await?;
+        tx.commit().await?;
         Ok(due)
     }
 
@@ -255,7 +212,7 @@ impl Store {
         fence: Fence,
         limit: i64,
     ) -> sqlx::Result<Vec<DueDunningRun>> {
-        let (mut tx, at) = self.begin_claim().await?;
+        let mut tx = self.pool.begin().await?;
         let due = sqlx::query_as::<_, DueDunningRun>(
             "SELECT id, invoice_id, attempt_count
                FROM dunning_runs
@@ -271,7 +228,7 @@ impl Store {
         .bind(limit)
         .fetch_all(&mut *tx)
         .await?;
-        Store::finish_claim(tx, fence, due.len(), at).await?;
+        tx.commit().await?;
         Ok(due)
     }
 
@@ -313,7 +270,7 @@ impl Store {
         fence: Fence,
         limit: i64,
     ) -> sqlx::Result<Vec<ClaimedWebhook>> {
-        let (mut tx, at) = self.begin_claim().await?;
+        let mut tx = self.pool.begin().await?;
         let claimed = sqlx::query_as::<_, ClaimedWebhook>(
             "WITH batch AS (
                  SELECT id FROM webhook_outbox
@@ -335,7 +292,7 @@ impl Store {
         .bind(limit)
         .fetch_all(&mut *tx)
         .await?;
-        Store::finish_claim(tx, fence, claimed.len(), at).await?;
+        tx.commit().await?;
         Ok(claimed)
     }
 
@@ -357,7 +314,7 @@ impl Store {
     /// Claim funnel of `email_outbox`: stamps a batch of unsent emails with the token.
     #[fenced]
     pub async fn claim_emails(&self, fence: &Fence, limit: i64) -> sqlx::Result<Vec<ClaimedEmail>> {
-        let (mut tx, at) = self.begin_claim().await?;
+        let mut tx = self.pool.begin().await?;
         let claimed = sqlx::query_as::<_, ClaimedEmail>(
             r#"
             -- Lock a batch first (a superseded leader must not even lock), then stamp it.
@@ -379,7 +336,7 @@ impl Store {
         .bind(fence.token())
         .fetch_all(&mut *tx)
         .await?;
-        Store::finish_claim(tx, *fence, claimed.len(), at).await?;
+        tx.commit().await?;
         Ok(claimed)
     }
 
@@ -399,7 +356,7 @@ impl Store {
     /// Claim funnel of `webhook_delivery`: pending deliveries whose retry time has come.
     #[fenced]
     pub async fn due_deliveries(&self, fence: Fence, limit: i64) -> sqlx::Result<Vec<DueDelivery>> {
-        let (mut tx, at) = self.begin_claim().await?;
+        let mut tx = self.pool.begin().await?;
         let due = sqlx::query_as::<_, DueDelivery>(
             "SELECT id, outbox_id, attempt
                FROM webhook_deliveries
@@ -415,7 +372,7 @@ impl Store {
         .bind(limit)
         .fetch_all(&mut *tx)
         .await?;
-        Store::finish_claim(tx, fence, due.len(), at).await?;
+        tx.commit().await?;
         Ok(due)
     }
 
@@ -444,14 +401,5 @@ impl Store {
         let attempt = format!("{}:{}", delivery.id, delivery.attempt + 1);
         self.complete(cas, Some(("delivery", attempt, fence)), None)
             .await
-    }
-
-    /// Records the grant of a tick (the database clock from ACQUIRE), for the demo's checks.
-    pub async fn note_grant(&self, fence: Fence, granted_at: DateTime<Utc>) -> sqlx::Result<()> {
-        let query = sqlx::query("INSERT INTO grants (role, token, granted_at) VALUES ($1, $2, $3)")
-            .bind(fence.role())
-            .bind(fence.token())
-            .bind(granted_at);
-        self.execute_alone(query).await.map(drop)
     }
 }

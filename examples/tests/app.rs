@@ -123,10 +123,10 @@ async fn three_replicas_bill_each_period_and_dispatch_each_row_once() {
     let summary = run_demo(db.admin(), || options.clone(), &config)
         .await
         .unwrap();
-    for check in &summary.checks {
-        println!("{:>4} violations: {}", check.violations, check.name);
+    for line in summary.report.lines() {
+        println!("{line}");
     }
-    assert!(summary.passed(), "{:#?}", summary.checks);
+    assert!(summary.passed(), "{:#?}", summary.report);
     assert!(
         summary.killed.is_some(),
         "the billing leader was killed midway"
@@ -258,4 +258,47 @@ fn the_copied_framework_migration_matches_the_original() {
             "examples/migrations/{name} differs from migrations/{name}: copy it again"
         );
     }
+}
+
+#[tokio::test]
+async fn the_checks_tell_work_done_twice_from_work_left_undone() {
+    use billing_demo::checks::{CHECKS, Kind, run_checks};
+    let db = app_db().await;
+    seed(
+        db.admin(),
+        SeedSize {
+            subscriptions: 0,
+            webhooks: 3,
+            emails: 0,
+        },
+    )
+    .await
+    .unwrap();
+    db.exec("INSERT INTO billing_cutoff (cutoff) VALUES (now())")
+        .await;
+    let report = run_checks(db.admin(), CHECKS).await.unwrap();
+    assert!(report.passed(Kind::Safety), "{report:#?}");
+    assert!(!report.passed(Kind::Liveness), "three rows left undone");
+
+    // Everything done, once: both pass.
+    db.exec(
+        "UPDATE webhook_outbox SET dispatched_at = now();
+         INSERT INTO webhook_deliveries (outbox_id, status) SELECT id, 'delivered' FROM webhook_outbox;",
+    )
+    .await;
+    let report = run_checks(db.admin(), CHECKS).await.unwrap();
+    assert!(report.all_passed(), "{report:#?}");
+
+    // A lease stamped completed for a tick that never recorded its completion.
+    db.exec("UPDATE leader_leases SET last_tick_ended_at = now() WHERE role = 'billing'")
+        .await;
+    let report = run_checks(db.admin(), CHECKS).await.unwrap();
+    assert!(!report.passed(Kind::Safety), "{report:#?}");
+    assert!(report.passed(Kind::Liveness), "{report:#?}");
+    let failed: Vec<_> = report.checks.iter().filter(|c| !c.passed()).collect();
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    assert_eq!(
+        failed[0].name,
+        "no tick stamped completed that did not complete"
+    );
 }

@@ -7,6 +7,7 @@
 //! | `leader_paused` | gauge | `role` | 1 while an operator has paused the role |
 //! | `leader_lease_lost_total` | counter | `role`, `reason` (`taken_over`, `paused`, `released`, `expired`, `heartbeat_timeout`, `panicked`) | ticks that ended without their lease; `panicked` is created at 0 at start so its first increase alerts |
 //! | `leader_tick_duration_seconds` | histogram | `role`, `outcome` (`completed`, `failed`, `panicked`, `interrupted`, `lost`) | how long each tick ran |
+//! | `leader_database_read_only` | gauge | `role` | 1 while this replica's ACQUIRE for the role is refused because the server is read-only (a standby, a demoted primary), else 0 |
 //! | `leader_clock_drift_seconds` | gauge | — | database clock minus local clock, estimated from each ACQUIRE and RENEW; informational |
 //!
 //! The age, unknown and paused gauges are refreshed by every runtime from the table, so any
@@ -32,6 +33,11 @@ pub(crate) fn lease_lost(role: Role, reason: &'static str) {
 pub(crate) fn tick_finished(role: Role, outcome: &'static str, elapsed: Duration) {
     metrics::histogram!("leader_tick_duration_seconds", "role" => role.as_str(), "outcome" => outcome)
         .record(elapsed.as_secs_f64());
+}
+
+pub(crate) fn read_only(role: Role, read_only: bool) {
+    metrics::gauge!("leader_database_read_only", "role" => role.as_str())
+        .set(f64::from(u8::from(read_only)));
 }
 
 /// Sets `leader_clock_drift_seconds` from one statement sent at `sent`, answered at `answered`,

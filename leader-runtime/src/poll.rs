@@ -30,14 +30,68 @@ pub(crate) fn next_poll_wait(retry_after: Option<Duration>, max_poll: Duration) 
     }
 }
 
+/// SQLSTATE `read_only_sql_transaction`: the server is a standby or a read-only primary.
+const READ_ONLY_SQL_TRANSACTION: &str = "25006";
+
+/// Whether `error` says the server cannot take writes (so no replica can lead through it).
+pub(crate) fn is_read_only(error: &leader_core::Error) -> bool {
+    match error {
+        leader_core::Error::Database {
+            source: sqlx::Error::Database(db),
+            ..
+        } => db.code().as_deref() == Some(READ_ONLY_SQL_TRANSACTION),
+        _ => false,
+    }
+}
+
+/// Whether the server this role's ACQUIREs reach is read-only: logged once per change, not
+/// per poll, and exported as `leader_database_read_only`.
+#[derive(Debug, Default)]
+pub(crate) struct ReadOnlyState {
+    read_only: bool,
+}
+
+impl ReadOnlyState {
+    /// Records what the last ACQUIRE said (`Some(true)`: read-only, `Some(false)`: a writable
+    /// answer, `None`: another error, which says nothing either way). Returns true when the
+    /// state changed.
+    pub(crate) fn observe(&mut self, role: leader_core::Role, read_only: Option<bool>) -> bool {
+        let Some(read_only) = read_only else {
+            return false;
+        };
+        if read_only == self.read_only {
+            return false;
+        }
+        self.read_only = read_only;
+        crate::metrics::read_only(role, read_only);
+        if read_only {
+            tracing::error!(%role, "not leading: the database is read-only (a standby or a demoted primary, SQLSTATE 25006); point the pool at the writable primary. Polling on; logged again when it changes");
+        } else {
+            tracing::info!(%role, "the database accepts writes again; leading resumes");
+        }
+        true
+    }
+}
+
 /// Leads `spec` until `env.shutdown` fires: no ACQUIRE is sent after it, and a running tick is
 /// cancelled, given the grace period and released first.
 pub(crate) async fn lead_role(env: TickEnv<'_>, spec: Arc<RoleSpec>) {
     let role = spec.role;
     let max_poll = env.timings.max_poll();
+    let mut read_only = ReadOnlyState::default();
+    crate::metrics::read_only(role, false);
     while !env.shutdown.is_cancelled() {
         let sent = Instant::now();
-        let wait = match env.statements.acquire(role, spec.every).await {
+        let acquired = env.statements.acquire(role, spec.every).await;
+        read_only.observe(
+            role,
+            match &acquired {
+                Ok(_) => Some(false),
+                Err(error) if is_read_only(error) => Some(true),
+                Err(_) => None,
+            },
+        );
+        let wait = match acquired {
             Ok(Acquired::Granted(grant)) => {
                 crate::metrics::clock_drift(grant.db_now, sent, Instant::now());
                 run_tick(&env, &spec, grant, sent).await;
@@ -49,6 +103,7 @@ pub(crate) async fn lead_role(env: TickEnv<'_>, spec: Arc<RoleSpec>) {
                 tracing::debug!(%role, reason = ?refusal.reason, holder = ?refusal.holder_id, ?wait, "not leading");
                 wait
             }
+            Err(error) if is_read_only(&error) => next_poll_wait(None, max_poll),
             Err(error) => {
                 tracing::warn!(%role, %error, "ACQUIRE failed; polling again later");
                 next_poll_wait(None, max_poll)
@@ -207,6 +262,21 @@ mod tests {
             let unknown = next_poll_wait(None, max);
             assert!(unknown <= max, "{unknown:?}");
         }
+    }
+
+    #[test]
+    fn read_only_is_reported_once_per_change() {
+        let role = leader_core::Role::from_static("alpha");
+        let mut state = ReadOnlyState::default();
+        assert!(!state.observe(role, Some(false)), "writable from the start");
+        assert!(state.observe(role, Some(true)), "became read-only");
+        assert!(
+            !state.observe(role, Some(true)),
+            "still read-only: no second report"
+        );
+        assert!(!state.observe(role, None), "another error says nothing");
+        assert!(state.observe(role, Some(false)), "writable again");
+        assert!(!state.observe(role, Some(false)));
     }
 
     #[test]

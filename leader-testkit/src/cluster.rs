@@ -1,6 +1,6 @@
 //! A private PostgreSQL cluster from the machine's binaries, removed when its owner goes away.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::HarnessError;
@@ -114,6 +114,125 @@ impl Cluster {
     /// The server's log file.
     pub fn log_path(&self) -> PathBuf {
         self.dir.join("server.log")
+    }
+
+    /// Restarts the server with `pg_ctl restart -m <mode>` (`fast` or `immediate`), keeping its
+    /// data, port and options; returns once it accepts connections again.
+    ///
+    /// # Errors
+    ///
+    /// [`HarnessError::Command`] with `pg_ctl`'s output.
+    pub fn restart(&self, mode: &str) -> Result<(), HarnessError> {
+        run(
+            server_command(&self.bindir.join("pg_ctl"))
+                .arg("-D")
+                .arg(self.dir.join("data"))
+                .arg("-l")
+                .arg(self.log_path())
+                .args(["-m", mode, "-w", "-t", "60", "restart"]),
+            "pg_ctl restart",
+        )
+    }
+
+    /// Makes an asynchronous streaming standby of this server with `pg_basebackup -R` and starts
+    /// it on a port of its own, read-only until [`Cluster::promote`]; returns once it accepts
+    /// connections. It is removed like any [`Cluster`].
+    ///
+    /// # Errors
+    ///
+    /// [`HarnessError::Command`] naming the step that failed, with its output.
+    pub fn start_standby(&self) -> Result<Cluster, HarnessError> {
+        let dir = owned_temp_dir("leader-pg-standby")?;
+        let data = dir.join("data");
+        // pg_basebackup sits beside the real pg_ctl (PATH may hold only symlinks to a few tools).
+        let tools = std::fs::canonicalize(self.bindir.join("pg_ctl"))
+            .ok()
+            .and_then(|p| p.parent().map(Path::to_path_buf))
+            .unwrap_or_else(|| self.bindir.clone());
+        run(
+            server_command(&tools.join("pg_basebackup"))
+                .arg("-D")
+                .arg(&data)
+                .args([
+                    "-R",
+                    "-c",
+                    "fast",
+                    "-X",
+                    "stream",
+                    "-h",
+                    "127.0.0.1",
+                    "-U",
+                    "postgres",
+                ])
+                .args(["-p", &self.port.to_string()]),
+            "pg_basebackup",
+        )?;
+        watch_owner(&format!(
+            "{} -D {} stop -m immediate >/dev/null 2>&1; rm -rf {}",
+            self.bindir.join("pg_ctl").display(),
+            data.display(),
+            dir.display()
+        ))?;
+        let port = free_port()?;
+        let options = format!(
+            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c hot_standby=on -c max_connections=300 \
+             -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
+            dir.display()
+        );
+        let standby = Cluster {
+            dir: dir.clone(),
+            port,
+            bindir: self.bindir.clone(),
+            stopped: false,
+        };
+        run(
+            server_command(&self.bindir.join("pg_ctl"))
+                .arg("-D")
+                .arg(&data)
+                .arg("-l")
+                .arg(dir.join("server.log"))
+                .args(["-o", &options, "-w", "-t", "60", "start"]),
+            "pg_ctl start (standby)",
+        )
+        .map_err(|error| HarnessError::Command {
+            what: "pg_ctl start (standby)",
+            output: format!(
+                "{error}\n{}",
+                std::fs::read_to_string(standby.log_path()).unwrap_or_default()
+            ),
+        })?;
+        Ok(standby)
+    }
+
+    /// Promotes a standby to a writable primary (`pg_ctl promote -w`).
+    ///
+    /// # Errors
+    ///
+    /// [`HarnessError::Command`] with `pg_ctl`'s output.
+    pub fn promote(&self) -> Result<(), HarnessError> {
+        run(
+            server_command(&self.bindir.join("pg_ctl"))
+                .arg("-D")
+                .arg(self.dir.join("data"))
+                .args(["-w", "-t", "60", "promote"]),
+            "pg_ctl promote",
+        )
+    }
+
+    /// Stops the server at once (`-m immediate`, a crash), keeping its data: [`Cluster::restart`]
+    /// brings it back.
+    ///
+    /// # Errors
+    ///
+    /// [`HarnessError::Command`] with `pg_ctl`'s output.
+    pub fn crash(&self) -> Result<(), HarnessError> {
+        run(
+            server_command(&self.bindir.join("pg_ctl"))
+                .arg("-D")
+                .arg(self.dir.join("data"))
+                .args(["-m", "immediate", "stop"]),
+            "pg_ctl stop -m immediate",
+        )
     }
 
     /// Stops the server at once and removes the cluster.

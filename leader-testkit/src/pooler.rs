@@ -14,12 +14,13 @@ pub const POOLER_USERS: [&str; 2] = ["postgres", "leader_app"];
 /// as a user's pooler must be for sqlx: `ignore_startup_parameters = extra_float_digits`.
 ///
 /// Every database name is forwarded to the same-named database (`* = host=.. port=..`), with a
-/// small server pool (`default_pool_size = 4`) so clients share server connections, which is
+/// small server pool (`default_pool_size = 4` unless given) so clients share server connections, which is
 /// what breaks anything that leaves state on a connection.
 #[derive(Debug)]
 pub struct Pooler {
     dir: PathBuf,
     port: u16,
+    binary: PathBuf,
     stopped: bool,
 }
 
@@ -42,6 +43,20 @@ impl Pooler {
     ///
     /// [`HarnessError::NoPgBouncer`] if it is not installed, or the failing step's output.
     pub fn start(server_host: &str, server_port: u16) -> Result<Pooler, HarnessError> {
+        Pooler::start_with_pool_size(server_host, server_port, 4)
+    }
+
+    /// As [`Pooler::start`], with `default_pool_size = pool_size` server connections per
+    /// database and user (the demo and the drills use 2).
+    ///
+    /// # Errors
+    ///
+    /// As [`Pooler::start`].
+    pub fn start_with_pool_size(
+        server_host: &str,
+        server_port: u16,
+        pool_size: u32,
+    ) -> Result<Pooler, HarnessError> {
         let binary = pgbouncer_binary().ok_or(HarnessError::NoPgBouncer)?;
         let dir = owned_temp_dir("leader-pgbouncer")?;
         let port = free_port()?;
@@ -55,7 +70,7 @@ impl Pooler {
             "[databases]\n* = host={server_host} port={server_port}\n\n[pgbouncer]\n\
              listen_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\n\
              auth_type = trust\nauth_file = {dir}/userlist.txt\npool_mode = transaction\n\
-             default_pool_size = 4\nmax_client_conn = 1000\nmax_db_connections = 0\n\
+             default_pool_size = {pool_size}\nmax_client_conn = 1000\nmax_db_connections = 0\n\
              ignore_startup_parameters = extra_float_digits\n\
              logfile = {dir}/pgbouncer.log\npidfile = {dir}/pgbouncer.pid\n\
              admin_users = postgres\n",
@@ -83,6 +98,7 @@ impl Pooler {
         let pooler = Pooler {
             dir,
             port,
+            binary,
             stopped: false,
         };
         if !ready {
@@ -98,6 +114,44 @@ impl Pooler {
     /// The pooler's URL for the `postgres` database; swap the database name for others.
     pub fn url(&self) -> String {
         format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// The loopback port the pooler listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Stops the pooler (every client connection is closed) and starts it again on the same
+    /// port; returns once it accepts connections.
+    ///
+    /// # Errors
+    ///
+    /// [`HarnessError::Command`] with the pooler's log if it does not come back.
+    pub fn restart(&self) -> Result<(), HarnessError> {
+        let pid_file = self.dir.join("pgbouncer.pid");
+        if let Ok(pid) = std::fs::read_to_string(&pid_file) {
+            let _ = Command::new("kill")
+                .arg(pid.trim())
+                .stderr(Stdio::null())
+                .status();
+        }
+        wait_for(Duration::from_secs(10), || !pid_file.exists());
+        run(
+            server_command(&self.binary)
+                .arg("-d")
+                .arg(self.dir.join("pgbouncer.ini")),
+            "restart pgbouncer",
+        )?;
+        if wait_for(Duration::from_secs(10), || {
+            std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+        }) {
+            Ok(())
+        } else {
+            Err(HarnessError::Command {
+                what: "wait for the restarted pgbouncer",
+                output: std::fs::read_to_string(self.dir.join("pgbouncer.log")).unwrap_or_default(),
+            })
+        }
     }
 
     /// Stops the pooler and removes its files.

@@ -1,0 +1,82 @@
+//! One replica of the reference application for the drills, as its own process: every
+//! `#[leader_role]` job of `billing-demo` plus the drill's `drill_ledger` role, until SIGTERM or
+//! Ctrl-C (then it releases its leases and exits 0).
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use leader_drills::ledger;
+use leader_runtime::{Runtime, Timings};
+
+/// A drill replica.
+#[derive(Debug, Parser)]
+struct Args {
+    /// The database URL (through the drill's link, and the pooler when it runs one).
+    #[arg(long)]
+    url: String,
+    /// The holder id the leases record.
+    #[arg(long)]
+    holder: String,
+    /// Lease TTL in milliseconds; the other timings scale with it.
+    #[arg(long)]
+    ttl_ms: u64,
+    /// Lead `drill_ledger` by a session advisory lock instead of a lease (the comparison).
+    #[arg(long)]
+    advisory_lock: bool,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    match run(Args::parse()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("drill-replica: {error}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    let ttl = Duration::from_millis(args.ttl_ms);
+    let timings = Timings::scaled_to_ttl(ttl)?;
+    // A ledger tick lasts about two TTLs.
+    let units = ((2 * ttl).as_millis() / (ledger::STEP * ledger::UNIT as u32).as_millis()).max(1);
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(6)
+        .acquire_timeout(Duration::from_secs(5))
+        .connect_lazy(&args.url)?;
+    // Linking a symbol of billing-demo keeps its #[leader_role] registrations in the binary.
+    let _ = &billing_demo::MIGRATOR;
+    let shutdown = leader_runtime::shutdown::on_signal();
+    let mut builder = Runtime::builder(pool.clone()).registered_jobs();
+    let advisory = if args.advisory_lock {
+        Some(tokio::spawn(leader_drills::advisory::lead(
+            pool,
+            args.holder.clone(),
+            shutdown.clone(),
+        )))
+    } else {
+        builder = builder.role(ledger::LEDGER, ledger::EVERY, move |tick| {
+            ledger::tick(tick, units as usize)
+        });
+        None
+    };
+    let runtime = builder
+        .timings(timings)
+        .holder_id(args.holder)
+        .shutdown_grace(Duration::from_secs(2))
+        .status_every(Duration::from_secs(1))
+        .build()?;
+    tracing::info!(roles = ?runtime.roles(), advisory = args.advisory_lock, "drill replica starting");
+    runtime.run(shutdown).await?;
+    if let Some(advisory) = advisory {
+        advisory.await?;
+    }
+    Ok(())
+}
