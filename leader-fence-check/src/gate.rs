@@ -392,13 +392,7 @@ impl Checker<'_> {
         let start = location(call).unwrap_or(0);
         let at = position::call(self.sql, start);
         if functions::is_fence(&name) {
-            let args: Vec<Option<usize>> = call
-                .get("args")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .map(param_number)
-                .collect();
+            let args = fence_params(call);
             match args.as_slice() {
                 [Some(role), Some(token)] => self.fences.push(FenceCall {
                     role: *role,
@@ -720,6 +714,16 @@ fn for_each_outer_call(value: &Value, f: &mut dyn FnMut(&Fields)) {
     }
 }
 
+/// The placeholder number of each argument of a call (`None` for one that is not `$n`).
+fn fence_params(call: &Fields) -> Vec<Option<usize>> {
+    call.get("args")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(param_number)
+        .collect()
+}
+
 /// `$n` (optionally cast) → `n`.
 fn param_number(arg: &Value) -> Option<usize> {
     match node(arg)? {
@@ -788,13 +792,7 @@ fn suggested_fix(kind: &str, fields: &Fields) -> String {
     let mut max = 0;
     for_each_node(kind, fields, &mut |kind, fields| match kind {
         "FuncCall" if existing.is_none() && functions::is_fence(&function_name(fields)) => {
-            let args: Vec<Option<usize>> = fields
-                .get("args")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .map(param_number)
-                .collect();
+            let args = fence_params(fields);
             if let [Some(role), Some(token)] = args.as_slice() {
                 existing = Some((*role, *token));
             }
