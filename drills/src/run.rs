@@ -120,24 +120,7 @@ async fn signal(pid: u32, sig: &str) -> Result<(), DrillError> {
 }
 
 async fn psql(port: u16, db: &str, sql: &str) -> Result<(), DrillError> {
-    let out = Command::new("psql")
-        .args([
-            "-h",
-            "127.0.0.1",
-            "-U",
-            "postgres",
-            "-v",
-            "ON_ERROR_STOP=1",
-            "-qAt",
-        ])
-        .args(["-p", &port.to_string(), "-d", db, "-c", sql])
-        .output()
-        .await?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!("psql -c {sql:?}: {}", String::from_utf8_lossy(&out.stderr)).into())
-    }
+    psql_value(port, db, sql).await.map(drop)
 }
 
 async fn psql_value(port: u16, db: &str, sql: &str) -> Result<String, DrillError> {
