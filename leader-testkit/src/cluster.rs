@@ -50,6 +50,23 @@ impl Cluster {
     ///
     /// [`HarnessError`] naming the step that failed, with the server's output.
     pub fn start() -> Result<Cluster, HarnessError> {
+        Cluster::start_with(
+            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300",
+        )
+    }
+
+    /// As [`Cluster::start`], but durable as a production server is (`fsync`,
+    /// `synchronous_commit` and `full_page_writes` at PostgreSQL's defaults, on): for benchmarks
+    /// whose figures must include the commit's WAL flush.
+    ///
+    /// # Errors
+    ///
+    /// As [`Cluster::start`].
+    pub fn start_durable() -> Result<Cluster, HarnessError> {
+        Cluster::start_with("-c max_connections=300")
+    }
+
+    fn start_with(settings: &str) -> Result<Cluster, HarnessError> {
         let bindir = find_bindir()?;
         let dir = owned_temp_dir("leader-pg")?;
         let data = dir.join("data");
@@ -77,8 +94,7 @@ impl Cluster {
         for _ in 0..3 {
             let port = free_port()?;
             let options = format!(
-                "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off \
-                 -c synchronous_commit=off -c full_page_writes=off -c max_connections=300",
+                "-p {port} -k {} -c listen_addresses=127.0.0.1 {settings}",
                 dir.display()
             );
             let started = run(

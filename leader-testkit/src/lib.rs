@@ -22,7 +22,7 @@ mod process;
 mod testdb;
 
 pub use cluster::Cluster;
-pub use pooler::{POOLER_USERS, Pooler, pgbouncer_binary};
+pub use pooler::{POOLER_USERS, Pooler, PoolerSettings, pgbouncer_binary};
 pub use testdb::{DATABASE_URL, POOLER_URL, TestDb, VIA_POOLER, via_pooler};
 
 /// Why a throwaway server could not be provided.

@@ -1,6 +1,6 @@
 //! PgBouncer in transaction mode in front of a server, for the pooler pass of the tests.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -20,8 +20,63 @@ pub const POOLER_USERS: [&str; 2] = ["postgres", "leader_app"];
 pub struct Pooler {
     dir: PathBuf,
     port: u16,
+    settings: PoolerSettings,
     binary: PathBuf,
     stopped: bool,
+}
+
+/// The PgBouncer settings a [`Pooler`] can be started with; the rest are fixed (transaction
+/// mode, trust authentication, `ignore_startup_parameters = extra_float_digits`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolerSettings {
+    /// `default_pool_size`: server connections per database and user.
+    pub pool_size: u32,
+    /// `server_login_retry` (PgBouncer's default, 15 s, when `None`): how long PgBouncer waits
+    /// after a failed server login before it tries again.
+    pub server_login_retry: Option<Duration>,
+    /// `idle_transaction_timeout` (off when `None`): how long a client may sit idle inside a
+    /// transaction before PgBouncer closes its server connection.
+    pub idle_transaction_timeout: Option<Duration>,
+}
+
+impl Default for PoolerSettings {
+    /// A pool of 4, PgBouncer's defaults otherwise.
+    fn default() -> PoolerSettings {
+        PoolerSettings {
+            pool_size: 4,
+            server_login_retry: None,
+            idle_transaction_timeout: None,
+        }
+    }
+}
+
+/// The configuration of a pooler listening on `port` in front of `server_host:server_port`.
+fn ini(
+    dir: &Path,
+    port: u16,
+    server_host: &str,
+    server_port: u16,
+    settings: &PoolerSettings,
+) -> String {
+    let mut ini = format!(
+        "[databases]\n* = host={server_host} port={server_port}\n\n[pgbouncer]\n\
+         listen_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\n\
+         auth_type = trust\nauth_file = {dir}/userlist.txt\npool_mode = transaction\n\
+         default_pool_size = {pool_size}\nmax_client_conn = 1000\nmax_db_connections = 0\n\
+         ignore_startup_parameters = extra_float_digits\n\
+         logfile = {dir}/pgbouncer.log\npidfile = {dir}/pgbouncer.pid\n\
+         admin_users = postgres\n",
+        dir = dir.display(),
+        pool_size = settings.pool_size,
+    );
+    // PgBouncer takes seconds, with a fraction.
+    if let Some(retry) = settings.server_login_retry {
+        ini += &format!("server_login_retry = {}\n", retry.as_secs_f64());
+    }
+    if let Some(timeout) = settings.idle_transaction_timeout {
+        ini += &format!("idle_transaction_timeout = {}\n", timeout.as_secs_f64());
+    }
+    ini
 }
 
 /// Where the `pgbouncer` binary is, if installed.
@@ -43,7 +98,7 @@ impl Pooler {
     ///
     /// [`HarnessError::NoPgBouncer`] if it is not installed, or the failing step's output.
     pub fn start(server_host: &str, server_port: u16) -> Result<Pooler, HarnessError> {
-        Pooler::start_with_pool_size(server_host, server_port, 4)
+        Pooler::start_with(server_host, server_port, PoolerSettings::default())
     }
 
     /// As [`Pooler::start`], with `default_pool_size = pool_size` server connections per
@@ -57,6 +112,26 @@ impl Pooler {
         server_port: u16,
         pool_size: u32,
     ) -> Result<Pooler, HarnessError> {
+        Pooler::start_with(
+            server_host,
+            server_port,
+            PoolerSettings {
+                pool_size,
+                ..PoolerSettings::default()
+            },
+        )
+    }
+
+    /// As [`Pooler::start`], with `settings`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Pooler::start`].
+    pub fn start_with(
+        server_host: &str,
+        server_port: u16,
+        settings: PoolerSettings,
+    ) -> Result<Pooler, HarnessError> {
         let binary = pgbouncer_binary().ok_or(HarnessError::NoPgBouncer)?;
         let dir = owned_temp_dir("leader-pgbouncer")?;
         let port = free_port()?;
@@ -66,16 +141,7 @@ impl Pooler {
             .collect();
         std::fs::write(dir.join("userlist.txt"), users)
             .map_err(HarnessError::io("write userlist"))?;
-        let ini = format!(
-            "[databases]\n* = host={server_host} port={server_port}\n\n[pgbouncer]\n\
-             listen_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\n\
-             auth_type = trust\nauth_file = {dir}/userlist.txt\npool_mode = transaction\n\
-             default_pool_size = {pool_size}\nmax_client_conn = 1000\nmax_db_connections = 0\n\
-             ignore_startup_parameters = extra_float_digits\n\
-             logfile = {dir}/pgbouncer.log\npidfile = {dir}/pgbouncer.pid\n\
-             admin_users = postgres\n",
-            dir = dir.display()
-        );
+        let ini = ini(&dir, port, server_host, server_port, &settings);
         let ini_path = dir.join("pgbouncer.ini");
         std::fs::write(&ini_path, ini).map_err(HarnessError::io("write pgbouncer.ini"))?;
         if crate::process::is_root() {
@@ -98,6 +164,7 @@ impl Pooler {
         let pooler = Pooler {
             dir,
             port,
+            settings,
             binary,
             stopped: false,
         };
@@ -152,6 +219,36 @@ impl Pooler {
                 output: std::fs::read_to_string(self.dir.join("pgbouncer.log")).unwrap_or_default(),
             })
         }
+    }
+
+    /// Points the pooler at another server (a promoted standby, a primary), as an operator
+    /// re-points a pooler after a failover: rewrites its configuration and reloads it (SIGHUP).
+    /// Clients stay connected; PgBouncer closes each server connection to the old server once
+    /// it is released and opens the next ones to the new server.
+    ///
+    /// # Errors
+    ///
+    /// [`HarnessError::Io`] if the configuration cannot be written, [`HarnessError::Command`]
+    /// if the reload signal cannot be sent.
+    pub fn repoint(&self, server_host: &str, server_port: u16) -> Result<(), HarnessError> {
+        let ini_path = self.dir.join("pgbouncer.ini");
+        std::fs::write(
+            &ini_path,
+            ini(
+                &self.dir,
+                self.port,
+                server_host,
+                server_port,
+                &self.settings,
+            ),
+        )
+        .map_err(HarnessError::io("rewrite pgbouncer.ini"))?;
+        let pid = std::fs::read_to_string(self.dir.join("pgbouncer.pid"))
+            .map_err(HarnessError::io("read pgbouncer.pid"))?;
+        run(
+            Command::new("kill").args(["-HUP", pid.trim()]),
+            "reload pgbouncer",
+        )
     }
 
     /// Stops the pooler and removes its files.
