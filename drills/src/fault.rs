@@ -24,10 +24,11 @@ pub enum Fault {
     PoolerRestart,
     /// Replication to an asynchronous standby (made with `pg_basebackup`) is cut, the primary
     /// grants the ledger again (a grant the standby lacks), the primary crashes, the standby is
-    /// promoted and every replica's link is pointed at it.
+    /// promoted, and the pooler (or, direct, every replica's link) is pointed at it.
     Failover,
-    /// A fourth replica starts pointed at the standby: it must refuse to lead with one log line
-    /// per role, then lead once its link is pointed at the primary.
+    /// A fourth replica starts pointed at the standby (through a PgBouncer of its own, or
+    /// direct): it must refuse to lead with one log line per role, then lead once that pooler
+    /// (or its link) is pointed at the primary.
     ReadOnly,
 }
 
@@ -75,12 +76,6 @@ impl Fault {
         self == Fault::PoolerRestart
     }
 
-    /// Whether the fault runs without the pooler (the replicas' links are re-pointed at another
-    /// server, which the drill's PgBouncer does not front).
-    pub fn direct_only(self) -> bool {
-        matches!(self, Fault::Failover | Fault::ReadOnly)
-    }
-
     /// Whether the run needs a standby.
     pub fn needs_standby(self) -> bool {
         matches!(self, Fault::Failover | Fault::ReadOnly)
@@ -96,7 +91,9 @@ impl Fault {
             Fault::Failover => {
                 "last claim on the old primary → first claim on the promoted standby"
             }
-            Fault::ReadOnly => "link re-pointed at the primary → the refused replica's first grant",
+            Fault::ReadOnly => {
+                "its pooler or link re-pointed at the primary → the refused replica's first grant"
+            }
             _ => "old leader's last claim → first claim under a newer token",
         }
     }

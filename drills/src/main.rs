@@ -11,15 +11,16 @@ use leader_drills::fault::Fault;
 use leader_drills::run::{
     DrillError, RunConfig, RunResult, Servers, default_log_dir, replica_binary, violated,
 };
+use leader_testkit::PoolerSettings;
 
 /// Runs the reference application's replicas as processes, strikes the leader of a long-tick
 /// role (or the database, or the pooler) mid-tick, and checks every grant, claim, completion and
 /// effect afterwards. Exits 1 on any safety violation (or if the seeded bug goes unnoticed).
 #[derive(Debug, Parser)]
 struct Args {
-    /// CI mode: each fault once at TTL 3 s (through PgBouncer, except the two that re-point
-    /// links at the standby), then the seeded-bug freeze and the `token + 1` failover, which
-    /// must each report a violation; only safety decides the exit code.
+    /// CI mode: each fault once at TTL 3 s through PgBouncer, then the seeded-bug freeze and
+    /// the `token + 1` failover (direct), which must each report a violation; only safety
+    /// decides the exit code.
     #[arg(long)]
     quick: bool,
     /// The faults to run (default: all).
@@ -47,6 +48,18 @@ struct Args {
     /// comparison); meant with --faults kill,sever,freeze,pooler-restart.
     #[arg(long)]
     advisory_lock: bool,
+    /// Send every run through PgBouncer, not only the first of each fault.
+    #[arg(long)]
+    pooler_every_run: bool,
+    /// PgBouncer's `server_login_retry` in milliseconds (default: PgBouncer's, 15 s): how long
+    /// it waits after a failed server login, which bounds the outage of a restart or failover
+    /// behind it.
+    #[arg(long)]
+    server_login_retry_ms: Option<u64>,
+    /// PgBouncer's `idle_transaction_timeout` in milliseconds (default: off): frees the server
+    /// connection of a client frozen or cut off inside a transaction.
+    #[arg(long)]
+    idle_transaction_timeout_ms: Option<u64>,
 }
 
 fn refuse_unworkable(args: &Args) -> Result<(), String> {
@@ -154,11 +167,24 @@ fn print_run(result: &RunResult) {
 
 async fn drill(args: &Args) -> Result<bool, DrillError> {
     let log_dir = default_log_dir();
-    let servers = Servers::start(log_dir.clone(), replica_binary()?, args.replicas)?;
+    let pooler = PoolerSettings {
+        pool_size: 2,
+        server_login_retry: args.server_login_retry_ms.map(Duration::from_millis),
+        idle_transaction_timeout: args.idle_transaction_timeout_ms.map(Duration::from_millis),
+    };
+    let servers = Servers::start(log_dir.clone(), replica_binary()?, args.replicas, pooler)?;
     println!(
-        "drill: PostgreSQL on port {}, PgBouncer 1.18 (transaction mode, pool of 2) on port {}, \
-         {} replicas, severed links by {}, logs in {}",
+        "drill: PostgreSQL on port {}, PgBouncer 1.18 (transaction mode, pool of 2{}{}) on port \
+         {}, {} replicas, severed links by {}, logs in {}",
         servers.cluster.port(),
+        pooler
+            .server_login_retry
+            .map(|d| format!(", server_login_retry {d:?}"))
+            .unwrap_or_default(),
+        pooler
+            .idle_transaction_timeout
+            .map(|d| format!(", idle_transaction_timeout {d:?}"))
+            .unwrap_or_default(),
         servers.pooler.port(),
         args.replicas,
         if servers.netns.is_some() {
@@ -178,7 +204,7 @@ async fn drill(args: &Args) -> Result<bool, DrillError> {
                 let config = RunConfig {
                     fault,
                     ttl: Duration::from_millis(ttl_ms),
-                    via_pooler: (run == 0 || fault.needs_pooler()) && !fault.direct_only(),
+                    via_pooler: run == 0 || fault.needs_pooler() || args.pooler_every_run,
                     replicas: args.replicas,
                     seeded_bug: false,
                     token_plus_one: false,

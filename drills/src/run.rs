@@ -11,7 +11,7 @@ use billing_demo::checks::{CHECKS, Check, Kind, Report, run_checks};
 use billing_demo::seed::{SeedSize, seed};
 use chrono::{DateTime, Utc};
 use leader_runtime::Timings;
-use leader_testkit::{Cluster, Pooler};
+use leader_testkit::{Cluster, Pooler, PoolerSettings};
 use rand::Rng;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgPool, Row};
@@ -52,6 +52,8 @@ CREATE TRIGGER drill_token_plus_one BEFORE UPDATE ON leader_leases
 pub struct Servers {
     pub cluster: Cluster,
     pub pooler: Pooler,
+    /// What the pooler (and the read-only fault's second one) was started with.
+    pub pooler_settings: PoolerSettings,
     /// A network namespace per replica for the severed link, when `ip netns add` works (else
     /// `None`, and the drill's TCP proxy severs instead).
     pub netns: Option<Namespaces>,
@@ -141,6 +143,58 @@ async fn psql_value(port: u16, db: &str, sql: &str) -> Result<String, DrillError
         Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
     } else {
         Err(format!("psql -c {sql:?}: {}", String::from_utf8_lossy(&out.stderr)).into())
+    }
+}
+
+/// How a pool of server connections stood in the middle of a fault that struck a leader: what
+/// the frozen or cut-off leader still held, and who waited for it.
+#[derive(Debug, Clone, Copy)]
+struct PoolSample {
+    /// Server connections idle inside a transaction for longer than half a second: held by the
+    /// struck leader, since every other client's transactions take milliseconds.
+    held_in_transaction: i64,
+    /// PgBouncer's `cl_waiting` for the run's database: clients queued for a server connection.
+    clients_waiting: i64,
+}
+
+impl PoolSample {
+    async fn take(admin: &PgPool, pooler_port: u16, db: &str) -> Result<PoolSample, DrillError> {
+        let held_in_transaction: i64 = sqlx::raw_sql(
+            "SELECT count(*) FROM pg_stat_activity
+              WHERE datname = current_database() AND state LIKE 'idle in transaction%'
+                AND state_change < clock_timestamp() - interval '500 milliseconds'",
+        )
+        .fetch_one(admin)
+        .await?
+        .try_get(0)?;
+        let out = Command::new("psql")
+            .args(["-h", "127.0.0.1", "-U", "postgres", "-qA", "-F", "|"])
+            .args(["-p", &pooler_port.to_string(), "-d", "pgbouncer"])
+            .args(["-c", "SHOW POOLS"])
+            .output()
+            .await?;
+        if !out.status.success() {
+            return Err(format!("SHOW POOLS: {}", String::from_utf8_lossy(&out.stderr)).into());
+        }
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut lines = text.lines();
+        let header: Vec<&str> = lines.next().unwrap_or_default().split('|').collect();
+        let column = |name: &str| {
+            header
+                .iter()
+                .position(|h| *h == name)
+                .ok_or_else(|| format!("SHOW POOLS has no {name} column: {header:?}"))
+        };
+        let (database, waiting) = (column("database")?, column("cl_waiting")?);
+        let clients_waiting = lines
+            .map(|line| line.split('|').collect::<Vec<_>>())
+            .filter(|row| row.get(database) == Some(&db))
+            .filter_map(|row| row.get(waiting)?.parse::<i64>().ok())
+            .sum();
+        Ok(PoolSample {
+            held_in_transaction,
+            clients_waiting,
+        })
     }
 }
 
@@ -253,9 +307,11 @@ impl Servers {
         log_dir: PathBuf,
         replica_binary: PathBuf,
         replicas: usize,
+        pooler: PoolerSettings,
     ) -> Result<Servers, DrillError> {
         let cluster = Cluster::start()?;
-        let pooler = Pooler::start_with_pool_size("127.0.0.1", cluster.port(), 2)?;
+        let pooler_settings = pooler;
+        let pooler = Pooler::start_with("127.0.0.1", cluster.port(), pooler_settings)?;
         std::fs::create_dir_all(&log_dir)?;
         let netns = match Namespaces::create(replicas) {
             Ok(namespaces) => Some(namespaces),
@@ -267,6 +323,7 @@ impl Servers {
         Ok(Servers {
             cluster,
             pooler,
+            pooler_settings,
             netns,
             log_dir,
             replica_binary,
@@ -451,6 +508,11 @@ impl Servers {
                 }
             }
         }
+        // The failover re-pointed the shared pooler at this run's standby, which goes with the
+        // run: the next run's replicas need it in front of the primary again.
+        if config.fault == Fault::Failover && config.via_pooler {
+            self.pooler.repoint("127.0.0.1", self.cluster.port())?;
+        }
         result?;
         let checked = struck.admin.as_ref().unwrap_or(&admin);
         let mut report = run_checks(checked, CHECKS).await?;
@@ -535,18 +597,18 @@ impl Servers {
             Fault::Term => signal(pid, "TERM").await?,
             Fault::Freeze => {
                 signal(pid, "STOP").await?;
-                tokio::time::sleep(hold).await;
+                self.hold(admin, db, config, hold, notes).await?;
                 signal(pid, "CONT").await?;
             }
             Fault::Sever => match (replicas[victim].netns, &self.netns) {
                 (Some(i), Some(namespaces)) => {
                     namespaces.sever(i)?;
-                    tokio::time::sleep(hold).await;
+                    self.hold(admin, db, config, hold, notes).await?;
                     namespaces.heal(i)?;
                 }
                 _ => {
                     replicas[victim].link.sever();
-                    tokio::time::sleep(hold).await;
+                    self.hold(admin, db, config, hold, notes).await?;
                     replicas[victim].link.heal();
                 }
             },
@@ -608,6 +670,31 @@ impl Servers {
         drain(admin, config, timings).await?;
         struck.outage = outage;
         struck.victim = Some(holder);
+        Ok(())
+    }
+
+    /// Holds a fault that struck the leader for `hold`. Through the pooler, notes halfway how
+    /// the pool stood: what the struck leader held inside a transaction, and who waited.
+    async fn hold(
+        &self,
+        admin: &PgPool,
+        db: &str,
+        config: &RunConfig,
+        hold: Duration,
+        notes: &mut Vec<String>,
+    ) -> Result<(), DrillError> {
+        if !config.via_pooler {
+            tokio::time::sleep(hold).await;
+            return Ok(());
+        }
+        tokio::time::sleep(hold / 2).await;
+        let sample = PoolSample::take(admin, self.pooler.port(), db).await?;
+        notes.push(format!(
+            "mid-fault: {} of the pool's {} server connections idle in a transaction for over \
+             0.5 s, {} clients waiting in PgBouncer",
+            sample.held_in_transaction, self.pooler_settings.pool_size, sample.clients_waiting
+        ));
+        tokio::time::sleep(hold - hold / 2).await;
         Ok(())
     }
 
@@ -675,8 +762,14 @@ impl Servers {
             )
             .await?;
         let promoted_at = db_now_when_back(&new_admin, startup).await?;
-        for replica in replicas.iter() {
-            replica.link.set_upstream(local(standby.port()));
+        // Through the pooler, the pooler is re-pointed (as an operator or a failover manager
+        // would); direct, each replica's link is.
+        if config.via_pooler {
+            self.pooler.repoint("127.0.0.1", standby.port())?;
+        } else {
+            for replica in replicas.iter() {
+                replica.link.set_upstream(local(standby.port()));
+            }
         }
         // What the old primary had issued, read from it once it is back (nothing points at it).
         tokio::task::block_in_place(|| primary.restart("fast"))?;
@@ -759,8 +852,18 @@ impl Servers {
     ) -> Result<(), DrillError> {
         let name = "replica-on-standby".to_owned();
         ledger_holder(admin, Duration::from_secs(60)).await?;
+        // Through the pooler, the replica reaches the standby through a PgBouncer of its own
+        // (the drill's fronts the primary), which is re-pointed at the primary to heal.
+        let standby_pooler = if config.via_pooler {
+            Some(tokio::task::block_in_place(|| {
+                Pooler::start_with("127.0.0.1", standby.port(), self.pooler_settings)
+            })?)
+        } else {
+            None
+        };
+        let upstream = standby_pooler.as_ref().map_or(standby.port(), Pooler::port);
         let replica = self
-            .spawn_replica(db, name.clone(), Some(standby.port()), None, config)
+            .spawn_replica(db, name.clone(), Some(upstream), None, config)
             .await?;
         // Long enough for several polls of every role.
         tokio::time::sleep(config.ttl * 2).await;
@@ -769,8 +872,12 @@ impl Servers {
         let refusals = log.matches("the database is read-only").count() as i64;
         let led = log.matches("became leader").count() as i64;
         let heal_at = note_fault(admin, "read-only replica pointed at the primary").await?;
-        replica.link.set_upstream(local(self.cluster.port()));
+        match &standby_pooler {
+            Some(pooler) => pooler.repoint("127.0.0.1", self.cluster.port())?,
+            None => replica.link.set_upstream(local(self.cluster.port())),
+        }
         replicas.push(replica);
+        struck.standby_pooler = standby_pooler;
         let first_grant = format!(
             "SELECT {heal}, (SELECT min(granted_at) FROM grants
                               WHERE holder = '{name}' AND granted_at > {heal})",
@@ -808,6 +915,8 @@ struct Struck {
     admin: Option<PgPool>,
     /// Checks only this fault can make.
     checks: Vec<Check>,
+    /// The read-only fault's PgBouncer in front of the standby, kept until the replicas exit.
+    standby_pooler: Option<Pooler>,
 }
 
 async fn drain(admin: &PgPool, config: &RunConfig, timings: &Timings) -> Result<(), DrillError> {
