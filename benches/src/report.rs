@@ -140,8 +140,12 @@ pub fn write_report(path: &str, bench: &str, generated: &str) -> std::io::Result
     let begin_mark = begin_mark(bench);
     let block = format!("{begin_mark}\n{generated}{END_MARK}\n");
     let content = match std::fs::read_to_string(path) {
-        Ok(old) => match (old.find(begin_mark.as_str()), old.find(END_MARK)) {
-            (Some(begin), Some(end)) if begin < end => {
+        // The end mark that closes this bench's block, not another bench's earlier in the file.
+        Ok(old) => match old
+            .find(begin_mark.as_str())
+            .and_then(|begin| old[begin..].find(END_MARK).map(|end| (begin, begin + end)))
+        {
+            Some((begin, end)) => {
                 let after = &old[end + END_MARK.len()..];
                 let after = after.strip_prefix('\n').unwrap_or(after);
                 format!("{}{block}{after}", &old[..begin])
@@ -182,6 +186,24 @@ mod tests {
                 "intro\n{}\ntwo\n{END_MARK}\n\n## notes\n",
                 begin_mark("x-bench")
             )
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn write_report_replaces_only_its_own_block_among_several() {
+        let dir =
+            std::env::temp_dir().join(format!("leader-benches-report-two-{}", std::process::id()));
+        let path = dir.join("r.md");
+        let path = path.to_str().expect("a UTF-8 temp path");
+        let a = format!("{}\na1\n{END_MARK}\n", begin_mark("a-bench"));
+        let b = |body: &str| format!("{}\n{body}{END_MARK}\n", begin_mark("b-bench"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(path, format!("{a}\nnotes\n{}tail\n", b("b1\n"))).unwrap();
+        write_report(path, "b-bench", "b2\n").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(path).unwrap(),
+            format!("{a}\nnotes\n{}tail\n", b("b2\n"))
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }

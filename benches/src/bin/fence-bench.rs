@@ -1,0 +1,564 @@
+//! `fence-bench [--write PATH]`: where the fence's cost goes, and what it costs on a claim funnel
+//! as the reference application runs it, on a durable server (`fsync` on).
+//!
+//! 1. **Breakdown, server-side.** Each part of `leader_fence` is timed inside the server over many
+//!    statements, so neither the network nor the client is in the figure: a plpgsql loop runs
+//!    `PERFORM 1 WHERE <condition>` (one planned statement per iteration, its condition a
+//!    One-Time Filter as in a claim) for the bare call of a plpgsql function, the isolation check,
+//!    the lease-row read, the whole fence, and the other forms the fence could take (the read as
+//!    `PERFORM … ; RETURN FOUND`, a `LANGUAGE sql` function, the condition written inline). The
+//!    variants run round-robin, so load on the machine hits them alike; each figure is the median
+//!    over the rounds, minus the same statement with a condition that reads nothing.
+//! 2. **Per statement, client-side.** The same conditions, each in an autocommit
+//!    `SELECT … WHERE <condition>` of its own, round-robin; medians. Unlike the loop, each
+//!    statement is a transaction, so what a function or a table read costs once per transaction
+//!    is in the figure, as it is in a claim.
+//! 3. **The funnel.** `BEGIN; UPDATE outbox … WHERE id IN (SELECT … FOR UPDATE SKIP LOCKED)
+//!    RETURNING id; COMMIT` on a 1,000,000-row outbox, unfenced (A) and fenced (B), alternating,
+//!    each transaction timed BEGIN to COMMIT; the ratio of B's median to A's within each run,
+//!    five runs, with prepared statements and through the simple protocol. Medians, not means:
+//!    on this shared VM a commit's WAL flush now and then takes tens of milliseconds.
+//!
+//! It starts its own durable throwaway cluster (fsync, synchronous_commit and full_page_writes
+//! on), whatever `DATABASE_URL` says. Every connection is direct.
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use leader_benches::report::{self, progress};
+use leader_benches::{Res, machine};
+use leader_testkit::Cluster;
+use sqlx::{Connection, PgConnection};
+
+const NAME: &str = "fence-bench";
+const COMMAND: &str = "cargo run --release -p leader-benches --bin fence-bench -- --write docs/benchmarks/protocol.md";
+const FRAMEWORK_UP: &str = include_str!("../../../migrations/20261201000000_leader_leases.up.sql");
+
+const TOKEN: i64 = 1_000;
+const TARGET_RATIO: f64 = 1.03;
+
+// Part 1.
+const ROUNDS: usize = 15;
+const LOOP_ITERATIONS: i32 = 4_000;
+// Part 2.
+const STATEMENT_ROUNDS: usize = 2_000;
+// Part 3.
+const FUNNEL_RUNS: usize = 5;
+const FUNNEL_ITERATIONS: usize = 600;
+const FUNNEL_WARMUP: usize = 50;
+const CLAIM_LIMIT: usize = 100;
+const OUTBOX_ROWS: i64 = 1_000_000;
+
+const SETUP: &str = "
+INSERT INTO leader_leases (role, holder_token, holder_id, acquired_at, expires_at)
+VALUES ('fence', 1000, 'fence-bench', now(), now() + interval '10 years');
+CREATE TABLE outbox (
+    id            bigserial   PRIMARY KEY,
+    status        text        NOT NULL,
+    due_at        timestamptz NOT NULL,
+    claimed_token bigint
+);
+-- One row in five already sent; due times spread over ~28 h from a day ago, so most are due.
+INSERT INTO outbox (status, due_at)
+SELECT CASE WHEN g % 5 = 0 THEN 'sent' ELSE 'pending' END,
+       now() - interval '1 day' + g * interval '100 milliseconds'
+  FROM generate_series(1, 1000000) AS g;
+CREATE INDEX outbox_pending_due ON outbox (due_at) WHERE status = 'pending';
+CREATE SCHEMA fence_parts;
+-- The parts of leader_fence, each alone.
+CREATE FUNCTION fence_parts.call_only(p_role text, p_token bigint) RETURNS boolean
+LANGUAGE plpgsql STABLE AS $$ BEGIN RETURN true; END $$;
+CREATE FUNCTION fence_parts.isolation_check(p_role text, p_token bigint) RETURNS boolean
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'needs READ COMMITTED';
+    END IF;
+    RETURN true;
+END $$;
+CREATE FUNCTION fence_parts.row_read(p_role text, p_token bigint) RETURNS boolean
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN EXISTS (SELECT 1 FROM leader_leases
+                    WHERE role = p_role AND holder_token = p_token
+                      AND expires_at > statement_timestamp());
+END $$;
+-- Other forms the whole fence could take.
+CREATE FUNCTION fence_parts.select_into(p_role text, p_token bigint) RETURNS boolean
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'needs READ COMMITTED';
+    END IF;
+    PERFORM FROM leader_leases
+      WHERE role = p_role AND holder_token = p_token AND expires_at > statement_timestamp();
+    RETURN FOUND;
+END $$;
+CREATE FUNCTION fence_parts.sql_function(p_role text, p_token bigint) RETURNS boolean
+LANGUAGE sql STABLE AS $$
+    SELECT EXISTS (SELECT 1 FROM leader_leases
+                    WHERE role = p_role AND holder_token = p_token
+                      AND expires_at > statement_timestamp())
+$$;
+";
+
+/// The conditions timed: name, what it measures, and the condition, `{tok}` standing for the
+/// token (a plpgsql variable in part 1, the bind parameter `$1` in part 2: uncorrelated either
+/// way, so each function runs once per statement, as in a claim).
+const PARTS: [(&str, &str, &str); 8] = [
+    (
+        "baseline",
+        "a condition that reads nothing (subtracted from the rest)",
+        "{tok} > 0",
+    ),
+    (
+        "call",
+        "calling a plpgsql function that returns true",
+        "fence_parts.call_only('fence', {tok})",
+    ),
+    (
+        "isolation check",
+        "the call plus the isolation check",
+        "fence_parts.isolation_check('fence', {tok})",
+    ),
+    (
+        "row read",
+        "the call plus the lease-row read (`RETURN EXISTS (…)`)",
+        "fence_parts.row_read('fence', {tok})",
+    ),
+    (
+        "leader_fence",
+        "**the fence as shipped**: call, isolation check, row read",
+        "leader_fence('fence', {tok})",
+    ),
+    (
+        "SELECT INTO form",
+        "the whole fence with the read as `PERFORM … ; RETURN FOUND`",
+        "fence_parts.select_into('fence', {tok})",
+    ),
+    (
+        "LANGUAGE sql",
+        "the read as a `LANGUAGE sql` function (no isolation check)",
+        "fence_parts.sql_function('fence', {tok})",
+    ),
+    (
+        "inline EXISTS",
+        "the read written into the statement (no function, no isolation check)",
+        "EXISTS (SELECT 1 FROM leader_leases WHERE role = 'fence' AND holder_token = {tok} \
+         AND expires_at > statement_timestamp())",
+    ),
+];
+
+/// The loop that times `condition`: microseconds per statement over `n` statements.
+fn loop_function(index: usize, condition: &str) -> String {
+    let condition = condition.replace("{tok}", "tok");
+    format!(
+        "CREATE FUNCTION fence_parts.loop_{index}(n int, tok bigint) RETURNS float8
+         LANGUAGE plpgsql AS $$
+         DECLARE started timestamptz := clock_timestamp();
+         BEGIN
+             FOR i IN 1..n LOOP
+                 PERFORM 1 WHERE {condition};
+             END LOOP;
+             RETURN extract(epoch FROM clock_timestamp() - started) * 1e6 / n;
+         END $$;"
+    )
+}
+
+/// The claim funnel, unfenced (A) and fenced (B); `{fence}` is where B's fence goes.
+const FUNNEL: &str = "UPDATE outbox SET claimed_token = {token} WHERE id IN (SELECT id FROM outbox \
+     WHERE status = 'pending' AND due_at <= now(){fence} ORDER BY due_at LIMIT 100 \
+     FOR UPDATE SKIP LOCKED) RETURNING id";
+
+/// How the funnel's statement is sent.
+#[derive(Debug, Clone, Copy)]
+enum Protocol {
+    /// The extended protocol, a prepared statement with bind parameters (`sqlx::query`).
+    Prepared,
+    /// The simple protocol, values inlined (`sqlx::raw_sql`), as the runtime sends its own.
+    Simple,
+}
+
+impl Protocol {
+    fn name(self) -> &'static str {
+        match self {
+            Protocol::Prepared => "prepared statements (extended protocol)",
+            Protocol::Simple => "simple protocol, values inlined",
+        }
+    }
+
+    fn sql(self, fenced: bool) -> String {
+        let (token, fence) = match self {
+            Protocol::Prepared => ("$1".to_owned(), " AND leader_fence($2, $1)".to_owned()),
+            Protocol::Simple => (
+                TOKEN.to_string(),
+                format!(" AND leader_fence('fence', {TOKEN})"),
+            ),
+        };
+        FUNNEL
+            .replace("{token}", &token)
+            .replace("{fence}", if fenced { &fence } else { "" })
+    }
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[(values.len() - 1) / 2]
+}
+
+/// One funnel transaction, BEGIN to COMMIT, timed; checks that it claimed a full batch.
+async fn funnel_once(conn: &mut PgConnection, protocol: Protocol, sql: &str) -> Res<f64> {
+    let started = Instant::now();
+    let mut tx = conn.begin().await?;
+    let rows = match protocol {
+        Protocol::Prepared => {
+            sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(TOKEN)
+                .bind("fence")
+                .fetch_all(&mut *tx)
+                .await?
+        }
+        Protocol::Simple => {
+            sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+                .fetch_all(&mut *tx)
+                .await?
+        }
+    };
+    tx.commit().await?;
+    let elapsed = started.elapsed().as_secs_f64() * 1e6;
+    if rows.len() != CLAIM_LIMIT {
+        return Err(format!("a funnel claimed {} rows, not {CLAIM_LIMIT}", rows.len()).into());
+    }
+    Ok(elapsed)
+}
+
+struct FunnelRun {
+    /// Median microseconds of A's and B's transactions.
+    a: f64,
+    b: f64,
+}
+
+/// One funnel run: A and B alternate (A first on even iterations, B first on odd ones), so
+/// load and the table's growing row versions hit both alike.
+async fn funnel_run(conn: &mut PgConnection, protocol: Protocol) -> Res<FunnelRun> {
+    let (sql_a, sql_b) = (protocol.sql(false), protocol.sql(true));
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for i in 0..FUNNEL_WARMUP + FUNNEL_ITERATIONS {
+        let (first, second) = if i % 2 == 0 {
+            (&sql_a, &sql_b)
+        } else {
+            (&sql_b, &sql_a)
+        };
+        let one = funnel_once(conn, protocol, first).await?;
+        let two = funnel_once(conn, protocol, second).await?;
+        if i >= FUNNEL_WARMUP {
+            let (ta, tb) = if i % 2 == 0 { (one, two) } else { (two, one) };
+            a.push(ta);
+            b.push(tb);
+        }
+    }
+    Ok(FunnelRun {
+        a: median(a),
+        b: median(b),
+    })
+}
+
+/// Microseconds of one autocommit `SELECT 1 WHERE <condition>`, round trip included.
+async fn statement_once(conn: &mut PgConnection, sql: &str) -> Res<f64> {
+    let started = Instant::now();
+    sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(TOKEN)
+        .fetch_all(&mut *conn)
+        .await?;
+    Ok(started.elapsed().as_secs_f64() * 1e6)
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let write = match report::parse_write(std::env::args().skip(1)) {
+        Ok(write) => write,
+        Err(e) => return report::usage(NAME, &e),
+    };
+    report::exit_code(NAME, run(write.as_deref()).await)
+}
+
+async fn run(write: Option<&str>) -> Res<bool> {
+    let started = Instant::now();
+    let date = chrono::Utc::now().format("%Y-%m-%d %H:%M UTC").to_string();
+    let load_before = machine::load_average();
+
+    progress(NAME, "starting a durable throwaway cluster (fsync on)");
+    let cluster = tokio::task::spawn_blocking(Cluster::start_durable).await??;
+    let url = |db: &str| format!("postgres://postgres@127.0.0.1:{}/{db}", cluster.port());
+    let mut server = PgConnection::connect(&url("postgres")).await?;
+    sqlx::raw_sql("CREATE DATABASE fence_bench")
+        .execute(&mut server)
+        .await?;
+    let mut conn = PgConnection::connect(&url("fence_bench")).await?;
+    let version: String = sqlx::query_scalar("SELECT version()")
+        .fetch_one(&mut conn)
+        .await?;
+    let mut settings = Vec::new();
+    for name in [
+        "fsync",
+        "synchronous_commit",
+        "full_page_writes",
+        "shared_buffers",
+    ] {
+        settings.push(format!(
+            "`{name}={}`",
+            machine::setting(&mut conn, name).await?
+        ));
+    }
+
+    progress(NAME, "building the 1,000,000-row outbox");
+    sqlx::raw_sql(FRAMEWORK_UP).execute(&mut conn).await?;
+    sqlx::raw_sql(SETUP).execute(&mut conn).await?;
+    // VACUUM cannot run inside the implicit transaction of a multi-statement query.
+    for table in ["outbox", "leader_leases"] {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("VACUUM ANALYZE {table}")))
+            .execute(&mut conn)
+            .await?;
+    }
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM outbox")
+        .fetch_one(&mut conn)
+        .await?;
+    if rows != OUTBOX_ROWS {
+        return Err(format!("the outbox has {rows} rows, not {OUTBOX_ROWS}").into());
+    }
+    for (index, (_, _, condition)) in PARTS.iter().enumerate() {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(loop_function(index, condition)))
+            .execute(&mut conn)
+            .await?;
+    }
+    // Every variant must answer as the fence does: true for the live token, false for a stale
+    // one (the baseline, which reads nothing, and the bare call and isolation check aside).
+    for (index, (name, _, condition)) in PARTS.iter().enumerate().skip(3) {
+        for (token, expected) in [(TOKEN, true), (TOKEN - 1, false)] {
+            let sql = format!("SELECT {}", condition.replace("{tok}", &token.to_string()));
+            let answer: bool = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+                .fetch_one(&mut conn)
+                .await?;
+            if answer != expected {
+                return Err(format!(
+                    "part {index} ({name}) answered {answer} for token {token}, not {expected}"
+                )
+                .into());
+            }
+        }
+    }
+
+    progress(NAME, "part 1: the fence's parts, server-side");
+    let mut per_part: Vec<Vec<f64>> = vec![Vec::new(); PARTS.len()];
+    for index in 0..PARTS.len() {
+        // Warm-up: plan caches, the function's compiled form.
+        let sql = format!("SELECT fence_parts.loop_{index}($1, $2)");
+        sqlx::query_scalar::<_, f64>(sqlx::AssertSqlSafe(sql))
+            .bind(LOOP_ITERATIONS / 4)
+            .bind(TOKEN)
+            .fetch_one(&mut conn)
+            .await?;
+    }
+    for _ in 0..ROUNDS {
+        for (index, samples) in per_part.iter_mut().enumerate() {
+            let sql = format!("SELECT fence_parts.loop_{index}($1, $2)");
+            samples.push(
+                sqlx::query_scalar::<_, f64>(sqlx::AssertSqlSafe(sql))
+                    .bind(LOOP_ITERATIONS)
+                    .bind(TOKEN)
+                    .fetch_one(&mut conn)
+                    .await?,
+            );
+        }
+    }
+    let part_us: Vec<f64> = per_part.into_iter().map(median).collect();
+
+    progress(
+        NAME,
+        "part 2: the same conditions, one autocommit statement each",
+    );
+    let statements: Vec<String> = PARTS
+        .iter()
+        .map(|(_, _, condition)| {
+            format!(
+                "SELECT 1 WHERE {}",
+                condition.replace("{tok}", "$1::bigint")
+            )
+        })
+        .collect();
+    let mut per_statement: Vec<Vec<f64>> = vec![Vec::new(); PARTS.len()];
+    for round in 0..STATEMENT_ROUNDS + STATEMENT_ROUNDS / 10 {
+        for (sql, samples) in statements.iter().zip(per_statement.iter_mut()) {
+            let us = statement_once(&mut conn, sql).await?;
+            if round >= STATEMENT_ROUNDS / 10 {
+                samples.push(us);
+            }
+        }
+    }
+    let statement_us: Vec<f64> = per_statement.into_iter().map(median).collect();
+
+    let mut funnel: Vec<(Protocol, Vec<FunnelRun>)> = Vec::new();
+    for protocol in [Protocol::Prepared, Protocol::Simple] {
+        let mut runs = Vec::new();
+        for run in 1..=FUNNEL_RUNS {
+            progress(
+                NAME,
+                &format!(
+                    "part 3: the funnel, {}, run {run} of {FUNNEL_RUNS}",
+                    protocol.name()
+                ),
+            );
+            // Every run starts from the same table: the claims of the last one left row versions.
+            sqlx::raw_sql("VACUUM outbox").execute(&mut conn).await?;
+            runs.push(funnel_run(&mut conn, protocol).await?);
+        }
+        funnel.push((protocol, runs));
+    }
+    let load_after = machine::load_average();
+
+    let mut w = String::new();
+    report::header(
+        &mut w,
+        "The fence's cost: where it goes, and on a funnel",
+        NAME,
+        &date,
+        started.elapsed(),
+        COMMAND,
+    )?;
+    writeln!(
+        w,
+        "It starts a durable throwaway cluster of its own (whatever `DATABASE_URL` says). Every \
+         connection is direct.\n"
+    )?;
+    report::machine_section(
+        &mut w,
+        &load_before,
+        &load_after,
+        &version,
+        &format!(
+            "private durable cluster on loopback; {}",
+            settings.join(", ")
+        ),
+    )?;
+    writeln!(w, "## 1. Where the fence's cost goes (server-side)\n")?;
+    writeln!(
+        w,
+        "A plpgsql loop runs `PERFORM 1 WHERE <condition>` {LOOP_ITERATIONS} times per round \
+         (one planned statement per iteration, its condition a One-Time Filter, as in a claim); \
+         the variants run round-robin for {ROUNDS} rounds, and each figure is the median over \
+         the rounds. Every variant that reads the lease was first checked to answer true for the \
+         live token and false for a stale one. \"Cost\" is the figure minus the baseline's.\n"
+    )?;
+    writeln!(
+        w,
+        "| condition | what it measures | µs per statement | cost (µs) |\n|---|---|---:|---:|"
+    )?;
+    let baseline = part_us[0];
+    for ((name, what, _), us) in PARTS.iter().zip(&part_us) {
+        writeln!(
+            w,
+            "| {name} | {what} | {us:.2} | {} |",
+            if *name == "baseline" {
+                "—".to_owned()
+            } else {
+                format!("{:+.2}", us - baseline)
+            }
+        )?;
+    }
+    let fence = part_us[4] - baseline;
+    let call = part_us[1] - baseline;
+    let check = part_us[2] - part_us[1];
+    let read = part_us[3] - part_us[1];
+    writeln!(
+        w,
+        "\nOf the shipped fence's {fence:.1} µs: the call {call:.1} µs, the isolation check \
+         {check:.1} µs, the row read {read:.1} µs (each part's figure minus the one before it).\n"
+    )?;
+    writeln!(
+        w,
+        "## 2. Per statement, each its own transaction (client-side)\n"
+    )?;
+    writeln!(
+        w,
+        "Each condition in an autocommit `SELECT 1 WHERE <condition>` (the token bound as \
+         `$1`), a prepared statement on one direct connection, round-robin, \
+         {STATEMENT_ROUNDS} each; medians, round trip included. What a function or a table read \
+         costs once per transaction (the function's executor state, the lease table's locks) is \
+         in these figures and not in part 1's.\n"
+    )?;
+    writeln!(
+        w,
+        "| condition | median µs per statement | cost (µs) |\n|---|---:|---:|"
+    )?;
+    for ((name, _, _), us) in PARTS.iter().zip(&statement_us) {
+        writeln!(
+            w,
+            "| {name} | {us:.1} | {} |",
+            if *name == "baseline" {
+                "—".to_owned()
+            } else {
+                format!("{:+.1}", us - statement_us[0])
+            }
+        )?;
+    }
+    writeln!(w, "\n## 3. The fence on a funnel\n")?;
+    writeln!(
+        w,
+        "A and B alternate on one direct connection ({FUNNEL_ITERATIONS} of each per run after \
+         {FUNNEL_WARMUP} warm-ups, A first on even iterations and B first on odd ones); each \
+         transaction is timed from BEGIN to COMMIT; `VACUUM outbox` before each run. B's fence \
+         is live, so both claim the same 100 rows. With prepared statements:\n"
+    )?;
+    writeln!(
+        w,
+        "```sql\nBEGIN;\n-- A\n{};\n-- B\n{};\nCOMMIT;\n```\n",
+        Protocol::Prepared.sql(false),
+        Protocol::Prepared.sql(true)
+    )?;
+    writeln!(
+        w,
+        "Through the simple protocol the same with the values inlined. The ratio is B's median \
+         over A's within each run.\n"
+    )?;
+    let mut met = true;
+    for (protocol, runs) in &funnel {
+        writeln!(w, "### {}\n", protocol.name())?;
+        writeln!(
+            w,
+            "| run | A median (ms) | B median (ms) | **B/A** | B − A (µs) |\n|---:|---:|---:|---:|---:|"
+        )?;
+        for (i, r) in runs.iter().enumerate() {
+            writeln!(
+                w,
+                "| {} | {:.3} | {:.3} | **{:.3}** | {:+.0} |",
+                i + 1,
+                r.a / 1000.0,
+                r.b / 1000.0,
+                r.b / r.a,
+                r.b - r.a
+            )?;
+        }
+        let ratio = median(runs.iter().map(|r| r.b / r.a).collect());
+        let extra = median(runs.iter().map(|r| r.b - r.a).collect());
+        met &= ratio <= TARGET_RATIO;
+        writeln!(
+            w,
+            "\n**Median ratio over the {} runs: {ratio:.3}**, median B − A {extra:+.0} µs \
+             (target ≤ {TARGET_RATIO}: {}).\n",
+            runs.len(),
+            if ratio <= TARGET_RATIO {
+                "met"
+            } else {
+                "not met"
+            }
+        )?;
+    }
+    writeln!(
+        w,
+        "Both funnel targets (≤ {TARGET_RATIO}): **{}**.\n",
+        if met { "met" } else { "not met" }
+    )?;
+    print!("{w}");
+    Ok(report::conclude(NAME, &w, write, true, "")?)
+}
