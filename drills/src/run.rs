@@ -920,7 +920,15 @@ struct Struck {
 }
 
 async fn drain(admin: &PgPool, config: &RunConfig, timings: &Timings) -> Result<(), DrillError> {
-    billing_demo::demo::drain(admin, Duration::from_secs(20) + 2 * config.ttl, timings)
+    // After a failover the promoted standby redoes everything since replication was cut (its
+    // copy lacks it), through a pooler that may still be waiting out server_login_retry: a
+    // longer limit, which costs nothing when the work drains sooner.
+    let limit = if config.fault == Fault::Failover {
+        Duration::from_secs(60) + 4 * config.ttl
+    } else {
+        Duration::from_secs(20) + 2 * config.ttl
+    };
+    billing_demo::demo::drain(admin, limit, timings)
         .await
         .map_err(|e| e.to_string().into())
 }
