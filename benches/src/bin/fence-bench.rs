@@ -14,9 +14,10 @@
 //!    statement is a transaction, so what a function or a table read costs once per transaction
 //!    is in the figure, as it is in a claim.
 //! 3. **The funnel.** `BEGIN; UPDATE outbox … WHERE id IN (SELECT … FOR UPDATE SKIP LOCKED)
-//!    RETURNING id; COMMIT` on a 1,000,000-row outbox, unfenced (A) and fenced (B), alternating,
-//!    each transaction timed BEGIN to COMMIT; the ratio of B's median to A's within each run,
-//!    five runs, with prepared statements and through the simple protocol. Medians, not means:
+//!    RETURNING id; COMMIT` on a 1,000,000-row outbox, unfenced (A), fenced (B), gated by a
+//!    plpgsql function that only returns true (C) and by the lease read written inline (D),
+//!    taking turns, each transaction timed BEGIN to COMMIT; each ratio to A's median within a
+//!    run, five runs, with prepared statements and through the simple protocol. Medians, not means:
 //!    on this shared VM a commit's WAL flush now and then takes tens of milliseconds.
 //!
 //! It starts its own durable throwaway cluster (fsync, synchronous_commit and full_page_writes
@@ -45,7 +46,7 @@ const LOOP_ITERATIONS: i32 = 4_000;
 const STATEMENT_ROUNDS: usize = 2_000;
 // Part 3.
 const FUNNEL_RUNS: usize = 5;
-const FUNNEL_ITERATIONS: usize = 600;
+const FUNNEL_ITERATIONS: usize = 400;
 const FUNNEL_WARMUP: usize = 50;
 const CLAIM_LIMIT: usize = 100;
 const OUTBOX_ROWS: i64 = 1_000_000;
@@ -188,17 +189,50 @@ impl Protocol {
         }
     }
 
-    fn sql(self, fenced: bool) -> String {
-        let (token, fence) = match self {
-            Protocol::Prepared => ("$1".to_owned(), " AND leader_fence($2, $1)".to_owned()),
-            Protocol::Simple => (
-                TOKEN.to_string(),
-                format!(" AND leader_fence('fence', {TOKEN})"),
+    /// The funnel with `gate` in its row-locking sub-select.
+    fn sql(self, gate: Gate) -> String {
+        let (token, role) = match self {
+            Protocol::Prepared => ("$1".to_owned(), "$2".to_owned()),
+            Protocol::Simple => (TOKEN.to_string(), "'fence'".to_owned()),
+        };
+        let condition = match gate {
+            Gate::None => String::new(),
+            Gate::Fence => format!(" AND leader_fence({role}, {token})"),
+            Gate::CallOnly => format!(" AND fence_parts.call_only({role}, {token})"),
+            Gate::InlineExists => format!(
+                " AND EXISTS (SELECT 1 FROM leader_leases WHERE role = {role} \
+                 AND holder_token = {token} AND expires_at > statement_timestamp())"
             ),
         };
         FUNNEL
             .replace("{token}", &token)
-            .replace("{fence}", if fenced { &fence } else { "" })
+            .replace("{fence}", &condition)
+    }
+}
+
+/// What gates the funnel's row-locking sub-select.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Gate {
+    /// Nothing: A, the unfenced funnel.
+    None,
+    /// `leader_fence`: B, the fenced funnel as shipped.
+    Fence,
+    /// A plpgsql function that returns true: the cost of calling one from the claim.
+    CallOnly,
+    /// The lease read written into the claim, no function (and no isolation check).
+    InlineExists,
+}
+
+impl Gate {
+    const ALL: [Gate; 4] = [Gate::None, Gate::Fence, Gate::CallOnly, Gate::InlineExists];
+
+    fn label(self) -> &'static str {
+        match self {
+            Gate::None => "A: unfenced",
+            Gate::Fence => "B: `leader_fence`",
+            Gate::CallOnly => "C: a plpgsql function returning true",
+            Gate::InlineExists => "D: the read inline, no function",
+        }
     }
 }
 
@@ -233,34 +267,34 @@ async fn funnel_once(conn: &mut PgConnection, protocol: Protocol, sql: &str) -> 
     Ok(elapsed)
 }
 
+/// Median microseconds of each gate's transactions in one run, in [`Gate::ALL`]'s order.
 struct FunnelRun {
-    /// Median microseconds of A's and B's transactions.
-    a: f64,
-    b: f64,
+    medians: [f64; 4],
 }
 
-/// One funnel run: A and B alternate (A first on even iterations, B first on odd ones), so
-/// load and the table's growing row versions hit both alike.
+impl FunnelRun {
+    /// The median of `gate`'s transactions over A's.
+    fn ratio(&self, gate: Gate) -> f64 {
+        self.medians[gate as usize] / self.medians[Gate::None as usize]
+    }
+}
+
+/// One funnel run: the gates take turns, the first of each turn rotating with the iteration,
+/// so load and the table's growing row versions hit all alike.
 async fn funnel_run(conn: &mut PgConnection, protocol: Protocol) -> Res<FunnelRun> {
-    let (sql_a, sql_b) = (protocol.sql(false), protocol.sql(true));
-    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let sql = Gate::ALL.map(|gate| protocol.sql(gate));
+    let mut samples: [Vec<f64>; 4] = Default::default();
     for i in 0..FUNNEL_WARMUP + FUNNEL_ITERATIONS {
-        let (first, second) = if i % 2 == 0 {
-            (&sql_a, &sql_b)
-        } else {
-            (&sql_b, &sql_a)
-        };
-        let one = funnel_once(conn, protocol, first).await?;
-        let two = funnel_once(conn, protocol, second).await?;
-        if i >= FUNNEL_WARMUP {
-            let (ta, tb) = if i % 2 == 0 { (one, two) } else { (two, one) };
-            a.push(ta);
-            b.push(tb);
+        for k in 0..Gate::ALL.len() {
+            let g = (i + k) % Gate::ALL.len();
+            let us = funnel_once(conn, protocol, &sql[g]).await?;
+            if i >= FUNNEL_WARMUP {
+                samples[g].push(us);
+            }
         }
     }
     Ok(FunnelRun {
-        a: median(a),
-        b: median(b),
+        medians: samples.map(median),
     })
 }
 
@@ -505,48 +539,60 @@ async fn run(write: Option<&str>) -> Res<bool> {
     writeln!(w, "\n## 3. The fence on a funnel\n")?;
     writeln!(
         w,
-        "A and B alternate on one direct connection ({FUNNEL_ITERATIONS} of each per run after \
-         {FUNNEL_WARMUP} warm-ups, A first on even iterations and B first on odd ones); each \
-         transaction is timed from BEGIN to COMMIT; `VACUUM outbox` before each run. B's fence \
-         is live, so both claim the same 100 rows. With prepared statements:\n"
+        "The funnels take turns on one direct connection ({FUNNEL_ITERATIONS} turns per run \
+         after {FUNNEL_WARMUP} warm-ups, the first of each turn rotating); each transaction is \
+         timed from BEGIN to COMMIT; `VACUUM outbox` before each run. B's fence is live, so \
+         every funnel claims the same 100 rows. With prepared statements:\n"
     )?;
     writeln!(
         w,
         "```sql\nBEGIN;\n-- A\n{};\n-- B\n{};\nCOMMIT;\n```\n",
-        Protocol::Prepared.sql(false),
-        Protocol::Prepared.sql(true)
+        Protocol::Prepared.sql(Gate::None),
+        Protocol::Prepared.sql(Gate::Fence)
     )?;
     writeln!(
         w,
-        "Through the simple protocol the same with the values inlined. The ratio is B's median \
-         over A's within each run.\n"
+        "Through the simple protocol the same with the values inlined. Two more gates run in the \
+         same turns, to show where B's cost goes: C calls a plpgsql function that only returns \
+         true (`fence_parts.call_only`), D writes the lease read into the claim \
+         (`AND EXISTS (SELECT 1 FROM leader_leases WHERE role = $2 AND holder_token = $1 AND \
+         expires_at > statement_timestamp())`), with no function and so no isolation check. \
+         Each ratio is that gate's median over A's within the run; the target is B's.\n"
     )?;
     let mut met = true;
     for (protocol, runs) in &funnel {
         writeln!(w, "### {}\n", protocol.name())?;
         writeln!(
             w,
-            "| run | A median (ms) | B median (ms) | **B/A** | B − A (µs) |\n|---:|---:|---:|---:|---:|"
+            "| run | A median (ms) | B − A (µs) | **B/A** | C/A | D/A |\n|---:|---:|---:|---:|---:|---:|"
         )?;
         for (i, r) in runs.iter().enumerate() {
             writeln!(
                 w,
-                "| {} | {:.3} | {:.3} | **{:.3}** | {:+.0} |",
+                "| {} | {:.3} | {:+.0} | **{:.3}** | {:.3} | {:.3} |",
                 i + 1,
-                r.a / 1000.0,
-                r.b / 1000.0,
-                r.b / r.a,
-                r.b - r.a
+                r.medians[0] / 1000.0,
+                r.medians[Gate::Fence as usize] - r.medians[0],
+                r.ratio(Gate::Fence),
+                r.ratio(Gate::CallOnly),
+                r.ratio(Gate::InlineExists)
             )?;
         }
-        let ratio = median(runs.iter().map(|r| r.b / r.a).collect());
-        let extra = median(runs.iter().map(|r| r.b - r.a).collect());
+        let of = |gate| median(runs.iter().map(|r| r.ratio(gate)).collect());
+        let ratio = of(Gate::Fence);
+        let extra = median(
+            runs.iter()
+                .map(|r| r.medians[Gate::Fence as usize] - r.medians[0])
+                .collect(),
+        );
         met &= ratio <= TARGET_RATIO;
+        writeln!(w, "\nMedians over the {} runs:\n", runs.len())?;
+        for gate in &Gate::ALL[1..] {
+            writeln!(w, "* {} over A: **{:.3}**", gate.label(), of(*gate))?;
+        }
         writeln!(
             w,
-            "\n**Median ratio over the {} runs: {ratio:.3}**, median B − A {extra:+.0} µs \
-             (target ≤ {TARGET_RATIO}: {}).\n",
-            runs.len(),
+            "\nB − A median {extra:+.0} µs; target B/A ≤ {TARGET_RATIO}: **{}**.\n",
             if ratio <= TARGET_RATIO {
                 "met"
             } else {
