@@ -128,7 +128,7 @@ fn secs(d: Duration) -> String {
 fn print_run(result: &RunResult) {
     let c = &result.config;
     println!(
-        "{:<21} ttl {:>4.1}s {:<9} {:<5} leader {:<10} outage {:>6}  safety {}  liveness {}{}{}",
+        "{:<21} ttl {:>4.1}s {:<9} {:<5} leader {:<10} outage {:>6}{}  safety {}  liveness {}{}{}",
         c.fault.name(),
         c.ttl.as_secs_f64(),
         if c.via_pooler { "pgbouncer" } else { "direct" },
@@ -138,6 +138,10 @@ fn print_run(result: &RunResult) {
             .outage
             .map(|o| format!("{}s", secs(o)))
             .unwrap_or_else(|| "never".into()),
+        result
+            .takeover
+            .map(|t| format!(" (from the fault {}s)", secs(t)))
+            .unwrap_or_default(),
         if violated(result, Kind::Safety) {
             "FAIL"
         } else {
@@ -296,10 +300,10 @@ fn print_tables(results: &BTreeMap<(u64, Fault), Vec<RunResult>>) {
     for ttl in ttls {
         println!();
         println!(
-            "TTL {:.0} s | runs | outage median | outage max | safety violations | liveness failures | outage measured",
+            "TTL {:.0} s | runs | outage median | outage max | from the fault: median / max | safety violations | liveness failures | outage measured",
             ttl as f64 / 1000.0
         );
-        println!("---|---|---|---|---|---|---");
+        println!("---|---|---|---|---|---|---|---");
         for ((_, fault), runs) in results.range((ttl, Fault::Kill)..=(ttl, Fault::ReadOnly)) {
             let mut outages: Vec<Duration> = runs.iter().filter_map(|r| r.outage).collect();
             outages.sort();
@@ -312,8 +316,18 @@ fn print_tables(results: &BTreeMap<(u64, Fault), Vec<RunResult>>) {
             } else {
                 outages.last().map(|d| format!("{} s", secs(*d)))
             };
+            let mut takeovers: Vec<Duration> = runs.iter().filter_map(|r| r.takeover).collect();
+            takeovers.sort();
+            let from_fault = match (takeovers.first(), takeovers.last()) {
+                (Some(_), Some(max)) => format!(
+                    "{} s / {} s",
+                    secs(takeovers[(takeovers.len() - 1) / 2]),
+                    secs(*max)
+                ),
+                _ => "-".into(),
+            };
             println!(
-                "{fault} | {} | {} | {} | {} | {} | {}",
+                "{fault} | {} | {} | {} | {from_fault} | {} | {} | {}",
                 runs.len(),
                 median.unwrap_or_else(|| "-".into()),
                 max.unwrap_or_else(|| "-".into()),

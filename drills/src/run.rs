@@ -85,6 +85,10 @@ pub struct RunResult {
     /// The outage on the database clock (see [`Fault::outage_means`]); `None` if the role did
     /// not run again before the drill gave up waiting.
     pub outage: Option<Duration>,
+    /// For a fault that strikes the leader's process or link (kill, sever, freeze, term): from the fault to the
+    /// first claim under a newer token, on the database clock. The outage also counts the time
+    /// from the leader's last claim to the fault, which a starved leader can stretch.
+    pub takeover: Option<Duration>,
     pub victim: Option<String>,
     /// What carried the replicas' connections: `netns` (a namespace and veth pair each, direct
     /// to PostgreSQL) or `proxy` (the harness's TCP proxy).
@@ -524,11 +528,12 @@ impl Servers {
             new_primary.close().await;
         }
         admin.close().await;
-        let (outage, victim) = (struck.outage, struck.victim);
+        let (outage, takeover, victim) = (struck.outage, struck.takeover, struck.victim);
         Ok(RunResult {
             config: config.clone(),
             report,
             outage,
+            takeover,
             victim,
             link: if in_netns { "netns" } else { "proxy" },
             notes,
@@ -660,6 +665,13 @@ impl Servers {
             ),
         };
         let outage = wait_outage(admin, sql, config.ttl * 4 + Duration::from_secs(30)).await?;
+        if outage.is_some() && config.fault.strikes_leader() && config.fault != Fault::Pause {
+            let first_new = format!(
+                "SELECT {fault}, (SELECT min(claimed_at) {claims} AND token > {token})",
+                fault = ts(fault_at)
+            );
+            struck.takeover = wait_outage(admin, first_new, Duration::ZERO).await?;
+        }
         if outage.is_none() {
             notes.push(format!(
                 "drill_ledger did not run again within {:?} of the fault",
@@ -910,6 +922,7 @@ impl Servers {
 #[derive(Debug, Default)]
 struct Struck {
     outage: Option<Duration>,
+    takeover: Option<Duration>,
     victim: Option<String>,
     /// The pool to check through when the run ended on another server (a failover).
     admin: Option<PgPool>,
