@@ -135,7 +135,8 @@ pub fn conclude(
 }
 
 /// Puts `generated` between the markers of `bench`'s report at `path`, keeping what lies
-/// outside them (the whole file is the block when it has no markers or does not exist).
+/// outside them. A file without this bench's block gets it appended (other benches' blocks and
+/// hand-written text stay); a missing file is created holding only the block.
 pub fn write_report(path: &str, bench: &str, generated: &str) -> std::io::Result<()> {
     let begin_mark = begin_mark(bench);
     let block = format!("{begin_mark}\n{generated}{END_MARK}\n");
@@ -150,7 +151,8 @@ pub fn write_report(path: &str, bench: &str, generated: &str) -> std::io::Result
                 let after = after.strip_prefix('\n').unwrap_or(after);
                 format!("{}{block}{after}", &old[..begin])
             }
-            _ => block,
+            None if old.trim().is_empty() => block,
+            None => format!("{}\n\n{block}", old.trim_end()),
         },
         Err(_) => block,
     };
@@ -204,6 +206,27 @@ mod tests {
         assert_eq!(
             std::fs::read_to_string(path).unwrap(),
             format!("{a}\nnotes\n{}tail\n", b("b2\n"))
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn write_report_appends_a_new_bench_block_after_what_is_there() {
+        let dir =
+            std::env::temp_dir().join(format!("leader-benches-report-new-{}", std::process::id()));
+        let path = dir.join("r.md");
+        let path = path.to_str().expect("a UTF-8 temp path");
+        let a = format!("{}\na1\n{END_MARK}\n\nnotes on a\n", begin_mark("a-bench"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(path, &a).unwrap();
+        write_report(path, "b-bench", "b1\n").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(path).unwrap(),
+            format!(
+                "{}\n\n{}\nb1\n{END_MARK}\n",
+                a.trim_end(),
+                begin_mark("b-bench")
+            )
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -602,7 +602,7 @@ async fn run(write: Option<&str>) -> Res<bool> {
     }
     writeln!(
         w,
-        "Both funnel targets (≤ {TARGET_RATIO}): **{}**.\n",
+        "The target (B/A ≤ {TARGET_RATIO} in both protocols, in this run): **{}**.\n",
         if met { "met" } else { "not met" }
     )?;
     print!("{w}");
