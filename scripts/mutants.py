@@ -117,6 +117,9 @@ M = [
            "    /// Claim funnel of `email_outbox`: stamps a batch of unsent emails with the token.\n    #[fenced]\n",
            "    /// Claim funnel of `email_outbox`: stamps a batch of unsent emails with the token.\n")],
      "-p billing-demo --test app each_funnel"),
+    ("tick outside its span",
+     [edit("leader-runtime/src/tick.rs", "        .instrument(span)\n", "")],
+     "-p leader-tests --test tick_span"),
 ]
 
 # Mutations CI runs on every change: one in the SQL of a statement, one in the runtime's timer

@@ -140,6 +140,7 @@ impl Runtime {
                     grace: this.grace,
                     shutdown: &shutdown,
                     pool: &this.pool,
+                    holder: &this.holder_id,
                 };
                 crate::poll::lead_role(env, spec).await;
             });
