@@ -120,6 +120,19 @@ M = [
     ("tick outside its span",
      [edit("leader-runtime/src/tick.rs", "        .instrument(span)\n", "")],
      "-p leader-tests --test tick_span"),
+    ("panicked losses not created at 0",
+     [edit("leader-runtime/src/metrics.rs",
+           '    metrics::counter!("leader_lease_lost_total", "role" => role.as_str(), "reason" => "panicked")\n'
+           '        .absolute(0);\n', "")],
+     "-p billing-demo --test metrics the_demos_metrics_endpoint"),
+    ("interval gauge unset",
+     [edit("leader-runtime/src/metrics.rs",
+           '    metrics::gauge!("leader_interval_seconds", "role" => role.as_str()).set(every.as_secs_f64());\n',
+           "")],
+     "-p billing-demo --test metrics the_demos_metrics_endpoint"),
+    ("metrics undescribed",
+     [edit("leader-runtime/src/runtime.rs", "        crate::metrics::describe();\n", "")],
+     "-p billing-demo --test metrics the_demos_metrics_endpoint"),
 ]
 
 # Mutations CI runs on every change: one in the SQL of a statement, one in the runtime's timer
