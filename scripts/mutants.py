@@ -133,6 +133,13 @@ M = [
     ("metrics undescribed",
      [edit("leader-runtime/src/runtime.rs", "        crate::metrics::describe();\n", "")],
      "-p billing-demo --test metrics the_demos_metrics_endpoint"),
+    ("alert on an undocumented metric",
+     [edit("docs/alerts.yaml", "max by (role) (leader_paused_seconds) > 3600",
+           "max by (role) (leader_paused_age_seconds) > 3600")],
+     "-p billing-demo --test metrics every_metric_an_alert_uses"),
+    ("alert not in the runbook",
+     [edit("docs/runbook.md", "### LeaderClockDrift\n", "### Clock drift\n")],
+     "-p billing-demo --test metrics every_alert_is_explained"),
 ]
 
 # Mutations CI runs on every change: one in the SQL of a statement, one in the runtime's timer

@@ -288,3 +288,75 @@ fn the_demos_metrics_endpoint_serves_every_documented_series() {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+const ALERTS: &str = include_str!("../../docs/alerts.yaml");
+const RUNBOOK: &str = include_str!("../../docs/runbook.md");
+
+/// The alerts of `docs/alerts.yaml`, each with its expression.
+fn alerts() -> Vec<(String, String)> {
+    let mut alerts: Vec<(String, String)> = Vec::new();
+    let mut in_expr = false;
+    for line in ALERTS.lines() {
+        let trimmed = line.trim();
+        let key = trimmed
+            .split_once(':')
+            .filter(|(key, _)| key.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+            .map(|(key, rest)| (key.trim_start_matches("- "), rest.trim()));
+        if let Some(name) = trimmed.strip_prefix("- alert:") {
+            alerts.push((name.trim().to_owned(), String::new()));
+            in_expr = false;
+        } else if let Some(("expr", rest)) = key {
+            in_expr = true;
+            alerts.last_mut().expect("an alert").1.push_str(rest);
+        } else if key.is_some() || trimmed.starts_with('#') {
+            in_expr = false;
+        } else if in_expr {
+            alerts.last_mut().expect("an alert").1.push_str(trimmed);
+        }
+    }
+    alerts
+}
+
+/// The `leader_*` identifiers in `text`.
+fn leader_metrics(text: &str) -> BTreeSet<String> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|word| word.starts_with("leader_"))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn every_metric_an_alert_uses_is_a_documented_metric() {
+    let docs = module_table();
+    let alerts = alerts();
+    assert!(alerts.len() >= 4, "{alerts:?}");
+    for (alert, expr) in &alerts {
+        let used = leader_metrics(expr);
+        assert!(!used.is_empty(), "{alert} uses no leader_ metric: {expr:?}");
+        for metric in used {
+            assert!(
+                docs.contains_key(&metric),
+                "{alert} uses {metric}, which leader-runtime/src/metrics.rs does not document"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_alert_is_explained_in_the_runbook_and_links_to_it() {
+    let headings: BTreeSet<String> = RUNBOOK
+        .lines()
+        .filter_map(|line| line.strip_prefix("### "))
+        .filter(|heading| heading.starts_with("Leader"))
+        .map(str::to_owned)
+        .collect();
+    let names: BTreeSet<String> = alerts().into_iter().map(|(name, _)| name).collect();
+    assert_eq!(
+        names, headings,
+        "alerts.yaml's alerts and the runbook's sections"
+    );
+    for name in &names {
+        let link = format!("runbook: \"docs/runbook.md#{}\"", name.to_lowercase());
+        assert!(ALERTS.contains(&link), "{name} has no {link}");
+    }
+}
