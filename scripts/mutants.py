@@ -133,6 +133,13 @@ M = [
     ("metrics undescribed",
      [edit("leader-runtime/src/runtime.rs", "        crate::metrics::describe();\n", "")],
      "-p billing-demo --test metrics the_demos_metrics_endpoint"),
+    ("pause age of an unpaused role is 0, not NULL",
+     [edit("leader-runtime/src/metrics.rs",
+           "                CASE WHEN paused_at IS NOT NULL\n"
+           "                     THEN greatest(extract(epoch FROM now() - paused_at), 0)::float8\n"
+           "                END AS paused_for",
+           "                greatest(extract(epoch FROM now() - paused_at), 0)::float8 AS paused_for")],
+     "-p leader-tests --test runtime the_status_gauges"),
     ("alert on an undocumented metric",
      [edit("docs/alerts.yaml", "max by (role) (leader_paused_seconds) > 3600",
            "max by (role) (leader_paused_age_seconds) > 3600")],
