@@ -16,7 +16,7 @@
 //! replica reports the cluster's facts, not only the leader.
 //!
 //! Every metric is described (`# HELP` in Prometheus) with the meaning above when the runtime
-//! starts, to whatever recorder is installed then. The `prometheus` feature's exporter
+//! starts, to whatever recorder is installed then, and by the exporter's `install`. The `prometheus` feature's exporter
 //! (`leader_runtime::prometheus::install`) also gives the tick-duration histogram buckets from
 //! 5 ms to one hour.
 

@@ -50,9 +50,10 @@ pub enum ExporterError {
 /// Serves this process's metrics in the Prometheus text format on `http://{addr}/metrics`,
 /// from a task on the current tokio runtime, until the process ends.
 ///
-/// Call it once, before [`Runtime::run`](crate::Runtime::run), from inside the tokio runtime.
-/// Nothing is served unless the recorder could be installed, so an error leaves the process as
-/// it was.
+/// Call it once, from inside the tokio runtime, before [`Runtime::run`](crate::Runtime::run):
+/// the runtime's metrics are recorded by whichever recorder is installed when they are first
+/// set. It describes every metric (`# HELP`) itself. Nothing is served unless the recorder could
+/// be installed, so an error leaves the process as it was.
 ///
 /// # Errors
 ///
@@ -94,6 +95,7 @@ pub fn install(addr: SocketAddr) -> Result<(), ExporterError> {
             other => ExporterError::Other(other.to_string()),
         })?;
     metrics::set_global_recorder(recorder).map_err(|_| ExporterError::RecorderAlreadyInstalled)?;
+    crate::metrics::describe();
     handle.spawn(async move {
         if let Err(error) = exporter.await {
             tracing::error!(%addr, ?error, "the Prometheus exporter stopped serving /metrics");
