@@ -117,6 +117,37 @@ M = [
            "    /// Claim funnel of `email_outbox`: stamps a batch of unsent emails with the token.\n    #[fenced]\n",
            "    /// Claim funnel of `email_outbox`: stamps a batch of unsent emails with the token.\n")],
      "-p billing-demo --test app each_funnel"),
+    ("tick outside its span",
+     [edit("leader-runtime/src/tick.rs", "        .instrument(span)\n", "")],
+     "-p leader-tests --test tick_span"),
+    ("panicked losses not created at 0",
+     [edit("leader-runtime/src/metrics.rs",
+           '    metrics::counter!("leader_lease_lost_total", "role" => role.as_str(), "reason" => "panicked")\n'
+           '        .absolute(0);\n', "")],
+     "-p billing-demo --test metrics the_demos_metrics_endpoint"),
+    ("interval gauge unset",
+     [edit("leader-runtime/src/metrics.rs",
+           '    metrics::gauge!("leader_interval_seconds", "role" => role.as_str()).set(every.as_secs_f64());\n',
+           "")],
+     "-p billing-demo --test metrics the_demos_metrics_endpoint"),
+    ("metrics undescribed",
+     [edit("leader-runtime/src/runtime.rs", "        crate::metrics::describe();\n", ""),
+      edit("leader-runtime/src/prometheus.rs", "    crate::metrics::describe();\n", "")],
+     "-p billing-demo --test metrics the_demos_metrics_endpoint"),
+    ("pause age of an unpaused role is 0, not NULL",
+     [edit("leader-runtime/src/metrics.rs",
+           "                CASE WHEN paused_at IS NOT NULL\n"
+           "                     THEN greatest(extract(epoch FROM now() - paused_at), 0)::float8\n"
+           "                END AS paused_for",
+           "                greatest(extract(epoch FROM now() - paused_at), 0)::float8 AS paused_for")],
+     "-p leader-tests --test runtime the_status_gauges"),
+    ("alert on an undocumented metric",
+     [edit("docs/alerts.yaml", "max by (role) (leader_paused_seconds) > 3600",
+           "max by (role) (leader_paused_age_seconds) > 3600")],
+     "-p billing-demo --test metrics every_metric_an_alert_uses"),
+    ("alert not in the runbook",
+     [edit("docs/runbook.md", "### LeaderClockDrift\n", "### Clock drift\n")],
+     "-p billing-demo --test metrics every_alert_is_explained"),
 ]
 
 # Mutations CI runs on every change: one in the SQL of a statement, one in the runtime's timer

@@ -1,6 +1,7 @@
 //! `cargo run -p billing-demo`: the billing service's replicas on a throwaway PostgreSQL (or the
 //! server in `DATABASE_URL`), one killed midway, ending with checks that fail the exit code.
 
+use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -40,6 +41,10 @@ struct Args {
     /// connection.
     #[arg(long, value_name = "POOL_SIZE")]
     pgbouncer: Option<u32>,
+    /// Serve the runtime's metrics in the Prometheus text format on http://ADDR/metrics (e.g.
+    /// 127.0.0.1:9464); the replicas of this process share the one endpoint.
+    #[arg(long, value_name = "ADDR")]
+    metrics_addr: Option<SocketAddr>,
 }
 
 /// The shortest TTL the demo accepts: its statement timeout (a fifth of the TTL) must leave room
@@ -79,6 +84,13 @@ async fn main() -> ExitCode {
     if let Err(why) = refuse_unworkable(&args) {
         eprintln!("billing-demo: {why}");
         return ExitCode::from(2);
+    }
+    if let Some(addr) = args.metrics_addr {
+        if let Err(error) = leader_runtime::prometheus::install(addr) {
+            eprintln!("billing-demo: --metrics-addr {addr}: {error}");
+            return ExitCode::from(2);
+        }
+        println!("billing-demo: metrics on http://{addr}/metrics");
     }
     match run(args).await {
         Ok(true) => ExitCode::SUCCESS,

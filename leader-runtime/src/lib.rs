@@ -17,6 +17,8 @@
 //!
 //! # Features
 //!
+//! * `prometheus`: `prometheus::install(addr)` serves the metrics on `/metrics` at an address the
+//!   application chooses (`metrics-exporter-prometheus`).
 //! * `test-support`: `Fence::forge`, so a job's unit tests can build a [`TickContext`]
 //!   ([`TickContext::from_grant`]) without a database granting the lease. Enable it only in
 //!   `[dev-dependencies]`: a forged fence proves nothing to `leader_fence`.
@@ -31,6 +33,8 @@ pub mod metrics;
 mod panic_capture;
 pub mod panic_guard;
 mod poll;
+#[cfg(feature = "prometheus")]
+pub mod prometheus;
 pub mod registry;
 mod role_spec;
 mod runtime;

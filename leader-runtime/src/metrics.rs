@@ -5,6 +5,8 @@
 //! | `leader_last_tick_age_seconds` | gauge | `role` | age of the last *completed* tick, from the table on the database clock; only set when known |
 //! | `leader_last_tick_unknown` | gauge | `role`, `reason` (`never_ran`, `read_failed`) | 1 while the age is unknown for that reason, else 0; never a negative age |
 //! | `leader_paused` | gauge | `role` | 1 while an operator has paused the role |
+//! | `leader_paused_seconds` | gauge | `role` | how long the role has been paused, from `paused_at` on the database clock; 0 while not paused |
+//! | `leader_interval_seconds` | gauge | `role` | the role's interval: the least time between the ends of two completed ticks |
 //! | `leader_lease_lost_total` | counter | `role`, `reason` (`taken_over`, `paused`, `released`, `expired`, `heartbeat_timeout`, `panicked`) | ticks that ended without their lease; `panicked` is created at 0 at start so its first increase alerts |
 //! | `leader_tick_duration_seconds` | histogram | `role`, `outcome` (`completed`, `failed`, `panicked`, `interrupted`, `lost`) | how long each tick ran |
 //! | `leader_database_read_only` | gauge | `role` | 1 while this replica's ACQUIRE for the role is refused because the server is read-only (a standby, a demoted primary), else 0 |
@@ -12,15 +14,103 @@
 //!
 //! The age, unknown and paused gauges are refreshed by every runtime from the table, so any
 //! replica reports the cluster's facts, not only the leader.
+//!
+//! Every metric is described (`# HELP` in Prometheus) with the meaning above when the runtime
+//! starts, to whatever recorder is installed then, and by the exporter's `install`. The `prometheus` feature's exporter
+//! (`leader_runtime::prometheus::install`) also gives the tick-duration histogram buckets from
+//! 5 ms to one hour.
 
 use std::time::{Duration, SystemTime};
 
 use chrono::{DateTime, Utc};
 use leader_core::Role;
+use metrics::Unit;
 use sqlx::{PgPool, Row};
 use tokio::time::Instant;
 
-pub(crate) fn register(role: Role) {
+/// The `# HELP` text of each metric: the meaning column above.
+const DESCRIPTIONS: [(&str, Kind, Option<Unit>, &str); 9] = [
+    (
+        "leader_last_tick_age_seconds",
+        Kind::Gauge,
+        Some(Unit::Seconds),
+        "Age of the role's last completed tick, from leader_leases on the database clock; only set when known.",
+    ),
+    (
+        "leader_last_tick_unknown",
+        Kind::Gauge,
+        None,
+        "1 while the age of the role's last completed tick is unknown for this reason (never_ran, read_failed), else 0.",
+    ),
+    (
+        "leader_paused",
+        Kind::Gauge,
+        None,
+        "1 while an operator has paused the role.",
+    ),
+    (
+        "leader_paused_seconds",
+        Kind::Gauge,
+        Some(Unit::Seconds),
+        "How long the role has been paused, on the database clock; 0 while not paused.",
+    ),
+    (
+        "leader_interval_seconds",
+        Kind::Gauge,
+        Some(Unit::Seconds),
+        "The role's interval: the least time between the ends of two completed ticks.",
+    ),
+    (
+        "leader_lease_lost_total",
+        Kind::Counter,
+        None,
+        "Ticks that ended without their lease, by reason; reason=panicked starts at 0.",
+    ),
+    (
+        "leader_tick_duration_seconds",
+        Kind::Histogram,
+        Some(Unit::Seconds),
+        "How long each tick ran, by outcome (completed, failed, panicked, interrupted, lost).",
+    ),
+    (
+        "leader_database_read_only",
+        Kind::Gauge,
+        None,
+        "1 while this replica's ACQUIRE for the role is refused because the server is read-only.",
+    ),
+    (
+        "leader_clock_drift_seconds",
+        Kind::Gauge,
+        Some(Unit::Seconds),
+        "Database clock minus local clock, estimated from ACQUIRE and RENEW round trips; informational.",
+    ),
+];
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Counter,
+    Gauge,
+    Histogram,
+}
+
+/// Describes every metric to the installed recorder. A recorder keeps the first description of
+/// a name, so calling this again changes nothing.
+pub(crate) fn describe() {
+    for (name, kind, unit, help) in DESCRIPTIONS {
+        match (kind, unit) {
+            (Kind::Counter, Some(unit)) => metrics::describe_counter!(name, unit, help),
+            (Kind::Counter, None) => metrics::describe_counter!(name, help),
+            (Kind::Gauge, Some(unit)) => metrics::describe_gauge!(name, unit, help),
+            (Kind::Gauge, None) => metrics::describe_gauge!(name, help),
+            (Kind::Histogram, Some(unit)) => metrics::describe_histogram!(name, unit, help),
+            (Kind::Histogram, None) => metrics::describe_histogram!(name, help),
+        }
+    }
+}
+
+/// Creates the series a role has from the start: its interval, and the panicked losses at 0.
+pub(crate) fn register(role: Role, every: Duration) {
+    metrics::gauge!("leader_interval_seconds", "role" => role.as_str()).set(every.as_secs_f64());
     metrics::counter!("leader_lease_lost_total", "role" => role.as_str(), "reason" => "panicked")
         .absolute(0);
 }
@@ -61,19 +151,22 @@ fn clock_drift_seconds(db_now: DateTime<Utc>, sent: Instant, answered: Instant) 
 pub(crate) struct RoleStatus {
     pub role: String,
     pub last_tick_age_seconds: Option<f64>,
-    pub paused: bool,
+    /// How long the role has been paused; `None` while not paused.
+    pub paused_seconds: Option<f64>,
 }
 
 /// The status read, named by its leading comment ([`leader_core::Statement::StatusRead`]).
 const STATUS_READ: &str = "/* leader:status */ SELECT role,
-                -- greatest() skips NULLs, so a role that never completed must stay NULL here.
+                -- greatest() skips NULLs: a role that never completed, or is not paused, stays NULL.
                 CASE WHEN last_tick_ended_at IS NOT NULL
                      THEN greatest(extract(epoch FROM now() - last_tick_ended_at), 0)::float8
                 END AS age,
-                paused_at IS NOT NULL AS paused
+                CASE WHEN paused_at IS NOT NULL
+                     THEN greatest(extract(epoch FROM now() - paused_at), 0)::float8
+                END AS paused_for
            FROM leader_leases";
 
-/// Reads the last completed tick's age and the pause flag of every role from `leader_leases`.
+/// Reads the last completed tick's age and the pause age of every role from `leader_leases`.
 pub(crate) async fn read_status(pool: &PgPool) -> Result<Vec<RoleStatus>, sqlx::Error> {
     // A simple query (no bind parameters), so it works through a transaction-mode pooler.
     let rows = sqlx::raw_sql(STATUS_READ).fetch_all(pool).await?;
@@ -82,7 +175,7 @@ pub(crate) async fn read_status(pool: &PgPool) -> Result<Vec<RoleStatus>, sqlx::
             Ok(RoleStatus {
                 role: row.try_get("role")?,
                 last_tick_age_seconds: row.try_get("age")?,
-                paused: row.try_get("paused")?,
+                paused_seconds: row.try_get("paused_for")?,
             })
         })
         .collect()
@@ -107,7 +200,10 @@ pub(crate) fn publish_status(roles: &[Role], status: Result<&[RoleStatus], ()>) 
             if let Some(age) = found.last_tick_age_seconds {
                 metrics::gauge!("leader_last_tick_age_seconds", "role" => name).set(age);
             }
-            metrics::gauge!("leader_paused", "role" => name).set(f64::from(u8::from(found.paused)));
+            let paused = found.paused_seconds;
+            metrics::gauge!("leader_paused", "role" => name)
+                .set(f64::from(u8::from(paused.is_some())));
+            metrics::gauge!("leader_paused_seconds", "role" => name).set(paused.unwrap_or(0.0));
         }
     }
 }

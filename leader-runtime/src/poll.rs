@@ -153,6 +153,7 @@ mod tests {
             grace: Duration::from_secs(5),
             shutdown: &shutdown,
             pool: &pool,
+            holder: "test-holder",
         };
         lead_role(env, spec).await;
         fake.epoch.elapsed()

@@ -125,8 +125,9 @@ impl Runtime {
         crate::panic_capture::install();
         let roles = self.roles();
         leader_core::check_schema_ready(&self.pool, &roles).await?;
-        for &role in &roles {
-            crate::metrics::register(role);
+        crate::metrics::describe();
+        for spec in &self.roles {
+            crate::metrics::register(spec.role, spec.every);
         }
         tracing::info!(holder = %self.holder_id, roles = ?roles, "leader runtime started");
         let this = Arc::new(self);
@@ -140,6 +141,7 @@ impl Runtime {
                     grace: this.grace,
                     shutdown: &shutdown,
                     pool: &this.pool,
+                    holder: &this.holder_id,
                 };
                 crate::poll::lead_role(env, spec).await;
             });

@@ -8,6 +8,7 @@ use leader_core::{ReleaseOutcome, Timings};
 use sqlx::PgPool;
 use tokio::time::{Instant, sleep_until};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::cancel::{CancelCause, TickCancellation};
 use crate::context::TickContext;
@@ -86,10 +87,35 @@ pub(crate) struct TickEnv<'a> {
     pub grace: Duration,
     pub shutdown: &'a CancellationToken,
     pub pool: &'a PgPool,
+    /// This runtime's holder id, for the tick's span.
+    pub holder: &'a str,
 }
 
-/// Runs one tick of `spec` under `grant`, whose ACQUIRE was sent at `acquire_sent`.
+/// The span a tick runs in, from the grant to the RELEASE: `leader.tick` at INFO, with the
+/// `role`, the fencing `token` and this runtime's `holder` id. The job's future is polled inside
+/// it, so every event the job logs (and any OpenTelemetry span it opens) carries the three; a
+/// task the job spawns carries them only if the job instruments it with
+/// `tracing::Span::current()`. A subscriber that disables INFO for `leader_runtime` disables the
+/// span too.
+fn tick_span(fence: leader_core::Fence, holder: &str) -> tracing::Span {
+    tracing::info_span!("leader.tick", role = %fence.role(), token = fence.token(), holder = %holder)
+}
+
+/// Runs one tick of `spec` under `grant`, whose ACQUIRE was sent at `acquire_sent`, inside its
+/// [`tick_span`].
 pub(crate) async fn run_tick(
+    env: &TickEnv<'_>,
+    spec: &Arc<RoleSpec>,
+    grant: Grant,
+    acquire_sent: Instant,
+) -> TickReport {
+    let span = tick_span(grant.fence, env.holder);
+    run_granted(env, spec, grant, acquire_sent)
+        .instrument(span)
+        .await
+}
+
+async fn run_granted(
     env: &TickEnv<'_>,
     spec: &Arc<RoleSpec>,
     grant: Grant,
@@ -250,6 +276,7 @@ mod tests {
             grace: s(5),
             shutdown: &shutdown,
             pool: &pool,
+            holder: "test-holder",
         };
         run_tick(&env, &spec, FakeStatements::grant("alpha"), Instant::now()).await
     }

@@ -506,6 +506,64 @@ async fn a_panicking_tick_is_not_a_completion_and_everything_else_goes_on() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_status_gauges_give_each_roles_interval_and_how_long_it_has_been_paused() {
+    let recorder = metrics_util::debugging::DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    recorder.install().unwrap();
+
+    let db = tick_db().await;
+    db.exec(
+        "SELECT leader_pause('alpha', 'alice', 'SMTP key rotation');
+         UPDATE leader_leases SET paused_at = now() - interval '2 hours' WHERE role = 'alpha';",
+    )
+    .await;
+    let runtime = Runtime::builder(db.pool().clone())
+        .timings(FAST)
+        .holder_id("replica-a")
+        .status_every(Duration::from_millis(50))
+        .role(
+            ALPHA,
+            Duration::from_secs(90),
+            recording_job("replica-a", Duration::ZERO),
+        )
+        .role(
+            BETA,
+            Duration::from_millis(250),
+            recording_job("replica-a", Duration::ZERO),
+        )
+        .build()
+        .unwrap();
+    let (handle, stop) = start(runtime);
+    // A snapshot drains what it reads; `SeenMetrics` keeps each series' last non-zero value.
+    let mut seen = SeenMetrics::default();
+    let gauge = |seen: &SeenMetrics, name: &str, role: &str| match seen.get(name, &[("role", role)])
+    {
+        Some(DebugValue::Gauge(g)) => Some(g.into_inner()),
+        _ => None,
+    };
+    while gauge(&seen, "leader_paused_seconds", "alpha").is_none_or(|age| age == 0.0)
+        || gauge(&seen, "leader_paused_seconds", "beta").is_none()
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        seen.add(snapshotter.snapshot());
+    }
+    let gauge = |name: &str, role: &str| gauge(&seen, name, role);
+    let paused_for = gauge("leader_paused_seconds", "alpha").unwrap();
+    assert!(paused_for >= 7_200.0, "paused two hours ago: {paused_for}");
+    assert_eq!(gauge("leader_paused", "alpha"), Some(1.0));
+    assert_eq!(
+        gauge("leader_paused_seconds", "beta"),
+        Some(0.0),
+        "not paused"
+    );
+    assert_eq!(gauge("leader_paused", "beta"), Some(0.0));
+    assert_eq!(gauge("leader_interval_seconds", "alpha"), Some(90.0));
+    assert_eq!(gauge("leader_interval_seconds", "beta"), Some(0.25));
+    stop.cancel();
+    handle.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_panic_after_shutdown_is_released_as_interrupted() {
     let db = tick_db().await;
     let every = Duration::from_secs(600);
