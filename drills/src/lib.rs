@@ -9,6 +9,7 @@
 //! * [`netns`]: the severed link with the kernel's tools (a namespace and a veth pair per replica).
 //! * [`proxy`]: the severable link in user space (the fallback, and re-pointing for a failover).
 //! * [`fault`]: the faults and how each is injected and healed.
+//! * [`scrape`]: a replica's exported metrics (`/metrics`), for the checks that read them.
 //! * [`run`]: one drill run, from a fresh database to its checks and outage.
 //!
 //! `scripts/drill` is the command; see `docs/benchmarks/failure-correctness.md`.
@@ -19,3 +20,4 @@ pub mod ledger;
 pub mod netns;
 pub mod proxy;
 pub mod run;
+pub mod scrape;

@@ -22,6 +22,7 @@ use crate::fault::Fault;
 use crate::ledger;
 use crate::netns::Namespaces;
 use crate::proxy::Link;
+use crate::scrape;
 
 /// The error type of a run that could not be carried out (as opposed to one whose checks
 /// failed).
@@ -381,6 +382,7 @@ impl Servers {
         name: String,
         upstream: Option<u16>,
         netns: Option<usize>,
+        metrics: Option<SocketAddr>,
         config: &RunConfig,
     ) -> Result<Replica, DrillError> {
         let upstream_port = upstream.unwrap_or(if config.via_pooler {
@@ -420,6 +422,7 @@ impl Servers {
             .args(["--holder", &name])
             .args(["--ttl-ms", &config.ttl.as_millis().to_string()])
             .args(config.advisory_lock.then_some("--advisory-lock"))
+            .args(metrics.map(|addr| format!("--metrics-addr={addr}")))
             .stdin(Stdio::null())
             .stdout(file.try_clone()?)
             .stderr(file)
@@ -459,6 +462,7 @@ impl Servers {
                     format!("replica-{i}"),
                     None,
                     in_netns.then_some(i),
+                    None,
                     config,
                 )
                 .await?,
@@ -874,8 +878,16 @@ impl Servers {
             None
         };
         let upstream = standby_pooler.as_ref().map_or(standby.port(), Pooler::port);
+        let metrics = scrape::free_local_addr()?;
         let replica = self
-            .spawn_replica(db, name.clone(), Some(upstream), None, config)
+            .spawn_replica(
+                db,
+                name.clone(),
+                Some(upstream),
+                None,
+                Some(metrics),
+                config,
+            )
             .await?;
         // Long enough for several polls of every role.
         tokio::time::sleep(config.ttl * 2).await;
@@ -883,6 +895,12 @@ impl Servers {
         let roles = 6;
         let refusals = log.matches("the database is read-only").count() as i64;
         let led = log.matches("became leader").count() as i64;
+        let exported = scrape::gauge_by_role(metrics, READ_ONLY_GAUGE).await?;
+        struck.checks.push(Check {
+            name: "refused on the standby, it exported leader_database_read_only = 1 for every role",
+            kind: Kind::Safety,
+            violations: roles - exported.values().filter(|&&v| v == 1.0).count() as i64,
+        });
         let heal_at = note_fault(admin, "read-only replica pointed at the primary").await?;
         match &standby_pooler {
             Some(pooler) => pooler.repoint("127.0.0.1", self.cluster.port())?,
@@ -913,10 +931,19 @@ impl Servers {
             kind: Kind::Liveness,
             violations: (resumed - roles).abs(),
         });
+        let exported = scrape::gauge_by_role(metrics, READ_ONLY_GAUGE).await?;
+        struck.checks.push(Check {
+            name: "pointed at the primary, it exported leader_database_read_only = 0 for every role",
+            kind: Kind::Liveness,
+            violations: roles - exported.values().filter(|&&v| v == 0.0).count() as i64,
+        });
         struck.victim = Some(name);
         Ok(())
     }
 }
+
+/// The gauge a replica sets to 1 per role while its ACQUIREs find the server read-only.
+const READ_ONLY_GAUGE: &str = "leader_database_read_only";
 
 /// What a strike left for the checks.
 #[derive(Debug, Default)]

@@ -24,6 +24,9 @@ struct Args {
     /// Lead `drill_ledger` by a session advisory lock instead of a lease (the comparison).
     #[arg(long)]
     advisory_lock: bool,
+    /// Serve the runtime's metrics on `/metrics` at this address (the Prometheus exporter).
+    #[arg(long, value_name = "ADDR")]
+    metrics_addr: Option<std::net::SocketAddr>,
 }
 
 #[tokio::main]
@@ -43,6 +46,9 @@ async fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    if let Some(addr) = args.metrics_addr {
+        leader_runtime::prometheus::install(addr)?;
+    }
     let ttl = Duration::from_millis(args.ttl_ms);
     let timings = Timings::scaled_to_ttl(ttl)?;
     // A ledger tick lasts about two TTLs.
