@@ -43,28 +43,24 @@ pub fn write(dir: &Path, force: bool) -> Result<(), Failure> {
         .map(|file| Ok((file, compare(dir, file)?)))
         .collect::<Result<_, Failure>>()?;
     let out_of_date = copies.iter().filter(|(_, c)| *c == Copy::OutOfDate).count();
+    // All or nothing: while a differing file is refused, no other file is written either.
+    let refused = out_of_date > 0 && !force;
     for (file, copy) in &copies {
-        let path = dir.join(file.name);
-        let said = match copy {
-            Copy::New => "new, written",
-            Copy::Unchanged => "unchanged",
-            Copy::OutOfDate if force => "out of date, overwritten (--force)",
-            Copy::OutOfDate => "OUT OF DATE, left as it is",
+        let (write, said) = match copy {
+            Copy::New if refused => (false, "new, not written (an out-of-date file is refused)"),
+            Copy::New => (true, "new, written"),
+            Copy::Unchanged => (false, "unchanged"),
+            Copy::OutOfDate if force => (true, "out of date, overwritten (--force)"),
+            Copy::OutOfDate => (false, "OUT OF DATE, left as it is"),
         };
-        if *copy == Copy::New || (*copy == Copy::OutOfDate && force) {
-            if out_of_date > 0 && !force {
-                println!(
-                    "{:<48} new, not written (an out-of-date file is refused)",
-                    file.name
-                );
-                continue;
-            }
+        if write {
+            let path = dir.join(file.name);
             fs::write(&path, file.sql)
                 .map_err(|e| Failure::refused(format!("cannot write {}: {e}", path.display())))?;
         }
         println!("{:<48} {said}", file.name);
     }
-    if out_of_date > 0 && !force {
+    if refused {
         return Err(Failure::refused(format!(
             "{out_of_date} file(s) in {} differ from this leaderctl's framework migrations and \
              were not overwritten, nor was anything else written: an applied migration must not \
