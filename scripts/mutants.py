@@ -21,6 +21,7 @@ os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 MIGRATION = "migrations/20261201000000_leader_leases.up.sql"
 LEASE = "leader-core/src/lease.rs"
+CLEAR_COOLDOWN = "migrations/20261202000000_leader_clear_cooldown.up.sql"
 
 
 def edit(path, old, new, count=1):
@@ -117,6 +118,37 @@ M = [
            "    /// Claim funnel of `email_outbox`: stamps a batch of unsent emails with the token.\n    #[fenced]\n",
            "    /// Claim funnel of `email_outbox`: stamps a batch of unsent emails with the token.\n")],
      "-p billing-demo --test app each_funnel"),
+    ("clear_cooldown leaves the cooldown",
+     [edit(CLEAR_COOLDOWN, "SET not_before = NULL WHERE role = p_role;",
+           "SET not_before = not_before WHERE role = p_role;")],
+     "-p leaderctl --test cli clear_cooldown_lets"),
+    ("pause of a paused role overwrites it",
+     [edit(LEASE, "CASE WHEN c.paused_at IS NULL THEN leader_pause", "CASE WHEN true THEN leader_pause")],
+     "-p leaderctl --test cli pause_records_who"),
+    ("already paused not refused",
+     [edit(LEASE, "    let Some(since) = since else {\n        return Ok(PauseOutcome::Paused);",
+           "    let Some(since) = since.filter(|_| false) else {\n        return Ok(PauseOutcome::Paused);")],
+     "-p leaderctl --test cli pause_records_who"),
+    ("out-of-date file overwritten without --force",
+     [edit("leaderctl/src/migrations.rs", 'Copy::OutOfDate => (false, "OUT OF DATE',
+           'Copy::OutOfDate => (true, "OUT OF DATE')],
+     "-p leaderctl --test cli migrations_write_says"),
+    ("roles add forgets earlier roles",
+     [edit("leaderctl/src/roles.rs",
+           "    let after: Vec<&str> = before\n        .iter()\n        .map(String::as_str)\n        .chain(",
+           "    let after: Vec<&str> = before\n        .iter()\n        .map(String::as_str)\n        .take(0)\n        .chain(")],
+     "-p leaderctl --test cli roles_add_writes"),
+    ("schema check ignores leader_clear_cooldown",
+     [edit("leader-core/src/schema.rs", '        (clear_cooldown, "function leader_clear_cooldown(text)"),\n', "")],
+     "-p leaderctl --test cli check_passes"),
+    ("unreachable database exits 1",
+     [edit("leaderctl/src/failure.rs", "const UNREACHABLE: u8 = 2;", "const UNREACHABLE: u8 = 1;")],
+     "-p leaderctl --test cli an_unreachable_database"),
+    ("reference app's framework copy drifts",
+     [edit("examples/migrations/20261202000000_leader_clear_cooldown.up.sql",
+           "-- leader-leases framework schema, second migration",
+           "-- leader-leases framework schema (edited), second migration")],
+     "-p billing-demo --test app the_copied_framework_migrations"),
 ]
 
 # Mutations CI runs on every change: one in the SQL of a statement, one in the runtime's timer
