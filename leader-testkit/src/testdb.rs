@@ -138,6 +138,16 @@ impl TestDb {
         }
     }
 
+    /// [`TestDb::app_url`] logged in as `user` (no password: the private cluster trusts loopback,
+    /// and the pooler lets through the users in [`crate::POOLER_USERS`]).
+    ///
+    /// # Panics
+    ///
+    /// As [`TestDb::app_url`].
+    pub fn app_url_as(&self, user: &str) -> String {
+        with_user(&self.app_url(), user)
+    }
+
     /// A URL of this database through the pooler at [`POOLER_URL`], if the run has one.
     pub fn pooler_url(&self) -> Option<String> {
         std::env::var(POOLER_URL)
@@ -222,6 +232,19 @@ fn with_database(url: &str, name: &str) -> String {
     }
 }
 
+/// `url` with its user (and password) replaced by `user`.
+fn with_user(url: &str, user: &str) -> String {
+    let start = url.find("://").map_or(0, |scheme| scheme + 3);
+    let host_end = url[start..]
+        .find('/')
+        .map_or(url.len(), |slash| start + slash);
+    let host = match url[start..host_end].rfind('@') {
+        Some(at) => &url[start + at + 1..],
+        None => &url[start..],
+    };
+    format!("{}{user}@{host}", &url[..start])
+}
+
 async fn pool_for(name: &str, user: &str, max: u32) -> Result<PgPool, HarnessError> {
     let url = if via_pooler() {
         std::env::var(POOLER_URL).map_err(|_| HarnessError::PoolerUnset)?
@@ -241,7 +264,17 @@ async fn pool_for(name: &str, user: &str, max: u32) -> Result<PgPool, HarnessErr
 
 #[cfg(test)]
 mod tests {
-    use super::with_database;
+    use super::{with_database, with_user};
+
+    #[test]
+    fn replaces_only_the_user() {
+        assert_eq!(
+            with_user("postgres://postgres@127.0.0.1:5/db?x=1", "leader_app"),
+            "postgres://leader_app@127.0.0.1:5/db?x=1"
+        );
+        assert_eq!(with_user("postgres://u:pw@h/db", "a"), "postgres://a@h/db");
+        assert_eq!(with_user("postgres://h:1/db", "a"), "postgres://a@h:1/db");
+    }
 
     #[test]
     fn replaces_only_the_database() {

@@ -613,3 +613,39 @@ async fn the_commands_work_through_a_transaction_pooler() {
         .await;
     assert_eq!(changed, 0);
 }
+
+#[tokio::test]
+async fn an_app_role_granted_by_leader_grant_app_role_can_run_every_command() {
+    let db = database().await;
+    db.exec(
+        "DO $$ BEGIN
+             CREATE ROLE leader_app LOGIN;
+         EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+         END $$;
+         SELECT leader_grant_app_role('leader_app');",
+    )
+    .await;
+    db.exec("UPDATE leader_leases SET not_before = now() + interval '1 hour' WHERE role = 'gamma'")
+        .await;
+    let url = db.app_url_as("leader_app");
+    ctl(Some(&url), &["status"]).await.expect(0, "gamma");
+    ctl(Some(&url), &["check", "--role", "alpha"])
+        .await
+        .expect(0, "ok");
+    ctl(Some(&url), &["pause", "beta", "--by", "alice"])
+        .await
+        .expect(0, "paused beta");
+    ctl(Some(&url), &["pause", "beta", "--by", "bob"])
+        .await
+        .expect(1, "already paused");
+    ctl(Some(&url), &["unpause", "beta"])
+        .await
+        .expect(0, "unpaused beta");
+    ctl(Some(&url), &["clear-cooldown", "gamma"])
+        .await
+        .expect(0, "cleared");
+    let changed = db
+        .count("SELECT count(*) FROM leader_leases WHERE paused_at IS NOT NULL OR not_before IS NOT NULL")
+        .await;
+    assert_eq!(changed, 0);
+}
