@@ -391,6 +391,7 @@ async fn a_malformed_role_name_is_refused_before_anything_is_sent() {
         0,
         "nothing written"
     );
+    std::fs::remove_dir(&dir).unwrap();
 }
 
 #[tokio::test]
@@ -505,6 +506,7 @@ async fn migrations_write_says_new_unchanged_or_out_of_date_and_overwrites_only_
     for file in MIGRATION_FILES {
         assert_eq!(read(&dir, file.name), file.sql, "{}", file.name);
     }
+    std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
 }
 
 #[tokio::test]
@@ -576,6 +578,7 @@ async fn roles_add_writes_migrations_that_apply_and_keep_the_roles_registered_be
             .execute(db.admin())
             .await;
     assert!(refused.is_err(), "the CHECK is back to the earlier roles");
+    std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
 }
 
 #[tokio::test]
