@@ -11,8 +11,9 @@ use crate::{Error, Role};
 /// `leader_seed_token` and `leader_grant_app_role`.
 ///
 /// An application's own migrations, which register its roles, run after these. An application
-/// that keeps every migration in one folder copies these files into it instead, so that
-/// `sqlx migrate run` sees them too.
+/// that keeps every migration in one folder has these files written into it instead
+/// ([`MIGRATION_FILES`], `leaderctl migrations write DIR`), so that `sqlx migrate run` sees them
+/// too.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
 
 /// One file of the framework's migrations, embedded in the binary.
