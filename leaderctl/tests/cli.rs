@@ -652,3 +652,37 @@ async fn an_app_role_granted_by_leader_grant_app_role_can_run_every_command() {
         .await;
     assert_eq!(changed, 0);
 }
+
+#[tokio::test]
+async fn roles_add_writes_one_plain_file_where_the_folder_has_no_down_migrations() {
+    let dir = temp_dir("plain");
+    std::fs::write(
+        dir.join("0001_roles.sql"),
+        "ALTER TABLE leader_leases ADD CONSTRAINT leader_leases_role_registered CHECK (role IN ('a'));",
+    )
+    .unwrap();
+    ctl(None, &["roles", "add", "b", "--dir", dir.to_str().unwrap()])
+        .await
+        .expect(0, "registers b; keeps a");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(names[1].ends_with("_leader_roles.sql"), "{names:?}");
+    assert!(read(&dir, &names[1]).contains("CHECK (role IN ('a', 'b'))"));
+    ctl(
+        None,
+        &[
+            "roles",
+            "add",
+            "c",
+            "--dir",
+            dir.join("missing").to_str().unwrap(),
+        ],
+    )
+    .await
+    .expect(1, "is not a folder");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
