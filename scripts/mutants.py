@@ -21,6 +21,7 @@ os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 MIGRATION = "migrations/20261201000000_leader_leases.up.sql"
 LEASE = "leader-core/src/lease.rs"
+CLEAR_COOLDOWN = "migrations/20261202000000_leader_clear_cooldown.up.sql"
 
 
 def edit(path, old, new, count=1):
@@ -148,6 +149,48 @@ M = [
     ("alert not in the runbook",
      [edit("docs/runbook.md", "### LeaderClockDrift\n", "### Clock drift\n")],
      "-p billing-demo --test metrics every_alert_is_explained"),
+    ("clear_cooldown leaves the cooldown",
+     [edit(CLEAR_COOLDOWN, "SET not_before = NULL WHERE role = p_role;",
+           "SET not_before = not_before WHERE role = p_role;")],
+     "-p leaderctl --test cli clear_cooldown_lets"),
+    ("upgrade does not re-run the grant",
+     [edit(CLEAR_COOLDOWN, "        PERFORM leader_grant_app_role(grantee);\n", "        NULL;\n")],
+     "-p leader-tests --test migrations the_upgrade_grants"),
+    ("grant omits leader_clear_cooldown",
+     [edit(CLEAR_COOLDOWN, "leader_unpause(text), '\n                   'leader_clear_cooldown(text) TO %I'",
+           "leader_unpause(text) TO %I'")],
+     "-p leaderctl --test cli an_app_role_granted"),
+    ("pause of a paused role overwrites it",
+     [edit(LEASE, "CASE WHEN c.paused_at IS NULL THEN leader_pause", "CASE WHEN true THEN leader_pause")],
+     "-p leaderctl --test cli pause_records_who"),
+    ("already paused not refused",
+     [edit(LEASE, "    let Some(since) = since else {\n        return Ok(PauseOutcome::Paused);",
+           "    let Some(since) = since.filter(|_| false) else {\n        return Ok(PauseOutcome::Paused);")],
+     "-p leaderctl --test cli pause_records_who"),
+    ("status counts expiry backwards",
+     [edit("leader-core/src/status.rs", "self.expires_at.map(|at| at - self.db_now)",
+           "self.expires_at.map(|at| self.db_now - at)")],
+     "-p leaderctl --test cli status_json"),
+    ("out-of-date file overwritten without --force",
+     [edit("leaderctl/src/migrations.rs", 'Copy::OutOfDate => (false, "OUT OF DATE',
+           'Copy::OutOfDate => (true, "OUT OF DATE')],
+     "-p leaderctl --test cli migrations_write_says"),
+    ("roles add forgets earlier roles",
+     [edit("leaderctl/src/roles.rs",
+           "    let after: Vec<&str> = before\n        .iter()\n        .map(String::as_str)\n        .chain(",
+           "    let after: Vec<&str> = before\n        .iter()\n        .map(String::as_str)\n        .take(0)\n        .chain(")],
+     "-p leaderctl --test cli roles_add_writes"),
+    ("schema check ignores leader_clear_cooldown",
+     [edit("leader-core/src/schema.rs", '        (clear_cooldown, "function leader_clear_cooldown(text)"),\n', "")],
+     "-p leaderctl --test cli check_passes"),
+    ("unreachable database exits 1",
+     [edit("leaderctl/src/failure.rs", "const UNREACHABLE: u8 = 2;", "const UNREACHABLE: u8 = 1;")],
+     "-p leaderctl --test cli an_unreachable_database"),
+    ("reference app's framework copy drifts",
+     [edit("examples/migrations/20261202000000_leader_clear_cooldown.up.sql",
+           "-- leader-leases framework schema, second migration",
+           "-- leader-leases framework schema (edited), second migration")],
+     "-p billing-demo --test app the_copied_framework_migrations"),
 ]
 
 # Mutations CI runs on every change: one in the SQL of a statement, one in the runtime's timer

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use leader_runtime::{Runtime, Timings};
+use leader_runtime::{Runtime, Timings, status};
 use sqlx::{PgPool, Row};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -75,22 +75,15 @@ async fn start_replica(
     Ok(Replica { name, handle })
 }
 
-async fn leaders(pool: &PgPool) -> sqlx::Result<BTreeMap<String, (String, Option<String>, i64)>> {
-    let rows = sqlx::raw_sql("SELECT role, state, leader, token FROM leader_status ORDER BY role")
-        .fetch_all(pool)
-        .await?;
-    rows.iter()
-        .map(|r| {
-            Ok((
-                r.try_get("role")?,
-                (
-                    r.try_get("state")?,
-                    r.try_get("leader")?,
-                    r.try_get("token")?,
-                ),
-            ))
-        })
-        .collect()
+async fn leaders(
+    pool: &PgPool,
+    timings: &Timings,
+) -> Result<BTreeMap<String, (String, Option<String>, i64)>, leader_runtime::Error> {
+    Ok(status::read(pool, timings)
+        .await?
+        .into_iter()
+        .map(|r| (r.role, (r.state.to_string(), r.leader, r.token)))
+        .collect())
 }
 
 async fn per_role(pool: &PgPool) -> sqlx::Result<BTreeMap<String, (i64, i64)>> {
@@ -112,19 +105,32 @@ async fn per_role(pool: &PgPool) -> sqlx::Result<BTreeMap<String, (i64, i64)>> {
         .collect()
 }
 
-async fn print_status(pool: &PgPool, started: Instant) -> sqlx::Result<()> {
-    let leaders = leaders(pool).await?;
+/// The live table: `leaderctl status`'s table ([`status::Table`]) with the demo's ticks and
+/// claimed rows per role, after the seconds since the start.
+async fn print_status(
+    pool: &PgPool,
+    started: Instant,
+    timings: &Timings,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let rows = status::read(pool, timings).await?;
     let counts = per_role(pool).await?;
-    println!(
-        "[{:>3}s] role              state     leader      token          ticks  claimed",
-        started.elapsed().as_secs()
-    );
-    for (role, (state, leader, token)) in &leaders {
-        let (ticks, claimed) = counts.get(role).copied().unwrap_or((0, 0));
-        println!(
-            "       {role:<17} {state:<9} {:<11} {token:<14} {ticks:>5}  {claimed:>7}",
-            leader.as_deref().unwrap_or("-")
-        );
+    let count = move |i: usize| {
+        let counts = counts.clone();
+        move |r: &status::RoleStatus| {
+            let (ticks, claimed) = counts.get(&r.role).copied().unwrap_or((0, 0));
+            [ticks, claimed][i].to_string()
+        }
+    };
+    let table = status::Table::new(&rows)
+        .column("ticks", count(0))
+        .column("claimed", count(1))
+        .to_string();
+    for (i, line) in table.lines().enumerate() {
+        if i == 0 {
+            println!("[{:>3}s] {line}", started.elapsed().as_secs());
+        } else {
+            println!("       {line}");
+        }
     }
     Ok(())
 }
@@ -196,7 +202,7 @@ pub async fn run_demo(
     let mut next_status = started;
     while started.elapsed() < config.run_for {
         if config.kill_leader && killed.is_none() && started.elapsed() >= config.run_for / 2 {
-            let current = leaders(admin).await?;
+            let current = leaders(admin, &config.timings).await?;
             let victim = current
                 .get("billing")
                 .and_then(|(_, leader, _)| leader.clone())
@@ -220,7 +226,7 @@ pub async fn run_demo(
             }
         }
         if let Some((name, at, held)) = &mut killed {
-            let current = leaders(admin).await?;
+            let current = leaders(admin, &config.timings).await?;
             held.retain(|role, token| {
                 let taken = current.get(role).is_some_and(|(_, leader, t)| {
                     *t > *token && leader.as_deref() != Some(name.as_str())
@@ -241,7 +247,7 @@ pub async fn run_demo(
         if let Some(every) = config.status_every
             && Instant::now() >= next_status
         {
-            print_status(admin, started).await?;
+            print_status(admin, started, &config.timings).await?;
             next_status += every;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -253,7 +259,7 @@ pub async fn run_demo(
         replica.handle.await??;
     }
     if config.status_every.is_some() {
-        print_status(admin, started).await?;
+        print_status(admin, started, &config.timings).await?;
     }
     let invoices: i64 = sqlx::raw_sql("SELECT count(*) FROM invoices")
         .fetch_one(admin)

@@ -63,7 +63,7 @@ pub enum Error {
          the protocol treats this as a missed beat and retries"
     )]
     Timeout {
-        /// ACQUIRE, RENEW, RELEASE, PAUSE or UNPAUSE.
+        /// The statement's label ([`crate::Statement::label`]).
         statement: &'static str,
         /// The bound that was exceeded.
         timeout: Duration,

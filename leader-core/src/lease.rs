@@ -1,4 +1,5 @@
-//! The lease statements: ACQUIRE, RENEW, RELEASE, PAUSE and UNPAUSE.
+//! The lease statements: ACQUIRE, RENEW, RELEASE, and the operator's PAUSE, UNPAUSE and
+//! CLEAR COOLDOWN.
 //!
 //! | statement | effect | guard in its WHERE |
 //! |---|---|---|
@@ -7,6 +8,7 @@
 //! | RELEASE | clears the holder; stamps `last_tick_*` or sets `not_before` by [`ReleaseOutcome`] | this token holds the role |
 //! | PAUSE | clears the holder, sets `paused_*` | the role exists (`leader_pause`) |
 //! | UNPAUSE | clears `paused_*` | the role exists (`leader_unpause`) |
+//! | CLEAR COOLDOWN | clears `not_before` | the role exists (`leader_clear_cooldown`) |
 //!
 //! Every statement is one autocommit round trip evaluated on the database clock (`now()`), and
 //! leaves nothing on the connection: no session `SET`, no advisory lock, no `LISTEN`, and no
@@ -150,7 +152,7 @@ fn lock_timeout(timings: &Timings) -> i64 {
 
 /// Sends one rendered statement, tagged with its name ([`Statement::tag`]), and returns its rows,
 /// bounded by `timeout` on the caller's side.
-async fn send<'e>(
+pub(crate) async fn send<'e>(
     db: impl PgExecutor<'e>,
     statement: Statement,
     timeout: Duration,
@@ -572,5 +574,104 @@ pub async fn unpause<'e>(
     send(db, Statement::Unpause, timings.statement_timeout(), sql)
         .await
         .map_err(unknown_role(role))?;
+    Ok(())
+}
+
+/// What [`pause_if_unpaused`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PauseOutcome {
+    /// The role was unpaused and is paused now.
+    Paused,
+    /// The role was already paused; nothing changed (the first pause's author and reason stand).
+    AlreadyPaused {
+        /// Who paused it.
+        by: String,
+        /// Why, if they said.
+        reason: Option<String>,
+        /// When (database clock).
+        since: DateTime<Utc>,
+    },
+}
+
+// The row is locked first, so a concurrent pause cannot slip in between the look and the call;
+// `CASE` evaluates `leader_pause` (VOLATILE, so never folded at planning) only when unpaused. A
+// role without a row reaches `leader_pause` too, which raises its unknown-role error.
+const PAUSE_IF_UNPAUSED: &str = "
+WITH current AS (
+    SELECT paused_at, paused_by, pause_reason FROM leader_leases WHERE role = :role FOR UPDATE
+)
+SELECT c.paused_at, c.paused_by, c.pause_reason,
+       CASE WHEN c.paused_at IS NULL THEN leader_pause(:role, :who, :why) END AS paused
+  FROM (VALUES (1)) AS one (x)
+  LEFT JOIN current c ON true
+";
+
+/// PAUSE, refusing a role that is already paused: like [`pause`], except that a paused role is
+/// left as it is (who paused it, why and since when are kept) and reported as
+/// [`PauseOutcome::AlreadyPaused`]. One statement: the row is locked before it is looked at.
+///
+/// # Errors
+///
+/// As [`pause`].
+pub async fn pause_if_unpaused<'e>(
+    db: impl PgExecutor<'e>,
+    role: &str,
+    who: &str,
+    why: Option<&str>,
+    timings: &Timings,
+) -> Result<PauseOutcome, Error> {
+    crate::role::validate(role)?;
+    let sql = render(
+        PAUSE_IF_UNPAUSED,
+        &[
+            ("role", Value::Text(role)),
+            ("who", Value::Text(who)),
+            ("why", Value::OptText(why)),
+        ],
+    );
+    let rows = send(db, Statement::Pause, timings.statement_timeout(), sql)
+        .await
+        .map_err(unknown_role(role))?;
+    let row = single("PAUSE", rows)?;
+    let field = |e| Error::Database {
+        statement: "PAUSE",
+        source: e,
+    };
+    let since: Option<DateTime<Utc>> = row.try_get("paused_at").map_err(field)?;
+    let Some(since) = since else {
+        return Ok(PauseOutcome::Paused);
+    };
+    Ok(PauseOutcome::AlreadyPaused {
+        by: row.try_get("paused_by").map_err(field)?,
+        reason: row.try_get("pause_reason").map_err(field)?,
+        since,
+    })
+}
+
+/// CLEAR COOLDOWN: clears the cooldown (`not_before`) a tick that did not complete set on `role`,
+/// through `leader_clear_cooldown`, so its next ACQUIRE is not refused for it: for after a fix
+/// has shipped. A pause, a held lease and the interval since the last completed tick still apply.
+///
+/// # Errors
+///
+/// As [`pause`].
+pub async fn clear_cooldown<'e>(
+    db: impl PgExecutor<'e>,
+    role: &str,
+    timings: &Timings,
+) -> Result<(), Error> {
+    crate::role::validate(role)?;
+    let sql = render(
+        "SELECT leader_clear_cooldown(:role)",
+        &[("role", Value::Text(role))],
+    );
+    send(
+        db,
+        Statement::ClearCooldown,
+        timings.statement_timeout(),
+        sql,
+    )
+    .await
+    .map_err(unknown_role(role))?;
     Ok(())
 }

@@ -1,11 +1,12 @@
 //! The lease protocol behind `leader-runtime`: leadership of a role is a row in `leader_leases`,
 //! claimed for one tick by a single statement on the database clock.
 //!
-//! * [`lease`]: the statements (ACQUIRE, RENEW, RELEASE, PAUSE, UNPAUSE).
+//! * [`lease`]: the statements (ACQUIRE, RENEW, RELEASE, PAUSE, UNPAUSE, CLEAR COOLDOWN).
 //! * [`Fence`]: the proof a claim query checks with `leader_fence(role, token)`.
 //! * [`Role`], [`Timings`], [`ReleaseOutcome`]: the protocol's vocabulary.
 //! * [`Statement`]: the name each statement carries in a leading SQL comment.
-//! * [`schema`]: the framework migration and the start-up check [`check_schema_ready`].
+//! * [`schema`]: the framework migrations and the start-up check [`check_schema_ready`].
+//! * [`status`]: `leader_status` as typed rows and the operator's table.
 //!
 //! Applications use these through `leader-runtime`, which re-exports them.
 //!
@@ -31,6 +32,7 @@ mod outcome;
 mod role;
 pub mod schema;
 mod statement;
+pub mod status;
 mod timings;
 
 pub use error::Error;

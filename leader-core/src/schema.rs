@@ -7,13 +7,46 @@ use sqlx::{PgExecutor, Row};
 use crate::{Error, Role};
 
 /// The framework's migrations (`migrations/` at the repository root): the `leader_leases` table,
-/// `leader_fence`, `leader_status`, `leader_pause`, `leader_unpause`, `leader_seed_token` and
-/// `leader_grant_app_role`.
+/// `leader_fence`, `leader_status`, `leader_pause`, `leader_unpause`, `leader_clear_cooldown`,
+/// `leader_seed_token` and `leader_grant_app_role`.
 ///
 /// An application's own migrations, which register its roles, run after these. An application
-/// that keeps every migration in one folder copies these files into it instead, so that
-/// `sqlx migrate run` sees them too.
+/// that keeps every migration in one folder has these files written into it instead
+/// ([`MIGRATION_FILES`], `leaderctl migrations write DIR`), so that `sqlx migrate run` sees them
+/// too.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
+
+/// One file of the framework's migrations, embedded in the binary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MigrationFile {
+    /// The file name, in sqlx's `<version>_<description>.{up,down}.sql` form.
+    pub name: &'static str,
+    /// The file's contents, byte for byte.
+    pub sql: &'static str,
+}
+
+macro_rules! migration_files {
+    ($($name:literal),* $(,)?) => {
+        &[$(MigrationFile {
+            name: $name,
+            sql: include_str!(concat!("../../migrations/", $name)),
+        }),*]
+    };
+}
+
+/// Every file of [`MIGRATOR`]'s folder, in the order they run: what an application that keeps all
+/// its migrations in one folder copies there (`leaderctl migrations write DIR` does it).
+///
+/// ```
+/// let names: Vec<_> = leader_core::schema::MIGRATION_FILES.iter().map(|f| f.name).collect();
+/// assert!(names.contains(&"20261201000000_leader_leases.up.sql"));
+/// ```
+pub const MIGRATION_FILES: &[MigrationFile] = migration_files![
+    "20261201000000_leader_leases.down.sql",
+    "20261201000000_leader_leases.up.sql",
+    "20261202000000_leader_clear_cooldown.down.sql",
+    "20261202000000_leader_clear_cooldown.up.sql",
+];
 
 /// The name of the CHECK constraint that lists an application's roles.
 pub const ROLE_CONSTRAINT: &str = "leader_leases_role_registered";
@@ -48,8 +81,9 @@ impl fmt::Display for SchemaProblem {
         match self {
             SchemaProblem::MissingObject(what) => write!(
                 f,
-                "{what} is missing: apply the framework migration \
-                 (migrations/20261201000000_leader_leases.up.sql) before starting"
+                "{what} is missing: apply the framework migrations (migrations/*.up.sql; \
+                 `leaderctl migrations write DIR` copies them into your migrations folder) \
+                 before starting"
             ),
             SchemaProblem::NoRoleConstraint => write!(
                 f,
@@ -96,6 +130,7 @@ SELECT to_regclass('leader_leases') IS NOT NULL                         AS leade
        to_regprocedure('leader_fence(text, bigint)') IS NOT NULL        AS leader_fence,
        to_regprocedure('leader_pause(text, text, text)') IS NOT NULL    AS leader_pause,
        to_regprocedure('leader_unpause(text)') IS NOT NULL              AS leader_unpause,
+       to_regprocedure('leader_clear_cooldown(text)') IS NOT NULL       AS leader_clear_cooldown,
        EXISTS (SELECT 1 FROM pg_attribute
                 WHERE attrelid = to_regclass('leader_leases')
                   AND attname = 'not_before' AND NOT attisdropped)      AS not_before,
@@ -135,12 +170,13 @@ where
         .await
         .map_err(Error::db(CHECK))?;
     let get = |name: &str| objects.try_get::<bool, _>(name).map_err(Error::db(CHECK));
-    let (table, view, fence, pause, unpause, not_before) = (
+    let (table, view, fence, pause, unpause, clear_cooldown, not_before) = (
         get("leader_leases")?,
         get("leader_status")?,
         get("leader_fence")?,
         get("leader_pause")?,
         get("leader_unpause")?,
+        get("leader_clear_cooldown")?,
         get("not_before")?,
     );
     let role_check: Option<String> = objects.try_get("role_check").map_err(Error::db(CHECK))?;
@@ -151,6 +187,7 @@ where
         (fence, "function leader_fence(text, bigint)"),
         (pause, "function leader_pause(text, text, text)"),
         (unpause, "function leader_unpause(text)"),
+        (clear_cooldown, "function leader_clear_cooldown(text)"),
     ]
     .into_iter()
     .filter(|(present, _)| !present)
@@ -191,7 +228,22 @@ where
 
 #[cfg(test)]
 mod tests {
-    use super::roles_in_check;
+    use super::{MIGRATION_FILES, roles_in_check};
+
+    #[test]
+    fn the_embedded_files_are_exactly_the_migrations_folder() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../migrations");
+        let mut on_disk: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+            .collect();
+        on_disk.sort();
+        let embedded: Vec<&str> = MIGRATION_FILES.iter().map(|f| f.name).collect();
+        assert_eq!(
+            embedded, on_disk,
+            "leader-core's MIGRATION_FILES must list every file of migrations/, sorted"
+        );
+    }
 
     #[test]
     fn reads_roles_from_postgres_constraint_text() {

@@ -19,6 +19,10 @@ pub enum Statement {
     Pause,
     /// [`crate::lease::unpause`].
     Unpause,
+    /// [`crate::lease::clear_cooldown`].
+    ClearCooldown,
+    /// [`crate::status::read`]: the operator's read of `leader_status`.
+    StatusView,
     /// The runtime's read of `leader_leases` for its status metrics.
     StatusRead,
 }
@@ -27,17 +31,19 @@ const PREFIX: &str = "/* leader:";
 
 impl Statement {
     /// Every statement.
-    pub const ALL: [Statement; 6] = [
+    pub const ALL: [Statement; 8] = [
         Statement::Acquire,
         Statement::Renew,
         Statement::Release,
         Statement::Pause,
         Statement::Unpause,
+        Statement::ClearCooldown,
+        Statement::StatusView,
         Statement::StatusRead,
     ];
 
     /// The name in the statement's leading comment: `acquire`, `renew`, `release`, `pause`,
-    /// `unpause` or `status`.
+    /// `unpause`, `clear_cooldown`, `status_view` or `status`.
     pub const fn name(self) -> &'static str {
         match self {
             Statement::Acquire => "acquire",
@@ -45,12 +51,14 @@ impl Statement {
             Statement::Release => "release",
             Statement::Pause => "pause",
             Statement::Unpause => "unpause",
+            Statement::ClearCooldown => "clear_cooldown",
+            Statement::StatusView => "status_view",
             Statement::StatusRead => "status",
         }
     }
 
-    /// The name in errors and logs: `ACQUIRE`, `RENEW`, `RELEASE`, `PAUSE`, `UNPAUSE` or
-    /// `STATUS`.
+    /// The name in errors and logs: `ACQUIRE`, `RENEW`, `RELEASE`, `PAUSE`, `UNPAUSE`,
+    /// `CLEAR COOLDOWN`, `STATUS VIEW` or `STATUS`.
     pub const fn label(self) -> &'static str {
         match self {
             Statement::Acquire => "ACQUIRE",
@@ -58,6 +66,8 @@ impl Statement {
             Statement::Release => "RELEASE",
             Statement::Pause => "PAUSE",
             Statement::Unpause => "UNPAUSE",
+            Statement::ClearCooldown => "CLEAR COOLDOWN",
+            Statement::StatusView => "STATUS VIEW",
             Statement::StatusRead => "STATUS",
         }
     }

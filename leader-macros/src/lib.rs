@@ -9,7 +9,6 @@ mod errors;
 mod fenced;
 mod interval;
 mod leader_role;
-mod migrations;
 mod unfenced;
 
 use proc_macro::TokenStream;

@@ -49,7 +49,7 @@ pub use cancel::{CancelCause, TickCancellation};
 pub use context::TickContext;
 pub use leader_core::{
     Error, Fence, ReleaseOutcome, Role, Statement, Timings, TimingsError, check_schema_ready,
-    lease, schema,
+    lease, schema, status,
 };
 pub use leader_macros::{fenced, leader_role, unfenced};
 

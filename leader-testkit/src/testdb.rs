@@ -113,6 +113,48 @@ impl TestDb {
         &self.name
     }
 
+    /// A URL of this database on the server directly, as its superuser, for a program the test
+    /// spawns (such as `leaderctl`).
+    ///
+    /// # Panics
+    ///
+    /// If no server can be reached.
+    pub fn url(&self) -> String {
+        with_database(&server_url().unwrap_or_else(|e| panic!("{e}")), &self.name)
+    }
+
+    /// A URL of this database the way the application pool reaches it: through the pooler on a
+    /// pooler run ([`VIA_POOLER`]), directly otherwise.
+    ///
+    /// # Panics
+    ///
+    /// If no server can be reached, or on a pooler run without [`POOLER_URL`].
+    pub fn app_url(&self) -> String {
+        if via_pooler() {
+            self.pooler_url()
+                .unwrap_or_else(|| panic!("{}", HarnessError::PoolerUnset))
+        } else {
+            self.url()
+        }
+    }
+
+    /// [`TestDb::app_url`] logged in as `user` (no password: the private cluster trusts loopback,
+    /// and the pooler lets through the users in [`crate::POOLER_USERS`]).
+    ///
+    /// # Panics
+    ///
+    /// As [`TestDb::app_url`].
+    pub fn app_url_as(&self, user: &str) -> String {
+        with_user(&self.app_url(), user)
+    }
+
+    /// A URL of this database through the pooler at [`POOLER_URL`], if the run has one.
+    pub fn pooler_url(&self) -> Option<String> {
+        std::env::var(POOLER_URL)
+            .ok()
+            .map(|url| with_database(&url, &self.name))
+    }
+
     /// The direct superuser pool.
     pub fn admin(&self) -> &PgPool {
         &self.admin
@@ -174,6 +216,35 @@ impl TestDb {
     }
 }
 
+/// `url` with its database (the path) replaced by `name`, keeping any `?query`.
+fn with_database(url: &str, name: &str) -> String {
+    let (base, query) = url
+        .split_once('?')
+        .map_or((url, None), |(b, q)| (b, Some(q)));
+    let authority_end = base.find("://").map_or(0, |scheme| scheme + 3);
+    let host_part = match base[authority_end..].find('/') {
+        Some(slash) => &base[..authority_end + slash],
+        None => base,
+    };
+    match query {
+        Some(query) => format!("{host_part}/{name}?{query}"),
+        None => format!("{host_part}/{name}"),
+    }
+}
+
+/// `url` with its user (and password) replaced by `user`.
+fn with_user(url: &str, user: &str) -> String {
+    let start = url.find("://").map_or(0, |scheme| scheme + 3);
+    let host_end = url[start..]
+        .find('/')
+        .map_or(url.len(), |slash| start + slash);
+    let host = match url[start..host_end].rfind('@') {
+        Some(at) => &url[start + at + 1..],
+        None => &url[start..],
+    };
+    format!("{}{user}@{host}", &url[..start])
+}
+
 async fn pool_for(name: &str, user: &str, max: u32) -> Result<PgPool, HarnessError> {
     let url = if via_pooler() {
         std::env::var(POOLER_URL).map_err(|_| HarnessError::PoolerUnset)?
@@ -189,4 +260,37 @@ async fn pool_for(name: &str, user: &str, max: u32) -> Result<PgPool, HarnessErr
         .connect_with(options)
         .await
         .map_err(HarnessError::Connect)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{with_database, with_user};
+
+    #[test]
+    fn replaces_only_the_user() {
+        assert_eq!(
+            with_user("postgres://postgres@127.0.0.1:5/db?x=1", "leader_app"),
+            "postgres://leader_app@127.0.0.1:5/db?x=1"
+        );
+        assert_eq!(with_user("postgres://u:pw@h/db", "a"), "postgres://a@h/db");
+        assert_eq!(with_user("postgres://h:1/db", "a"), "postgres://a@h:1/db");
+    }
+
+    #[test]
+    fn replaces_only_the_database() {
+        let db = "leader_test_1";
+        for (url, want) in [
+            (
+                "postgres://postgres@127.0.0.1:5432/postgres",
+                "postgres://postgres@127.0.0.1:5432/leader_test_1",
+            ),
+            ("postgres://u:p@h:1", "postgres://u:p@h:1/leader_test_1"),
+            (
+                "postgres://h/x?sslmode=disable",
+                "postgres://h/leader_test_1?sslmode=disable",
+            ),
+        ] {
+            assert_eq!(with_database(url, db), want);
+        }
+    }
 }

@@ -39,7 +39,13 @@ impl Kind {
             Some(Statement::Renew) => Kind::Renew,
             Some(Statement::Release) => Kind::Release,
             Some(Statement::StatusRead) => Kind::StatusRead,
-            Some(Statement::Pause | Statement::Unpause) | None => Kind::Other,
+            Some(
+                Statement::Pause
+                | Statement::Unpause
+                | Statement::ClearCooldown
+                | Statement::StatusView,
+            )
+            | None => Kind::Other,
         }
     }
 }

@@ -1,4 +1,5 @@
-//! Reads the application's migrations at compile time to find the roles its database registers.
+//! Reads an application's migrations to find the roles its database registers: `#[leader_role]`
+//! does it at compile time, `leaderctl roles add` before writing the next roles migration.
 //!
 //! An application lists its roles in its own migration:
 //!
@@ -10,6 +11,8 @@
 //! A later migration may drop the constraint and add it again with more roles, so the last file
 //! (in file-name order, which is the order migrations run in) that defines it wins. Down
 //! migrations (`*.down.sql`) are skipped: they undo, they do not define the current schema.
+
+#![warn(missing_docs)]
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -198,7 +201,7 @@ mod tests {
 
     #[test]
     fn last_defining_file_wins_and_down_files_are_skipped() {
-        let dir = std::env::temp_dir().join(format!("leader-macros-mig-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("leader-role-check-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(dir.join("migrations")).unwrap();
         let add = |roles: &str| {

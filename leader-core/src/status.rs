@@ -1,0 +1,313 @@
+//! The operator's view of every role: `leader_status` read in one statement into typed rows, and
+//! the aligned table that `leaderctl status` and the reference application print.
+//!
+//! The read is one simple-protocol query with no values in it, tagged
+//! [`Statement::StatusView`], so it works through a transaction-mode pooler. Every time in a row
+//! is on the database clock, and the row carries that clock's reading ([`RoleStatus::db_now`]), so
+//! "expires in" and "ago" never mix the server's clock with the reader's.
+
+use std::fmt;
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use sqlx::{PgExecutor, Row};
+
+use crate::lease::send;
+use crate::{Error, Statement, Timings};
+
+/// A role's state, as `leader_status.state` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum State {
+    /// Held by a live lease.
+    Leading,
+    /// Held, but the holder's lease ran out (the holder went silent).
+    Expired,
+    /// Unheld, in the cooldown a tick that did not complete set.
+    Cooldown,
+    /// Paused by an operator.
+    Paused,
+    /// Unheld and free to claim when due.
+    Idle,
+}
+
+impl State {
+    /// The view's word for it: `leading`, `expired`, `cooldown`, `paused` or `idle`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            State::Leading => "leading",
+            State::Expired => "expired",
+            State::Cooldown => "cooldown",
+            State::Paused => "paused",
+            State::Idle => "idle",
+        }
+    }
+
+    fn parse(word: &str) -> Option<State> {
+        [
+            State::Leading,
+            State::Expired,
+            State::Cooldown,
+            State::Paused,
+            State::Idle,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == word)
+    }
+}
+
+impl fmt::Display for State {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One row of `leader_status`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoleStatus {
+    /// The role.
+    pub role: String,
+    /// Its state.
+    pub state: State,
+    /// The holder's id while held (also while expired).
+    pub leader: Option<String>,
+    /// The latest token issued (the holder's while held).
+    pub token: i64,
+    /// When the current holder was granted the role.
+    pub leading_since: Option<DateTime<Utc>>,
+    /// When the current lease runs out unless renewed.
+    pub expires_at: Option<DateTime<Utc>>,
+    /// When the last completed tick ended.
+    pub last_tick_ended_at: Option<DateTime<Utc>>,
+    /// Who ran the last completed tick.
+    pub last_tick_holder: Option<String>,
+    /// The cooldown's end, if one was set (it may have passed).
+    pub cooldown_until: Option<DateTime<Utc>>,
+    /// When the role was paused.
+    pub paused_at: Option<DateTime<Utc>>,
+    /// Who paused it.
+    pub paused_by: Option<String>,
+    /// Why, if they said.
+    pub pause_reason: Option<String>,
+    /// The database clock when the row was read.
+    pub db_now: DateTime<Utc>,
+}
+
+impl RoleStatus {
+    /// Time left on the lease (negative once expired); `None` when unheld.
+    pub fn expires_in(&self) -> Option<TimeDelta> {
+        self.expires_at.map(|at| at - self.db_now)
+    }
+
+    /// How long ago the last completed tick ended; `None` if none has.
+    pub fn last_tick_age(&self) -> Option<TimeDelta> {
+        self.last_tick_ended_at.map(|at| self.db_now - at)
+    }
+
+    /// Time left in the cooldown; `None` when there is none or it has passed.
+    pub fn cooldown_left(&self) -> Option<TimeDelta> {
+        self.cooldown_until
+            .map(|until| until - self.db_now)
+            .filter(|left| *left > TimeDelta::zero())
+    }
+}
+
+const READ: &str = "
+SELECT role, state, leader, token, leading_since, expires_at, last_tick_ended_at,
+       last_tick_holder, cooldown_until, paused_at, paused_by, pause_reason, now() AS db_now
+  FROM leader_status
+ ORDER BY role
+";
+
+/// Reads every role's row of `leader_status`, ordered by role, in one statement.
+///
+/// # Errors
+///
+/// [`Error::Timeout`] after the statement timeout, [`Error::Database`] otherwise (a missing view
+/// included: run [`crate::check_schema_ready`] to say what is missing).
+pub async fn read<'e>(
+    db: impl PgExecutor<'e>,
+    timings: &Timings,
+) -> Result<Vec<RoleStatus>, Error> {
+    let rows = send(
+        db,
+        Statement::StatusView,
+        timings.statement_timeout(),
+        READ.to_owned(),
+    )
+    .await?;
+    let label = Statement::StatusView.label();
+    rows.iter()
+        .map(|row| {
+            let field = |e| Error::Database {
+                statement: label,
+                source: e,
+            };
+            let word: String = row.try_get("state").map_err(field)?;
+            let state = State::parse(&word).ok_or_else(|| Error::Database {
+                statement: label,
+                source: sqlx::Error::Decode(
+                    format!("leader_status.state is `{word}`, which this version does not know")
+                        .into(),
+                ),
+            })?;
+            Ok(RoleStatus {
+                role: row.try_get("role").map_err(field)?,
+                state,
+                leader: row.try_get("leader").map_err(field)?,
+                token: row.try_get("token").map_err(field)?,
+                leading_since: row.try_get("leading_since").map_err(field)?,
+                expires_at: row.try_get("expires_at").map_err(field)?,
+                last_tick_ended_at: row.try_get("last_tick_ended_at").map_err(field)?,
+                last_tick_holder: row.try_get("last_tick_holder").map_err(field)?,
+                cooldown_until: row.try_get("cooldown_until").map_err(field)?,
+                paused_at: row.try_get("paused_at").map_err(field)?,
+                paused_by: row.try_get("paused_by").map_err(field)?,
+                pause_reason: row.try_get("pause_reason").map_err(field)?,
+                db_now: row.try_get("db_now").map_err(field)?,
+            })
+        })
+        .collect()
+}
+
+/// A span of time as the table shows it: `850ms`, `4.2s`, `3m05s`, `2h10m`, `3d04h`; negative
+/// spans (an expired lease) get a leading `-`.
+///
+/// ```
+/// use chrono::TimeDelta;
+/// use leader_core::status::human;
+///
+/// assert_eq!(human(TimeDelta::milliseconds(4_200)), "4.2s");
+/// assert_eq!(human(TimeDelta::seconds(185)), "3m05s");
+/// assert_eq!(human(TimeDelta::milliseconds(-300)), "-300ms");
+/// ```
+pub fn human(span: TimeDelta) -> String {
+    let sign = if span < TimeDelta::zero() { "-" } else { "" };
+    let d = span.abs().to_std().unwrap_or(Duration::ZERO);
+    let s = d.as_secs();
+    let body = match s {
+        _ if d < Duration::from_secs(1) => format!("{}ms", d.as_millis()),
+        0..60 => format!("{:.1}s", d.as_secs_f64()),
+        60..3_600 => format!("{}m{:02}s", s / 60, s % 60),
+        3_600..86_400 => format!("{}h{:02}m", s / 3_600, s % 3_600 / 60),
+        _ => format!("{}d{:02}h", s / 86_400, s % 86_400 / 3_600),
+    };
+    format!("{sign}{body}")
+}
+
+type Cell = Box<dyn Fn(&RoleStatus) -> String>;
+
+/// The aligned table of [`read`]'s rows: role, state, leader, token, expires in, last completed
+/// tick (time, UTC, and age), cooldown left, and who paused it and why, `-` where there is
+/// nothing; plus any columns added with [`Table::column`].
+///
+/// ```
+/// use leader_core::status::{RoleStatus, State, Table};
+///
+/// let now = chrono::DateTime::from_timestamp(1_796_212_948, 0).unwrap();
+/// let row = RoleStatus {
+///     role: "billing".into(), state: State::Leading, leader: Some("replica-1".into()),
+///     token: 1_796_212_948_103, leading_since: Some(now), expires_at: Some(now + chrono::TimeDelta::seconds(8)),
+///     last_tick_ended_at: None, last_tick_holder: None, cooldown_until: None,
+///     paused_at: None, paused_by: None, pause_reason: None, db_now: now,
+/// };
+/// let rows = [row];
+/// let table = Table::new(&rows).column("ticks", |_| "7".into()).to_string();
+/// assert_eq!(
+///     table,
+///     "role     state    leader     token          expires_in  last_tick  age  cooldown  paused  ticks\n\
+///      billing  leading  replica-1  1796212948103  8.0s        never      -    -         -       7\n"
+/// );
+/// ```
+pub struct Table<'a> {
+    rows: &'a [RoleStatus],
+    extra: Vec<(String, Cell)>,
+}
+
+impl<'a> Table<'a> {
+    /// The table of `rows`.
+    pub fn new(rows: &'a [RoleStatus]) -> Table<'a> {
+        Table {
+            rows,
+            extra: Vec::new(),
+        }
+    }
+
+    /// Adds a column after the standard ones, headed `header`, its cells from `cell`.
+    pub fn column(
+        mut self,
+        header: impl Into<String>,
+        cell: impl Fn(&RoleStatus) -> String + 'static,
+    ) -> Table<'a> {
+        self.extra.push((header.into(), Box::new(cell)));
+        self
+    }
+
+    fn cells(row: &RoleStatus) -> [String; 9] {
+        let or_dash = |v: Option<String>| v.unwrap_or_else(|| "-".to_owned());
+        [
+            row.role.clone(),
+            row.state.to_string(),
+            or_dash(row.leader.clone()),
+            row.token.to_string(),
+            or_dash(row.expires_in().map(human)),
+            row.last_tick_ended_at.map_or_else(
+                || "never".to_owned(),
+                |at| at.format("%H:%M:%SZ").to_string(),
+            ),
+            or_dash(row.last_tick_age().map(human)),
+            or_dash(row.cooldown_left().map(human)),
+            or_dash(row.paused_by.as_ref().map(|by| match &row.pause_reason {
+                Some(why) => format!("{by}: {why}"),
+                None => by.clone(),
+            })),
+        ]
+    }
+}
+
+const HEADERS: [&str; 9] = [
+    "role",
+    "state",
+    "leader",
+    "token",
+    "expires_in",
+    "last_tick",
+    "age",
+    "cooldown",
+    "paused",
+];
+
+impl fmt::Display for Table<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let header: Vec<String> = HEADERS
+            .iter()
+            .map(|h| (*h).to_owned())
+            .chain(self.extra.iter().map(|(h, _)| h.clone()))
+            .collect();
+        let mut lines = vec![header];
+        for row in self.rows {
+            let mut line: Vec<String> = Table::cells(row).into();
+            line.extend(self.extra.iter().map(|(_, cell)| cell(row)));
+            lines.push(line);
+        }
+        let widths: Vec<usize> = (0..lines[0].len())
+            .map(|i| {
+                lines
+                    .iter()
+                    .map(|l| l[i].chars().count())
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        for line in &lines {
+            let last = line.len() - 1;
+            for (i, cell) in line.iter().enumerate() {
+                if i == last {
+                    writeln!(f, "{cell}")?;
+                } else {
+                    write!(f, "{cell:<width$}  ", width = widths[i])?;
+                }
+            }
+        }
+        Ok(())
+    }
+}

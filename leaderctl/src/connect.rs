@@ -1,0 +1,49 @@
+//! The connection every database command uses: one, from `--database-url` or `DATABASE_URL`.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{ConnectOptions, Connection, PgPool};
+
+use crate::failure::Failure;
+
+/// How long to wait for the server (or pooler) to accept the connection.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A pool of one connection to `url`. A pool because the schema check reads through a shareable
+/// executor; one connection because every command sends its statements one after another.
+pub async fn connect(url: &str) -> Result<PgPool, Failure> {
+    let options = PgConnectOptions::from_str(url).map_err(|e| {
+        Failure::unreachable(format!(
+            "--database-url / DATABASE_URL is not a PostgreSQL URL ({e}): use \
+             postgres://USER:PASSWORD@HOST:PORT/DATABASE"
+        ))
+    })?;
+    let place = format!(
+        "{}:{}/{}",
+        options.get_host(),
+        options.get_port(),
+        options.get_database().unwrap_or("(default database)")
+    );
+    let unreachable = |e: &dyn std::fmt::Display| {
+        Failure::unreachable(format!(
+            "cannot reach the database at {place}: {}: check --database-url / DATABASE_URL and \
+             that the server (or pooler) is running and accepts this user",
+            e.to_string().replace('\n', " ")
+        ))
+    };
+    // The pool retries a failed connect until its timeout and then reports only the timeout, so
+    // one direct connect first says why the server cannot be reached.
+    let probe = tokio::time::timeout(CONNECT_TIMEOUT, options.connect())
+        .await
+        .map_err(|_| unreachable(&format!("no answer within {CONNECT_TIMEOUT:?}")))?
+        .map_err(|e| unreachable(&e))?;
+    let _ = probe.close().await;
+    PgPoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(CONNECT_TIMEOUT)
+        .connect_with(options)
+        .await
+        .map_err(|e| unreachable(&e))
+}

@@ -1,0 +1,203 @@
+//! `leaderctl`: see and steer leader-runtime's leadership without writing SQL.
+//!
+//! Every statement it sends is one simple-protocol query with its values inlined by
+//! `leader-core` (the lease API and `leader_core::status`), so it works through a
+//! transaction-mode pooler.
+
+mod check;
+mod connect;
+mod failure;
+mod migrations;
+mod operate;
+mod roles;
+mod status;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::failure::Failure;
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  done
+  1  refused: unknown role, malformed role name, role already paused, a migration file that
+     differs from the framework's without --force, or a malformed command line
+  2  cannot reach the database, or the framework schema is missing there";
+
+/// See and steer leader-runtime's leadership: who leads each role, pause and unpause a role,
+/// clear a cooldown, check a database, and write the migrations an application needs.
+#[derive(Debug, Parser)]
+#[command(name = "leaderctl", version, after_help = EXIT_CODES)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Where the database is (commands that talk to one).
+#[derive(Debug, clap::Args)]
+struct Database {
+    /// The database to connect to (a PgBouncer in transaction mode works too).
+    #[arg(long, env = "DATABASE_URL", value_name = "URL", hide_env_values = true)]
+    database_url: String,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Every role's state, leader, token, expiry, last completed tick, cooldown and pause.
+    #[command(after_help = EXIT_CODES)]
+    Status {
+        #[command(flatten)]
+        db: Database,
+        /// One JSON array of the rows instead of the table (with --watch, one array per line).
+        #[arg(long)]
+        json: bool,
+        /// Redraw every --interval-ms until Ctrl-C.
+        #[arg(long)]
+        watch: bool,
+        /// How often --watch redraws, in milliseconds.
+        #[arg(long, default_value_t = 1000, value_name = "MS", requires = "watch",
+              value_parser = clap::value_parser!(u64).range(50..))]
+        interval_ms: u64,
+    },
+    /// Pause a role cluster-wide: its holder's fence is false at once and no replica acquires it.
+    #[command(after_help = EXIT_CODES)]
+    Pause {
+        #[command(flatten)]
+        db: Database,
+        /// The role to pause.
+        role: String,
+        /// Who is pausing it (recorded, shown by `status`).
+        #[arg(long, value_name = "NAME")]
+        by: String,
+        /// Why (recorded, shown by `status`).
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
+    },
+    /// Lift a pause: the role is due at the next ACQUIRE, subject to its interval and cooldown.
+    #[command(after_help = EXIT_CODES)]
+    Unpause {
+        #[command(flatten)]
+        db: Database,
+        /// The role to unpause.
+        role: String,
+    },
+    /// Clear the cooldown a failed, panicked or lost tick set, e.g. once a fix has shipped.
+    #[command(after_help = EXIT_CODES)]
+    ClearCooldown {
+        #[command(flatten)]
+        db: Database,
+        /// The role whose cooldown to clear.
+        role: String,
+    },
+    /// Run the start-up schema check and print each problem with its fix.
+    #[command(after_help = EXIT_CODES)]
+    Check {
+        #[command(flatten)]
+        db: Database,
+        /// Also check that this role is registered and seeded (repeatable).
+        #[arg(long = "role", value_name = "ROLE")]
+        roles: Vec<String>,
+    },
+    /// The framework's migration files.
+    #[command(subcommand)]
+    Migrations(MigrationsCommand),
+    /// The application's roles migrations.
+    #[command(subcommand)]
+    Roles(RolesCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum MigrationsCommand {
+    /// Write the framework's migrations into an application's migrations folder, saying which
+    /// files are new, unchanged or out of date there.
+    #[command(after_help = EXIT_CODES)]
+    Write {
+        /// The application's migrations folder (created if missing).
+        dir: PathBuf,
+        /// Overwrite files that differ from the framework's.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum RolesCommand {
+    /// Write the next migration of DIR registering these roles: it re-creates the role CHECK
+    /// with every role DIR's migrations already register plus these, and seeds their rows.
+    #[command(after_help = EXIT_CODES)]
+    Add {
+        /// The roles to register.
+        #[arg(required = true, value_name = "NAME")]
+        names: Vec<String>,
+        /// The application's migrations folder.
+        #[arg(long, value_name = "DIR")]
+        dir: PathBuf,
+    },
+}
+
+async fn run(command: Command) -> Result<(), Failure> {
+    match command {
+        Command::Status {
+            db,
+            json,
+            watch,
+            interval_ms,
+        } => {
+            let pool = connect::connect(&db.database_url).await?;
+            let interval = watch.then(|| std::time::Duration::from_millis(interval_ms));
+            status::run(&pool, json, interval).await
+        }
+        Command::Pause {
+            db,
+            role,
+            by,
+            reason,
+        } => {
+            let pool = connect::connect(&db.database_url).await?;
+            operate::pause(&pool, &role, &by, reason.as_deref()).await
+        }
+        Command::Unpause { db, role } => {
+            let pool = connect::connect(&db.database_url).await?;
+            operate::unpause(&pool, &role).await
+        }
+        Command::ClearCooldown { db, role } => {
+            let pool = connect::connect(&db.database_url).await?;
+            operate::clear_cooldown(&pool, &role).await
+        }
+        Command::Check { db, roles } => {
+            let pool = connect::connect(&db.database_url).await?;
+            check::run(&pool, &roles).await
+        }
+        Command::Migrations(MigrationsCommand::Write { dir, force }) => {
+            migrations::write(&dir, force)
+        }
+        Command::Roles(RolesCommand::Add { names, dir }) => roles::add(&dir, &names),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) if !err.use_stderr() => {
+            // --help and --version.
+            let _ = err.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(err) => return Failure::usage(&err).report(),
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            return Failure::unreachable(format!("cannot start the async runtime: {e}")).report();
+        }
+    };
+    match runtime.block_on(run(cli.command)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => failure.report(),
+    }
+}

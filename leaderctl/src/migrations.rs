@@ -1,0 +1,73 @@
+//! `leaderctl migrations write DIR`: the framework's migrations, embedded in this binary
+//! ([`leader_core::schema::MIGRATION_FILES`]), written into an application's migrations folder so
+//! `sqlx migrate run` and `sqlx::migrate!` see them and nobody copies them by hand.
+
+use std::fs;
+use std::io::ErrorKind;
+use std::path::Path;
+
+use leader_core::schema::{MIGRATION_FILES, MigrationFile};
+
+use crate::failure::Failure;
+
+/// What a framework file's copy in the folder is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Copy {
+    /// Not there yet.
+    New,
+    /// There, byte for byte.
+    Unchanged,
+    /// There, with other contents (an older framework version, or an edit).
+    OutOfDate,
+}
+
+fn compare(dir: &Path, file: &MigrationFile) -> Result<Copy, Failure> {
+    match fs::read(dir.join(file.name)) {
+        Ok(bytes) if bytes == file.sql.as_bytes() => Ok(Copy::Unchanged),
+        Ok(_) => Ok(Copy::OutOfDate),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(Copy::New),
+        Err(e) => Err(Failure::refused(format!(
+            "cannot read {}: {e}",
+            dir.join(file.name).display()
+        ))),
+    }
+}
+
+/// Writes every framework file missing from `dir`; refuses, writing nothing, if a file there
+/// differs, unless `force`.
+pub fn write(dir: &Path, force: bool) -> Result<(), Failure> {
+    fs::create_dir_all(dir)
+        .map_err(|e| Failure::refused(format!("cannot create {}: {e}", dir.display())))?;
+    let copies: Vec<(&MigrationFile, Copy)> = MIGRATION_FILES
+        .iter()
+        .map(|file| Ok((file, compare(dir, file)?)))
+        .collect::<Result<_, Failure>>()?;
+    let out_of_date = copies.iter().filter(|(_, c)| *c == Copy::OutOfDate).count();
+    // All or nothing: while a differing file is refused, no other file is written either.
+    let refused = out_of_date > 0 && !force;
+    for (file, copy) in &copies {
+        let (write, said) = match copy {
+            Copy::New if refused => (false, "new, not written (an out-of-date file is refused)"),
+            Copy::New => (true, "new, written"),
+            Copy::Unchanged => (false, "unchanged"),
+            Copy::OutOfDate if force => (true, "out of date, overwritten (--force)"),
+            Copy::OutOfDate => (false, "OUT OF DATE, left as it is"),
+        };
+        if write {
+            let path = dir.join(file.name);
+            fs::write(&path, file.sql)
+                .map_err(|e| Failure::refused(format!("cannot write {}: {e}", path.display())))?;
+        }
+        println!("{:<48} {said}", file.name);
+    }
+    if refused {
+        return Err(Failure::refused(format!(
+            "{out_of_date} file(s) in {} differ from this leaderctl's framework migrations and \
+             were not overwritten, nor was anything else written: an applied migration must not \
+             change (sqlx refuses a changed checksum), so compare them, then pass --force to \
+             overwrite",
+            dir.display()
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,58 @@
+//! `leaderctl pause`, `unpause` and `clear-cooldown`, each through the framework's own function
+//! (`leader_pause`, `leader_unpause`, `leader_clear_cooldown`) by way of `leader_core::lease`.
+
+use leader_core::Timings;
+use leader_core::lease::{self, PauseOutcome};
+use sqlx::PgPool;
+
+use crate::failure::Failure;
+
+/// Pauses `role`, refusing one that is already paused (its first pause's author and reason stand).
+pub async fn pause(
+    pool: &PgPool,
+    role: &str,
+    by: &str,
+    reason: Option<&str>,
+) -> Result<(), Failure> {
+    if by.trim().is_empty() {
+        return Err(Failure::refused(
+            "--by is empty: say who is pausing the role, e.g. --by alice",
+        ));
+    }
+    match lease::pause_if_unpaused(pool, role, by, reason, &Timings::default())
+        .await
+        .map_err(Failure::from_core)?
+    {
+        PauseOutcome::Paused => {
+            println!(
+                "paused {role}: its holder's fence is false from now on, and no replica acquires \
+                 it until `leaderctl unpause {role}`"
+            );
+            Ok(())
+        }
+        PauseOutcome::AlreadyPaused { by, reason, since } => Err(Failure::refused(format!(
+            "role `{role}` is already paused, by {by} since {}{}: nothing changed; \
+             `leaderctl unpause {role}` lifts it",
+            since.format("%Y-%m-%d %H:%M:%SZ"),
+            reason.map(|r| format!(" ({r})")).unwrap_or_default()
+        ))),
+    }
+}
+
+/// Unpauses `role`.
+pub async fn unpause(pool: &PgPool, role: &str) -> Result<(), Failure> {
+    lease::unpause(pool, role, &Timings::default())
+        .await
+        .map_err(Failure::from_core)?;
+    println!("unpaused {role}: it runs at the next ACQUIRE that finds it due and out of cooldown");
+    Ok(())
+}
+
+/// Clears `role`'s cooldown.
+pub async fn clear_cooldown(pool: &PgPool, role: &str) -> Result<(), Failure> {
+    lease::clear_cooldown(pool, role, &Timings::default())
+        .await
+        .map_err(Failure::from_core)?;
+    println!("cleared the cooldown of {role}: it runs at the next ACQUIRE that finds it due");
+    Ok(())
+}

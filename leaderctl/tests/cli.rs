@@ -1,0 +1,688 @@
+//! `leaderctl` as an operator runs it: the built binary, spawned against a real PostgreSQL (a
+//! fresh database per test), for every command and every way each can fail.
+//!
+//! On a pooler run (`LEADER_TEST_VIA_POOLER=1`, pass 2 of `scripts/test`) every database command
+//! goes through PgBouncer in transaction mode; `the_commands_work_through_a_transaction_pooler`
+//! goes through it on every run that has one.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use leader_core::lease::{self, Acquired};
+use leader_core::schema::MIGRATION_FILES;
+use leader_core::{Role, Timings};
+use leader_testkit::TestDb;
+use sqlx::Row;
+use tokio::io::AsyncReadExt;
+use tokio::process::Command;
+
+const ALPHA: Role = Role::from_static("alpha");
+
+/// The test application's roles migration.
+const ROLES: &str = "
+ALTER TABLE leader_leases ADD CONSTRAINT leader_leases_role_registered
+    CHECK (role IN ('alpha', 'beta', 'gamma'));
+INSERT INTO leader_leases (role, holder_token)
+VALUES ('alpha', leader_seed_token()), ('beta', leader_seed_token()), ('gamma', leader_seed_token());
+";
+
+/// What a run of the binary did.
+#[derive(Debug)]
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    /// Asserts the exit code, and for a failure that stderr is one line naming `needle`.
+    #[track_caller]
+    fn expect(&self, code: i32, needle: &str) -> &Run {
+        assert_eq!(self.code, Some(code), "{self:#?}");
+        let text = if code == 0 {
+            &self.stdout
+        } else {
+            &self.stderr
+        };
+        assert!(text.contains(needle), "expected {needle:?} in {self:#?}");
+        if code != 0 {
+            assert_eq!(self.stderr.lines().count(), 1, "one line: {self:#?}");
+            assert!(!self.stderr.contains("panicked"), "{self:#?}");
+        }
+        self
+    }
+}
+
+fn command(url: Option<&str>, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_leaderctl"));
+    command
+        .args(args)
+        .env_remove("DATABASE_URL")
+        .env("RUST_BACKTRACE", "1");
+    if let Some(url) = url {
+        command.env("DATABASE_URL", url);
+    }
+    command.kill_on_drop(true);
+    command
+}
+
+async fn ctl(url: Option<&str>, args: &[&str]) -> Run {
+    let out = command(url, args).output().await.expect("leaderctl runs");
+    Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// A migrated database with the roles alpha, beta and gamma.
+async fn database() -> TestDb {
+    let db = TestDb::new().await;
+    sqlx::raw_sql(ROLES).execute(db.admin()).await.unwrap();
+    db
+}
+
+async fn scalar<T>(db: &TestDb, sql: &'static str) -> T
+where
+    T: for<'r> sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres> + Send + Unpin,
+{
+    sqlx::raw_sql(sql)
+        .fetch_one(db.admin())
+        .await
+        .and_then(|row| row.try_get(0))
+        .unwrap_or_else(|e| panic!("{e}\n{sql}"))
+}
+
+async fn lead(db: &TestDb, role: Role, holder: &str) -> i64 {
+    match lease::acquire(
+        db.admin(),
+        role,
+        holder,
+        Duration::from_secs(60),
+        &Timings::default(),
+    )
+    .await
+    .unwrap()
+    {
+        Acquired::Granted(grant) => grant.fence.token(),
+        refused => panic!("{role} not granted: {refused:?}"),
+    }
+}
+
+/// A fresh, empty folder under the system's temp dir.
+fn temp_dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "leaderctl-{tag}-{}-{:x}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A URL on which nothing listens: a port the OS handed out, then closed.
+fn closed_port_url() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    format!("postgres://postgres@127.0.0.1:{port}/postgres")
+}
+
+#[tokio::test]
+async fn status_shows_each_role_its_leader_pause_and_cooldown_in_one_table() {
+    let db = database().await;
+    let token = lead(&db, ALPHA, "replica-7").await;
+    db.exec("SELECT leader_pause('beta', 'alice', 'SMTP key rotation')")
+        .await;
+    db.exec("UPDATE leader_leases SET not_before = now() + interval '1 hour' WHERE role = 'gamma'")
+        .await;
+    let url = db.app_url();
+    let run = ctl(Some(&url), &["status"]).await;
+    run.expect(0, "role");
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(lines.len(), 4, "{}", run.stdout);
+    for word in [
+        "role",
+        "state",
+        "leader",
+        "token",
+        "expires_in",
+        "last_tick",
+        "cooldown",
+        "paused",
+    ] {
+        assert!(lines[0].contains(word), "{}", lines[0]);
+    }
+    let alpha: Vec<&str> = lines[1].split_whitespace().collect();
+    assert_eq!(
+        alpha[..4],
+        ["alpha", "leading", "replica-7", &token.to_string()]
+    );
+    assert!(
+        lines[2].starts_with("beta") && lines[2].contains("paused"),
+        "{}",
+        lines[2]
+    );
+    assert!(
+        lines[2].ends_with("alice: SMTP key rotation"),
+        "{}",
+        lines[2]
+    );
+    let gamma: Vec<&str> = lines[3].split_whitespace().collect();
+    assert_eq!(gamma[1], "cooldown");
+    assert!(
+        gamma[7].starts_with("59m") || gamma[7] == "1h00m",
+        "{}",
+        lines[3]
+    );
+    let column = lines[0].find("leader").unwrap();
+    assert_eq!(
+        lines[1].find("replica-7"),
+        Some(column),
+        "aligned:\n{}",
+        run.stdout
+    );
+}
+
+#[tokio::test]
+async fn status_json_parses_and_matches_the_view() {
+    let db = database().await;
+    let token = lead(&db, ALPHA, "replica-1").await;
+    db.exec("SELECT leader_pause('beta', 'bob')").await;
+    let url = db.app_url();
+    let run = ctl(Some(&url), &["status", "--json"]).await;
+    run.expect(0, "[");
+    let rows: serde_json::Value = serde_json::from_str(&run.stdout).expect("valid JSON");
+    let rows = rows.as_array().expect("an array");
+    assert_eq!(rows.len(), 3);
+    let alpha = &rows[0];
+    assert_eq!(alpha["role"], "alpha");
+    assert_eq!(alpha["state"], "leading");
+    assert_eq!(alpha["leader"], "replica-1");
+    assert_eq!(alpha["token"], token);
+    assert!(alpha["expires_in_ms"].as_i64().unwrap() > 0, "{alpha}");
+    assert!(
+        alpha["expires_at"].as_str().unwrap().ends_with('Z'),
+        "{alpha}"
+    );
+    let beta = &rows[1];
+    assert_eq!(beta["state"], "paused");
+    assert_eq!(beta["paused_by"], "bob");
+    assert_eq!(beta["pause_reason"], serde_json::Value::Null);
+    assert_eq!(rows[2]["last_tick_age_ms"], serde_json::Value::Null);
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn status_watch_redraws_in_place_until_ctrl_c() {
+    const REDRAW: &str = "\x1b[H\x1b[2J";
+    let db = database().await;
+    let url = db.app_url();
+    let mut child = command(Some(&url), &["status", "--watch", "--interval-ms", "100"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut seen = String::new();
+    let mut buf = [0u8; 4096];
+    while seen.matches(REDRAW).count() < 3 {
+        let n = stdout.read(&mut buf).await.unwrap();
+        assert!(n > 0, "leaderctl ended before redrawing: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    let frames: Vec<&str> = seen.split(REDRAW).filter(|f| !f.is_empty()).collect();
+    assert!(
+        frames[1].contains("alpha") && frames[1].contains("gamma"),
+        "{seen}"
+    );
+    let pid = child.id().unwrap().to_string();
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = child.wait().await.unwrap();
+    assert_eq!(status.code(), Some(0), "Ctrl-C ends the watch cleanly");
+}
+
+#[tokio::test]
+async fn pause_records_who_and_why_and_refuses_a_paused_role() {
+    let db = database().await;
+    let url = db.app_url();
+    let token = lead(&db, ALPHA, "replica-1").await;
+    ctl(
+        Some(&url),
+        &[
+            "pause",
+            "alpha",
+            "--by",
+            "alice",
+            "--reason",
+            "key rotation",
+        ],
+    )
+    .await
+    .expect(0, "paused alpha");
+    let (by, why, holder): (String, String, Option<String>) = sqlx::raw_sql(
+        "SELECT paused_by, pause_reason, holder_id FROM leader_leases WHERE role = 'alpha'",
+    )
+    .fetch_one(db.admin())
+    .await
+    .map(|r| (r.get(0), r.get(1), r.get(2)))
+    .unwrap();
+    assert_eq!(
+        (by.as_str(), why.as_str(), holder),
+        ("alice", "key rotation", None)
+    );
+    assert!(
+        !scalar::<bool>(&db, "SELECT leader_fence('alpha', (SELECT holder_token FROM leader_leases WHERE role = 'alpha'))").await,
+        "the holder's fence ({token}) is false once paused"
+    );
+
+    ctl(
+        Some(&url),
+        &["pause", "alpha", "--by", "bob", "--reason", "other"],
+    )
+    .await
+    .expect(1, "already paused, by alice");
+    let by: String = scalar(
+        &db,
+        "SELECT paused_by FROM leader_leases WHERE role = 'alpha'",
+    )
+    .await;
+    assert_eq!(by, "alice", "a refused pause changes nothing");
+
+    ctl(Some(&url), &["pause", "beta", "--by", " "])
+        .await
+        .expect(1, "--by is empty");
+}
+
+#[tokio::test]
+async fn unpause_lifts_a_pause() {
+    let db = database().await;
+    let url = db.app_url();
+    db.exec("SELECT leader_pause('alpha', 'alice')").await;
+    ctl(Some(&url), &["unpause", "alpha"])
+        .await
+        .expect(0, "unpaused alpha");
+    let paused: i64 = db
+        .count("SELECT count(*) FROM leader_leases WHERE paused_at IS NOT NULL")
+        .await;
+    assert_eq!(paused, 0);
+    lead(&db, ALPHA, "replica-1").await;
+}
+
+#[tokio::test]
+async fn clear_cooldown_lets_the_next_acquire_run_the_role() {
+    let db = database().await;
+    let url = db.app_url();
+    db.exec("UPDATE leader_leases SET not_before = now() + interval '1 hour' WHERE role = 'alpha'")
+        .await;
+    let refused = lease::acquire(
+        db.admin(),
+        ALPHA,
+        "r",
+        Duration::from_secs(1),
+        &Timings::default(),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(refused, Acquired::Refused(_)), "{refused:?}");
+    ctl(Some(&url), &["clear-cooldown", "alpha"])
+        .await
+        .expect(0, "cleared the cooldown of alpha");
+    let cooling = db
+        .count("SELECT count(*) FROM leader_leases WHERE not_before IS NOT NULL")
+        .await;
+    assert_eq!(cooling, 0);
+    lead(&db, ALPHA, "replica-1").await;
+}
+
+#[tokio::test]
+async fn an_unknown_role_is_refused_by_each_role_command() {
+    let db = database().await;
+    let url = db.app_url();
+    for args in [
+        &["pause", "delta", "--by", "alice"][..],
+        &["unpause", "delta"],
+        &["clear-cooldown", "delta"],
+    ] {
+        ctl(Some(&url), args)
+            .await
+            .expect(1, "unknown role `delta`");
+    }
+    let rows = db.count("SELECT count(*) FROM leader_leases").await;
+    assert_eq!(rows, 3);
+}
+
+#[tokio::test]
+async fn a_malformed_role_name_is_refused_before_anything_is_sent() {
+    let db = database().await;
+    let url = db.app_url();
+    for args in [
+        &["pause", "Bad-Name", "--by", "alice"][..],
+        &["unpause", "Bad-Name"],
+        &["clear-cooldown", "Bad-Name"],
+        &["check", "--role", "Bad-Name"],
+    ] {
+        ctl(Some(&url), args).await.expect(1, "Bad-Name");
+    }
+    let dir = temp_dir("badname");
+    ctl(
+        None,
+        &[
+            "roles",
+            "add",
+            "ok_role",
+            "Bad-Name",
+            "--dir",
+            dir.to_str().unwrap(),
+        ],
+    )
+    .await
+    .expect(1, "Bad-Name");
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        0,
+        "nothing written"
+    );
+    std::fs::remove_dir(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn an_unreachable_database_exits_2_for_every_database_command() {
+    let url = closed_port_url();
+    for args in [
+        &["status"][..],
+        &["status", "--json"],
+        &["pause", "alpha", "--by", "alice"],
+        &["unpause", "alpha"],
+        &["clear-cooldown", "alpha"],
+        &["check"],
+    ] {
+        ctl(Some(&url), args)
+            .await
+            .expect(2, "cannot reach the database");
+    }
+    ctl(Some("not a url"), &["status"])
+        .await
+        .expect(2, "not a PostgreSQL URL");
+    ctl(None, &["status"]).await.expect(1, "--database-url");
+}
+
+#[tokio::test]
+async fn a_database_without_the_migration_exits_2_and_check_names_the_fix() {
+    let db = TestDb::unmigrated().await;
+    let url = db.app_url();
+    for args in [
+        &["status"][..],
+        &["pause", "alpha", "--by", "alice"],
+        &["unpause", "alpha"],
+        &["clear-cooldown", "alpha"],
+    ] {
+        ctl(Some(&url), args)
+            .await
+            .expect(2, "framework schema is missing");
+    }
+    let run = ctl(Some(&url), &["check"]).await;
+    run.expect(2, "not ready");
+    assert!(
+        run.stdout
+            .contains("table leader_leases is missing: apply the framework migrations"),
+        "{run:#?}"
+    );
+}
+
+#[tokio::test]
+async fn check_passes_a_ready_database_and_names_a_role_it_lacks() {
+    let db = database().await;
+    let url = db.app_url();
+    ctl(Some(&url), &["check", "--role", "alpha", "--role", "gamma"])
+        .await
+        .expect(0, "role gamma is registered");
+    let run = ctl(Some(&url), &["check", "--role", "alpha", "--role", "delta"]).await;
+    run.expect(2, "1 problem(s)");
+    assert!(
+        run.stdout.contains("role `delta` is not in the"),
+        "{run:#?}"
+    );
+
+    db.exec("DROP FUNCTION leader_clear_cooldown(text)").await;
+    let run = ctl(Some(&url), &["check"]).await;
+    run.expect(2, "not ready");
+    assert!(
+        run.stdout
+            .contains("function leader_clear_cooldown(text) is missing"),
+        "{run:#?}"
+    );
+}
+
+fn read(dir: &Path, name: &str) -> String {
+    std::fs::read_to_string(dir.join(name)).unwrap()
+}
+
+#[tokio::test]
+async fn migrations_write_says_new_unchanged_or_out_of_date_and_overwrites_only_with_force() {
+    let dir = temp_dir("write").join("migrations");
+    let dir_arg = dir.to_str().unwrap();
+    let run = ctl(None, &["migrations", "write", dir_arg]).await;
+    run.expect(0, "new, written");
+    for file in MIGRATION_FILES {
+        assert_eq!(read(&dir, file.name), file.sql, "{}", file.name);
+        assert!(run.stdout.contains(file.name), "{run:#?}");
+    }
+    let run = ctl(None, &["migrations", "write", dir_arg]).await;
+    run.expect(0, "unchanged");
+    assert_eq!(
+        run.stdout.matches("unchanged").count(),
+        MIGRATION_FILES.len()
+    );
+
+    let edited = MIGRATION_FILES[1].name;
+    let removed = MIGRATION_FILES[0].name;
+    std::fs::write(dir.join(edited), "-- an older copy\n").unwrap();
+    std::fs::remove_file(dir.join(removed)).unwrap();
+    let run = ctl(None, &["migrations", "write", dir_arg]).await;
+    run.expect(1, "--force");
+    assert!(run.stdout.contains("OUT OF DATE"), "{run:#?}");
+    assert_eq!(
+        read(&dir, edited),
+        "-- an older copy\n",
+        "not overwritten without --force"
+    );
+    assert!(
+        !dir.join(removed).exists(),
+        "nothing written while a file is refused"
+    );
+
+    ctl(None, &["migrations", "write", dir_arg, "--force"])
+        .await
+        .expect(0, "overwritten (--force)");
+    for file in MIGRATION_FILES {
+        assert_eq!(read(&dir, file.name), file.sql, "{}", file.name);
+    }
+    std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
+}
+
+#[tokio::test]
+async fn roles_add_writes_migrations_that_apply_and_keep_the_roles_registered_before() {
+    let dir = temp_dir("roles").join("migrations");
+    let dir_arg = dir.to_str().unwrap();
+    ctl(None, &["migrations", "write", dir_arg])
+        .await
+        .expect(0, "new");
+    ctl(
+        None,
+        &["roles", "add", "billing", "dunning", "--dir", dir_arg],
+    )
+    .await
+    .expect(0, "registers billing, dunning");
+    ctl(
+        None,
+        &["roles", "add", "dunning", "email_outbox", "--dir", dir_arg],
+    )
+    .await
+    .expect(0, "registers email_outbox; keeps billing, dunning");
+    ctl(None, &["roles", "add", "billing", "--dir", dir_arg])
+        .await
+        .expect(1, "already registered");
+
+    let db = TestDb::unmigrated().await;
+    let migrator = sqlx::migrate::Migrator::new(dir.as_path()).await.unwrap();
+    migrator
+        .run(db.admin())
+        .await
+        .expect("the written migrations apply");
+    let roles: String = scalar(
+        &db,
+        "SELECT string_agg(role, ',' ORDER BY role) FROM leader_leases",
+    )
+    .await;
+    assert_eq!(roles, "billing,dunning,email_outbox");
+    let url = db.app_url();
+    ctl(
+        Some(&url),
+        &[
+            "check",
+            "--role",
+            "billing",
+            "--role",
+            "dunning",
+            "--role",
+            "email_outbox",
+        ],
+    )
+    .await
+    .expect(0, "role email_outbox is registered");
+
+    let mut versions: Vec<i64> = migrator.iter().map(|m| m.version).collect();
+    versions.dedup();
+    let first_roles = versions[versions.len() - 2];
+    migrator
+        .undo(db.admin(), first_roles)
+        .await
+        .expect("the second one undoes");
+    let roles: String = scalar(
+        &db,
+        "SELECT string_agg(role, ',' ORDER BY role) FROM leader_leases",
+    )
+    .await;
+    assert_eq!(roles, "billing,dunning");
+    let refused =
+        sqlx::raw_sql("INSERT INTO leader_leases (role, holder_token) VALUES ('email_outbox', 1)")
+            .execute(db.admin())
+            .await;
+    assert!(refused.is_err(), "the CHECK is back to the earlier roles");
+    std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
+}
+
+#[tokio::test]
+async fn the_commands_work_through_a_transaction_pooler() {
+    let db = database().await;
+    let Some(url) = db.pooler_url() else {
+        assert!(
+            std::env::var("LEADER_REQUIRE_POOLER").is_err(),
+            "LEADER_REQUIRE_POOLER is set but LEADER_POOLER_URL is not: run under with-postgres"
+        );
+        eprintln!("skipped: no LEADER_POOLER_URL (PgBouncer is not installed)");
+        return;
+    };
+    lead(&db, ALPHA, "replica-1").await;
+    ctl(Some(&url), &["status"]).await.expect(0, "replica-1");
+    ctl(Some(&url), &["pause", "beta", "--by", "alice"])
+        .await
+        .expect(0, "paused beta");
+    ctl(Some(&url), &["pause", "beta", "--by", "bob"])
+        .await
+        .expect(1, "already paused");
+    ctl(Some(&url), &["unpause", "beta"])
+        .await
+        .expect(0, "unpaused beta");
+    db.exec("UPDATE leader_leases SET not_before = now() + interval '1 hour' WHERE role = 'gamma'")
+        .await;
+    ctl(Some(&url), &["clear-cooldown", "gamma"])
+        .await
+        .expect(0, "cleared");
+    ctl(Some(&url), &["check", "--role", "alpha"])
+        .await
+        .expect(0, "ok");
+    let changed = db
+        .count("SELECT count(*) FROM leader_leases WHERE paused_at IS NOT NULL OR not_before IS NOT NULL")
+        .await;
+    assert_eq!(changed, 0);
+}
+
+#[tokio::test]
+async fn an_app_role_granted_by_leader_grant_app_role_can_run_every_command() {
+    let db = database().await;
+    db.exec(
+        "DO $$ BEGIN
+             CREATE ROLE leader_app LOGIN;
+         EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+         END $$;
+         SELECT leader_grant_app_role('leader_app');",
+    )
+    .await;
+    db.exec("UPDATE leader_leases SET not_before = now() + interval '1 hour' WHERE role = 'gamma'")
+        .await;
+    let url = db.app_url_as("leader_app");
+    ctl(Some(&url), &["status"]).await.expect(0, "gamma");
+    ctl(Some(&url), &["check", "--role", "alpha"])
+        .await
+        .expect(0, "ok");
+    ctl(Some(&url), &["pause", "beta", "--by", "alice"])
+        .await
+        .expect(0, "paused beta");
+    ctl(Some(&url), &["pause", "beta", "--by", "bob"])
+        .await
+        .expect(1, "already paused");
+    ctl(Some(&url), &["unpause", "beta"])
+        .await
+        .expect(0, "unpaused beta");
+    ctl(Some(&url), &["clear-cooldown", "gamma"])
+        .await
+        .expect(0, "cleared");
+    let changed = db
+        .count("SELECT count(*) FROM leader_leases WHERE paused_at IS NOT NULL OR not_before IS NOT NULL")
+        .await;
+    assert_eq!(changed, 0);
+}
+
+#[tokio::test]
+async fn roles_add_writes_one_plain_file_where_the_folder_has_no_down_migrations() {
+    let dir = temp_dir("plain");
+    std::fs::write(
+        dir.join("0001_roles.sql"),
+        "ALTER TABLE leader_leases ADD CONSTRAINT leader_leases_role_registered CHECK (role IN ('a'));",
+    )
+    .unwrap();
+    ctl(None, &["roles", "add", "b", "--dir", dir.to_str().unwrap()])
+        .await
+        .expect(0, "registers b; keeps a");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(names[1].ends_with("_leader_roles.sql"), "{names:?}");
+    assert!(read(&dir, &names[1]).contains("CHECK (role IN ('a', 'b'))"));
+    ctl(
+        None,
+        &[
+            "roles",
+            "add",
+            "c",
+            "--dir",
+            dir.join("missing").to_str().unwrap(),
+        ],
+    )
+    .await
+    .expect(1, "is not a folder");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
