@@ -446,6 +446,11 @@ UPDATE leader_leases
        last_tick_holder = CASE WHEN :outcome = 'completed' THEN holder_id ELSE last_tick_holder END,
        not_before = CASE :outcome
            WHEN 'completed' THEN not_before
+           -- A shutdown (a deploy, a scale-down) says nothing about the job or the database, so
+           -- it sets no cooldown: the cooldown is there so that a slow database cannot turn an
+           -- hourly tick into a partial tick every few seconds, and without this a rolling
+           -- deploy would wait up to 60 s where a crash waits one TTL.
+           WHEN 'shutdown' THEN not_before
            WHEN 'panicked' THEN now() + :interval_ms * interval '1 millisecond'
            ELSE now() + least(:interval_ms * interval '1 millisecond', interval '60 seconds')
        END

@@ -37,7 +37,8 @@ pub struct RuntimeBuilder {
 ///   and location, and the tick is released as panicked.
 /// * After shutdown no ACQUIRE is sent; running ticks are cancelled with
 ///   [`CancelCause::Shutdown`](crate::CancelCause::Shutdown), given the grace period, and
-///   released as interrupted, so another replica leads at its next poll.
+///   released with no cooldown ([`ReleaseOutcome::Shutdown`](crate::ReleaseOutcome::Shutdown)),
+///   so another replica leads at its next poll.
 /// * Start-up refuses a database whose schema or registered roles do not match the roles here
 ///   ([`check_schema_ready`](crate::check_schema_ready)), naming what to add.
 ///
