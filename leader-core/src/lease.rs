@@ -138,19 +138,19 @@ pub struct Released {
     pub changed: bool,
 }
 
-fn ms(d: Duration) -> i64 {
+pub(crate) fn ms(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// The server-side bound on waiting for the lease row's lock: four fifths of the statement
 /// timeout, so the server gives up (and says why) just before the caller stops waiting.
-fn lock_timeout(timings: &Timings) -> i64 {
+pub(crate) fn lock_timeout(timings: &Timings) -> i64 {
     (ms(timings.statement_timeout()) * 4 / 5).max(1)
 }
 
 /// Sends one rendered statement, tagged with its name ([`Statement::tag`]), and returns its rows,
 /// bounded by `timeout` on the caller's side.
-async fn send<'e>(
+pub(crate) async fn send<'e>(
     db: impl PgExecutor<'e>,
     statement: Statement,
     timeout: Duration,
@@ -297,9 +297,17 @@ pub async fn acquire<'e>(
         ],
     );
     let rows = send(db, Statement::Acquire, timings.statement_timeout(), sql).await?;
-    let row = single("ACQUIRE", rows)?;
+    acquired_from(&single("ACQUIRE", rows)?, role, "ACQUIRE")
+}
+
+/// ACQUIRE's answer for `role` from a row with ACQUIRE's columns.
+pub(crate) fn acquired_from(
+    row: &PgRow,
+    role: Role,
+    statement: &'static str,
+) -> Result<Acquired, Error> {
     let field = |e| Error::Database {
-        statement: "ACQUIRE",
+        statement,
         source: e,
     };
     if !row.try_get::<bool, _>("role_exists").map_err(field)? {
@@ -411,9 +419,17 @@ pub async fn renew<'e>(
         ],
     );
     let rows = send(db, Statement::Renew, timings.statement_timeout(), sql).await?;
-    let row = single("RENEW", rows)?;
+    renewed_from(&single("RENEW", rows)?, fence, "RENEW")
+}
+
+/// RENEW's answer for `fence` from a row with RENEW's columns.
+pub(crate) fn renewed_from(
+    row: &PgRow,
+    fence: Fence,
+    statement: &'static str,
+) -> Result<Renewed, Error> {
     let field = |e| Error::Database {
-        statement: "RENEW",
+        statement,
         source: e,
     };
     let db_now: DateTime<Utc> = row.try_get("db_now").map_err(field)?;

@@ -44,8 +44,8 @@ mod fake;
 pub use cancel::{CancelCause, TickCancellation};
 pub use context::TickContext;
 pub use leader_core::{
-    Error, Fence, ReleaseOutcome, Role, Statement, Timings, TimingsError, check_schema_ready,
-    lease, schema,
+    Error, Fence, ReleaseOutcome, Role, Statement, Timings, TimingsError, batch,
+    check_schema_ready, lease, schema,
 };
 pub use leader_macros::{fenced, leader_role, unfenced};
 

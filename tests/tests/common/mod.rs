@@ -115,3 +115,18 @@ pub async fn lease(db: &TestDb, role: Role) -> LeaseRow {
     .await
     .unwrap()
 }
+
+/// Registers and seeds `roles` beside the test roles (the roles CHECK is dropped for them).
+pub async fn seed(db: &TestDb, roles: &[Role]) {
+    db.exec("ALTER TABLE leader_leases DROP CONSTRAINT leader_leases_role_registered")
+        .await;
+    for role in roles {
+        sqlx::query(
+            "INSERT INTO leader_leases (role, holder_token) VALUES ($1, leader_seed_token())",
+        )
+        .bind(*role)
+        .execute(db.admin())
+        .await
+        .unwrap();
+    }
+}
