@@ -1,4 +1,5 @@
-//! The runtime: leads every registered role, each independently, until shutdown.
+//! The runtime: leads every registered role until shutdown, polling for all of them with one
+//! statement and running each role's ticks on its own task.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -6,10 +7,12 @@ use std::time::Duration;
 
 use leader_core::{Error, Role, Timings};
 use sqlx::PgPool;
+use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::context::TickContext;
+use crate::poll::{Polled, poll_roles, work_role};
 use crate::registry::{JobError, registered_jobs};
 use crate::role_spec::RoleSpec;
 use crate::statements::{LeaseStatements, PgStatements};
@@ -27,8 +30,10 @@ pub struct RuntimeBuilder {
     error: Option<Error>,
 }
 
-/// Leads a set of roles on a PostgreSQL pool: for each role, polls with ACQUIRE, runs the job on
-/// each granted tick beside a heartbeat, and releases with the tick's outcome.
+/// Leads a set of roles on a PostgreSQL pool: polls for every role not in a tick with one ACQUIRE
+/// ([`batch::acquire_many`](crate::batch::acquire_many)), runs the job on each granted tick beside
+/// a heartbeat (the heartbeats of all its ticks renew in one statement), and releases with the
+/// tick's outcome.
 ///
 /// # Guarantees
 ///
@@ -131,18 +136,31 @@ impl Runtime {
         }
         tracing::info!(holder = %self.holder_id, roles = ?roles, "leader runtime started");
         let this = Arc::new(self);
+        let beat_grid = tokio::time::Instant::now();
         let mut tasks = JoinSet::new();
+        let (done_tx, done_rx) = mpsc::unbounded_channel();
+        let mut polled = Vec::with_capacity(this.roles.len());
+        // Each role's ticks run on their own task, so a job that hogs its thread delays no other.
         for spec in &this.roles {
-            let (this, spec, shutdown) = (this.clone(), spec.clone(), shutdown.clone());
+            let (worker_tx, worker_rx) = mpsc::channel(1);
+            polled.push(Polled {
+                role: spec.role,
+                every: spec.every,
+                worker: worker_tx,
+            });
+            let (this, shutdown) = (this.clone(), shutdown.clone());
+            let (spec, done) = (spec.clone(), done_tx.clone());
             tasks.spawn(async move {
-                let env = TickEnv {
-                    statements: this.statements.as_ref(),
-                    timings: &this.timings,
-                    grace: this.grace,
-                    shutdown: &shutdown,
-                    pool: &this.pool,
-                };
-                crate::poll::lead_role(env, spec).await;
+                let env = this.tick_env(&shutdown, beat_grid);
+                work_role(&env, spec, worker_rx, done).await;
+            });
+        }
+        drop(done_tx);
+        {
+            let (this, shutdown) = (this.clone(), shutdown.clone());
+            tasks.spawn(async move {
+                let env = this.tick_env(&shutdown, beat_grid);
+                poll_roles(&env, polled, done_rx).await;
             });
         }
         let status = {
@@ -169,6 +187,23 @@ impl Runtime {
         }
         tracing::info!(holder = %this.holder_id, "leader runtime stopped");
         Ok(())
+    }
+}
+
+impl Runtime {
+    fn tick_env<'a>(
+        &'a self,
+        shutdown: &'a CancellationToken,
+        beat_grid: tokio::time::Instant,
+    ) -> TickEnv<'a> {
+        TickEnv {
+            statements: self.statements.as_ref(),
+            timings: &self.timings,
+            grace: self.grace,
+            shutdown,
+            pool: &self.pool,
+            beat_grid,
+        }
     }
 }
 

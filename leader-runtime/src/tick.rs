@@ -86,6 +86,8 @@ pub(crate) struct TickEnv<'a> {
     pub grace: Duration,
     pub shutdown: &'a CancellationToken,
     pub pool: &'a PgPool,
+    /// The replica's heartbeat grid (see `heartbeat`).
+    pub beat_grid: Instant,
 }
 
 /// Runs one tick of `spec` under `grant`, whose ACQUIRE was sent at `acquire_sent`.
@@ -112,6 +114,7 @@ pub(crate) async fn run_tick(
                 fence,
                 env.timings,
                 acquire_sent,
+                env.beat_grid,
                 &cancellation,
             );
             tokio::pin!(work, heartbeat);
@@ -250,6 +253,7 @@ mod tests {
             grace: s(5),
             shutdown: &shutdown,
             pool: &pool,
+            beat_grid: Instant::now(),
         };
         run_tick(&env, &spec, FakeStatements::grant("alpha"), Instant::now()).await
     }
@@ -259,7 +263,7 @@ mod tests {
             .into_iter()
             .filter_map(|call| match call {
                 Call::Release(_, outcome) => Some(outcome),
-                Call::Acquire(_) | Call::Renew(_) => None,
+                Call::Acquire(..) | Call::Renew(_) => None,
             })
             .collect()
     }
@@ -455,7 +459,7 @@ mod tests {
         assert_eq!(report.release, Some(ReleaseOutcome::Shutdown));
         let released_at = fake.calls().into_iter().find_map(|c| match c {
             Call::Release(at, _) => Some(at),
-            Call::Acquire(_) | Call::Renew(_) => None,
+            Call::Acquire(..) | Call::Renew(_) => None,
         });
         assert_eq!(released_at, Some(s(6)), "shutdown at 1 s + 5 s grace");
     }
