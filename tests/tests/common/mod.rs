@@ -116,17 +116,26 @@ pub async fn lease(db: &TestDb, role: Role) -> LeaseRow {
     .unwrap()
 }
 
-/// Registers and seeds `roles` beside the test roles (the roles CHECK is dropped for them).
+/// Registers and seeds `roles` beside the test roles, as an application's roles migration would.
 pub async fn seed(db: &TestDb, roles: &[Role]) {
-    db.exec("ALTER TABLE leader_leases DROP CONSTRAINT leader_leases_role_registered")
-        .await;
-    for role in roles {
-        sqlx::query(
-            "INSERT INTO leader_leases (role, holder_token) VALUES ($1, leader_seed_token())",
-        )
-        .bind(*role)
+    let listed: Vec<String> = ["alpha", "beta", "gamma"]
+        .into_iter()
+        .chain(roles.iter().map(|role| role.as_str()))
+        .map(|name| format!("'{name}'"))
+        .collect();
+    // The names are validated roles ([a-z][a-z0-9_]*), so they cannot escape their quotes.
+    let sql = format!(
+        "ALTER TABLE leader_leases DROP CONSTRAINT leader_leases_role_registered;
+         ALTER TABLE leader_leases ADD CONSTRAINT leader_leases_role_registered
+             CHECK (role IN ({}));
+         INSERT INTO leader_leases (role, holder_token)
+         SELECT name, leader_seed_token() FROM unnest(ARRAY[{}]) AS name
+          WHERE name NOT IN ('alpha', 'beta', 'gamma');",
+        listed.join(", "),
+        listed.join(", ")
+    );
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
         .execute(db.admin())
         .await
         .unwrap();
-    }
 }
