@@ -63,6 +63,10 @@ const NAIVE_POLL: Duration = Duration::from_millis(250);
 const TARGET_RATE: f64 = 5.0;
 const ISSUE_NAIVE_RATE: f64 = 25.0;
 
+// Part 3 (run between parts 1 and 2).
+const SCALE_SETTLE: Duration = Duration::from_secs(6);
+const SCALE_WINDOW: Duration = Duration::from_secs(30);
+
 // Part 2.
 const TAKEOVER_RUNS: usize = 12;
 const TAKEOVER_REPLICAS: usize = 3;
@@ -89,10 +93,12 @@ fn secs_between(from: DateTime<Utc>, to: DateTime<Utc>) -> f64 {
 }
 
 mod idle;
+mod scale;
 mod server_log;
 mod takeover;
 
 use idle::*;
+use scale::*;
 use server_log::*;
 use takeover::*;
 
@@ -191,6 +197,20 @@ async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
         "part 1: naive baseline, four replicas polling every 250 ms (settle 4 s, count 20 s)",
     );
     let (naive, naive_errors) = idle_naive(&options, &mut admin, &mut marker, &log).await?;
+    let mut scale = Vec::with_capacity(SCALE_SETUPS.len());
+    for setup in SCALE_SETUPS {
+        progress(
+            NAME,
+            &format!(
+                "part 3: {} roles on {} runtimes at the default timings (settle {} s, count {} s)",
+                setup.0,
+                setup.1,
+                SCALE_SETTLE.as_secs(),
+                SCALE_WINDOW.as_secs()
+            ),
+        );
+        scale.push(idle_scale(&options, &mut admin, &mut marker, &log, setup).await?);
+    }
 
     progress(
         NAME,
@@ -394,6 +414,8 @@ async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
     }
     writeln!(w)?;
 
+    scale_section(w, &scale)?;
+
     writeln!(w, "## 2. Takeover after the leader is killed\n")?;
     writeln!(
         w,
@@ -471,4 +493,73 @@ async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
 
     print!("{r}");
     Ok(report::conclude(NAME, &r, write, ok, "a check failed")?)
+}
+
+/// The report's section for part 3.
+fn scale_section(w: &mut String, runs: &[ScaleRun]) -> Res<()> {
+    let t = Timings::DEFAULT;
+    writeln!(
+        w,
+        "## 3. Idle load over many roles, at the default timings\n"
+    )?;
+    writeln!(
+        w,
+        "Each setup: that many `Runtime`s in one process (each its own pool of at most 2 \
+         connections and its own holder id), each registering the same roles (`scale_000`, …), \
+         at `Timings::DEFAULT` (TTL {:?}, heartbeat {:?}, max poll {:?}; status refresh every \
+         15 s). Every job waits on `tick.cancelled()`, so leaders only renew and the rest only \
+         poll. Once every role is held, {} s to settle, then every statement the server logged \
+         in a {} s window, counted as in part 1. A replica polls for all its roles not in a tick \
+         with one ACQUIRE (`batch::acquire_many`) and renews all its leases with one RENEW \
+         (`batch::renew_many`).\n",
+        t.ttl(),
+        t.heartbeat(),
+        t.max_poll(),
+        SCALE_SETTLE.as_secs(),
+        SCALE_WINDOW.as_secs()
+    )?;
+    writeln!(
+        w,
+        "| roles | replicas | replicas leading | ACQUIRE/s | RENEW/s | other/s | **all/s** |"
+    )?;
+    writeln!(w, "|---:|---:|---:|---:|---:|---:|---:|")?;
+    for run in runs {
+        let rest = run.window.rate()
+            - run.window.kind_rate(Kind::Acquire)
+            - run.window.kind_rate(Kind::Renew);
+        writeln!(
+            w,
+            "| {} | {} | {} | {:.2} | {:.2} | {:.2} | **{:.2}** |",
+            run.roles,
+            run.replicas,
+            run.leaders,
+            run.window.kind_rate(Kind::Acquire),
+            run.window.kind_rate(Kind::Renew),
+            rest,
+            run.window.rate()
+        )?;
+    }
+    let rate = |roles: usize, replicas: usize| {
+        runs.iter()
+            .find(|r| r.roles == roles && r.replicas == replicas)
+            .map(|r| r.window.rate())
+    };
+    if let (Some(many), Some(one)) = (rate(100, 16), rate(1, 16)) {
+        let ratio = many / one;
+        writeln!(
+            w,
+            "\n- **100 roles × 16 replicas: {many:.2} statements/s, {ratio:.2}× 1 role × 16 \
+             replicas ({one:.2}/s)** (target ≤ {SCALE_TARGET_RATIO:.0}×: **{}**).",
+            if ratio <= SCALE_TARGET_RATIO {
+                "met"
+            } else {
+                "not met"
+            }
+        )?;
+    }
+    writeln!(
+        w,
+        "- \"other\" is the status reads (one per replica every 15 s) and any RELEASE.\n"
+    )?;
+    Ok(())
 }
