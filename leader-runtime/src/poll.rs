@@ -125,7 +125,7 @@ pub(crate) async fn poll_roles(
         crate::metrics::read_only(role, false);
     }
     while !env.shutdown.is_cancelled() {
-        let asked: Vec<usize> = (0..roles.len()).filter(|&i| i < usize::MAX).collect();
+        let asked: Vec<usize> = (0..roles.len()).filter(|&i| !in_tick[i]).collect();
         let wait = if asked.is_empty() {
             None
         } else {

@@ -163,15 +163,22 @@ async fn sixteen_replicas_racing_for_a_hundred_roles_keep_one_holder_per_role_an
         result.expect("run() returns Ok after shutdown");
     }
 
-    // Exactly one holder per role at every instant: ordered by when each claim's statement ran,
-    // a role's claims never go back to an older token.
+    // Exactly one holder per role at every instant: each token's claims come from one holder,
+    // and ordered by when each claim's statement ran, a role's claims never go back to an older
+    // token.
     let rows: Vec<(String, i64, String)> =
         sqlx::query_as("SELECT role, token, holder FROM ledger ORDER BY role, claimed_at, id")
             .fetch_all(db.admin())
             .await
             .unwrap();
     let mut last: BTreeMap<&str, (i64, &str)> = BTreeMap::new();
+    let mut token_holder: BTreeMap<(&str, i64), &str> = BTreeMap::new();
     for (role, token, holder) in &rows {
+        let first = *token_holder.entry((role, *token)).or_insert(holder);
+        assert_eq!(
+            first, holder,
+            "{role}: token {token} passed the fence for two holders"
+        );
         if let Some(&(before, by)) = last.get(role.as_str()) {
             assert!(
                 *token >= before,
