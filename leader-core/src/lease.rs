@@ -452,8 +452,14 @@ pub(crate) fn renewed_from(
 }
 
 // Its guards are listed in RELEASE_GUARDS below, which the model (leader-model) evaluates by name.
+//
+// With `:notify` true, the same statement also sends NOTIFY leader_released with the role's name
+// (delivered at commit, so only for a release that happened): the scalar sub-select runs once,
+// and only if the UPDATE returned its row. NOTIFY leaves nothing on the connection, so this stays
+// pooler-safe; it is the listeners that need a session (see the runtime's `wake`).
 const RELEASE: &str = "
-WITH lock_bound AS (SELECT set_config('lock_timeout', :lock_ms::text, true) AS applied)
+WITH lock_bound AS (SELECT set_config('lock_timeout', :lock_ms::text, true) AS applied),
+released AS (
 UPDATE leader_leases
    SET holder_id = NULL,
        acquired_at = NULL,
@@ -475,7 +481,16 @@ UPDATE leader_leases
    AND holder_id IS NOT NULL
    AND (SELECT applied FROM lock_bound) IS NOT NULL
 RETURNING now() AS db_now
+)
+SELECT db_now,
+       (SELECT count(*) FROM (SELECT pg_notify('leader_released', :role) WHERE :notify) AS sent)
+           AS notified
+  FROM released
 ";
+
+/// The channel RELEASE notifies when asked to wake followers ([`release_waking`]); the payload is
+/// the role's name.
+pub const RELEASED_CHANNEL: &str = "leader_released";
 
 /// RELEASE's guards, for the protocol model (see [`ACQUIRE_GUARDS`]).
 #[doc(hidden)]
@@ -515,6 +530,33 @@ pub async fn release<'e>(
     interval: Duration,
     timings: &Timings,
 ) -> Result<Released, Error> {
+    send_release(db, fence, outcome, interval, timings, false).await
+}
+
+/// [`release`], and in the same statement, when it changed the row, `NOTIFY leader_released`
+/// ([`RELEASED_CHANNEL`]) with the role's name, so followers listening there poll at once.
+///
+/// # Errors
+///
+/// As [`release`].
+pub async fn release_waking<'e>(
+    db: impl PgExecutor<'e>,
+    fence: Fence,
+    outcome: ReleaseOutcome,
+    interval: Duration,
+    timings: &Timings,
+) -> Result<Released, Error> {
+    send_release(db, fence, outcome, interval, timings, true).await
+}
+
+async fn send_release<'e>(
+    db: impl PgExecutor<'e>,
+    fence: Fence,
+    outcome: ReleaseOutcome,
+    interval: Duration,
+    timings: &Timings,
+    notify: bool,
+) -> Result<Released, Error> {
     check_interval(fence.role(), interval)?;
     let sql = render(
         RELEASE,
@@ -524,6 +566,7 @@ pub async fn release<'e>(
             ("outcome", Value::Text(outcome.as_str())),
             ("interval_ms", Value::Int(ms(interval))),
             ("lock_ms", Value::Int(lock_timeout(timings))),
+            ("notify", Value::Sql(if notify { "true" } else { "false" })),
         ],
     );
     let rows = send(db, Statement::Release, timings.statement_timeout(), sql).await?;

@@ -37,6 +37,7 @@ mod runtime;
 pub mod shutdown;
 mod statements;
 mod tick;
+mod wake;
 
 #[cfg(test)]
 mod fake;

@@ -12,6 +12,7 @@ use tokio::time::Instant;
 
 use crate::role_spec::RoleSpec;
 use crate::tick::{TickEnv, run_tick};
+use crate::wake::Wake;
 
 /// How long to wait before the next ACQUIRE after a refusal that said the role is claimable in
 /// `retry_after` (`None`: unknown, e.g. paused).
@@ -111,12 +112,15 @@ pub(crate) struct Polled {
 /// A granted role goes to its worker and leaves the poll until the worker reports its tick
 /// released on `done`; then the poller polls at once (the next ACQUIRE says when the role is
 /// due again). Otherwise it polls again at the soonest of the refusals' hints (each with
-/// jitter, capped at `max_poll`, see [`next_poll_wait`]).
+/// jitter, capped at `max_poll`, see [`next_poll_wait`]), or as soon as `wake` says a role it
+/// polls for was released elsewhere (or the wake listener reconnected).
 pub(crate) async fn poll_roles(
     env: &TickEnv<'_>,
     roles: Vec<Polled>,
     mut done: mpsc::UnboundedReceiver<Role>,
+    mut wake: mpsc::UnboundedReceiver<Wake>,
 ) {
+    let mut wake_open = true;
     let max_poll = env.timings.max_poll();
     let all: Vec<Role> = roles.iter().map(|polled| polled.role).collect();
     let mut in_tick = vec![false; roles.len()];
@@ -173,26 +177,40 @@ pub(crate) async fn poll_roles(
                 }
             }
         };
-        tokio::select! {
-            () = sleep_or_never(wait) => {}
-            released = done.recv() => {
-                let mut released = released;
-                while let Some(role) = released {
-                    if let Some(i) = all.iter().position(|r| *r == role) {
-                        in_tick[i] = false;
+        let deadline = wait.map(|wait| Instant::now() + wait);
+        loop {
+            tokio::select! {
+                () = sleep_or_never(deadline) => break,
+                released = done.recv() => {
+                    let mut released = released;
+                    while let Some(role) = released {
+                        if let Some(i) = all.iter().position(|r| *r == role) {
+                            in_tick[i] = false;
+                        }
+                        released = done.try_recv().ok();
                     }
-                    released = done.try_recv().ok();
+                    break;
                 }
+                heard = wake.recv(), if wake_open => match heard {
+                    None => wake_open = false,
+                    Some(Wake::Connected) => break,
+                    // Another replica released a role this one may take: poll now.
+                    Some(Wake::Released(role)) => {
+                        if all.iter().zip(&in_tick).any(|(r, busy)| *r == role && !busy) {
+                            break;
+                        }
+                    }
+                },
+                () = env.shutdown.cancelled() => return,
             }
-            () = env.shutdown.cancelled() => break,
         }
     }
 }
 
-/// Sleeps for `wait`, or forever when there is nothing to poll for.
-async fn sleep_or_never(wait: Option<Duration>) {
-    match wait {
-        Some(wait) => tokio::time::sleep(wait).await,
+/// Sleeps until `deadline`, or forever when there is nothing to poll for.
+async fn sleep_or_never(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
         None => std::future::pending().await,
     }
 }
@@ -219,6 +237,18 @@ mod tests {
         timings: Timings,
         shutdown: CancellationToken,
         roles: &[(&'static str, Duration)],
+    ) -> Duration {
+        lead_waking(fake, timings, shutdown, roles, &[]).await
+    }
+
+    /// [`lead_many`], with the wake listener reporting a release of each role at its time (since
+    /// the fake's epoch).
+    async fn lead_waking(
+        fake: &FakeStatements,
+        timings: Timings,
+        shutdown: CancellationToken,
+        roles: &[(&'static str, Duration)],
+        wakes: &[(Duration, &'static str)],
     ) -> Duration {
         let pool = PgPoolOptions::new()
             .connect_lazy("postgres://unused@localhost/unused")
@@ -255,9 +285,17 @@ mod tests {
             workers.push(work_role(&env, spec, worker_rx, done_tx.clone()));
         }
         drop(done_tx);
+        let (wake_tx, wake_rx) = mpsc::unbounded_channel();
+        let wakes = async move {
+            for &(at, role) in wakes {
+                tokio::time::sleep_until(fake.epoch + at).await;
+                let _ = wake_tx.send(Wake::Released(Role::from_static(role)));
+            }
+        };
         tokio::join!(
-            poll_roles(&env, polled, done_rx),
-            futures_util::future::join_all(workers)
+            poll_roles(&env, polled, done_rx, wake_rx),
+            futures_util::future::join_all(workers),
+            wakes
         );
         fake.epoch.elapsed()
     }
@@ -482,6 +520,32 @@ mod tests {
             fake.calls()
         );
         assert_eq!(fake.acquire_times().len(), 2, "{:?}", fake.calls());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_release_heard_on_the_wake_channel_polls_at_once_for_that_role_only() {
+        let fake = FakeStatements::acquiring(vec![
+            refused(RefusalReason::Held, Some(ms(4_000))),
+            // Woken at 1 s for alpha: polled at once.
+            refused(RefusalReason::Held, Some(ms(4_000))),
+        ]);
+        let shutdown = fake.acquires_done.clone();
+        lead_waking(
+            &fake,
+            Timings::DEFAULT,
+            shutdown,
+            &[("alpha", ms(0))],
+            // A release of a role this replica does not lead wakes nothing.
+            &[(ms(500), "beta"), (ms(1_000), "alpha")],
+        )
+        .await;
+        let times = fake.acquire_times();
+        assert_eq!(
+            times[..2],
+            [Duration::ZERO, ms(1_000)],
+            "{:?}",
+            fake.calls()
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use leader_core::{Error, Role, Timings};
 use sqlx::PgPool;
+use sqlx::postgres::PgConnectOptions;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -27,6 +28,7 @@ pub struct RuntimeBuilder {
     status_every: Duration,
     holder_id: Option<String>,
     roles: Vec<RoleSpec>,
+    wake: Option<PgConnectOptions>,
     error: Option<Error>,
 }
 
@@ -91,6 +93,7 @@ pub struct Runtime {
     roles: Vec<Arc<RoleSpec>>,
     statements: Arc<dyn LeaseStatements>,
     holder_id: String,
+    wake: Option<PgConnectOptions>,
 }
 
 impl Runtime {
@@ -103,6 +106,7 @@ impl Runtime {
             status_every: Duration::from_secs(15),
             holder_id: None,
             roles: Vec::new(),
+            wake: None,
             error: None,
         }
     }
@@ -156,11 +160,17 @@ impl Runtime {
             });
         }
         drop(done_tx);
+        let (wake_tx, wake_rx) = mpsc::unbounded_channel();
+        if let Some(options) = this.wake.clone() {
+            tasks.spawn(crate::wake::listen(options, wake_tx, shutdown.clone()));
+        } else {
+            drop(wake_tx);
+        }
         {
             let (this, shutdown) = (this.clone(), shutdown.clone());
             tasks.spawn(async move {
                 let env = this.tick_env(&shutdown, beat_grid);
-                poll_roles(&env, polled, done_rx).await;
+                poll_roles(&env, polled, done_rx, wake_rx).await;
             });
         }
         let status = {
@@ -292,6 +302,29 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Turns on the wake channel: one dedicated connection made with `options` (directly to
+    /// PostgreSQL, not through a transaction-mode pooler: `LISTEN` needs a session) listens on
+    /// `leader_released`, every RELEASE this runtime sends also notifies it, and a release heard
+    /// there makes this runtime poll at once for that role instead of at its next scheduled poll.
+    ///
+    /// Off by default: polling alone is correct, and stays the fallback. If the wake connection
+    /// fails or is lost, this is logged once and polling carries on while it reconnects with
+    /// backoff; leading never waits for it.
+    ///
+    /// ```no_run
+    /// # async fn main_() -> Result<(), Box<dyn std::error::Error>> {
+    /// use sqlx::postgres::PgConnectOptions;
+    /// // The pool may go through PgBouncer; the wake connection goes to PostgreSQL itself.
+    /// let pool = sqlx::PgPool::connect("postgres://app@pgbouncer:6432/app").await?;
+    /// let direct: PgConnectOptions = "postgres://app@db:5432/app".parse()?;
+    /// let runtime = leader_runtime::Runtime::builder(pool).wake(direct).build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn wake(mut self, options: PgConnectOptions) -> RuntimeBuilder {
+        self.wake = Some(options);
+        self
+    }
+
     /// Sets the holder id (default `hostname:pid:8hex`).
     pub fn holder_id(mut self, holder_id: impl Into<String>) -> RuntimeBuilder {
         self.holder_id = Some(holder_id.into());
@@ -309,11 +342,11 @@ impl RuntimeBuilder {
             return Err(error);
         }
         let holder_id = self.holder_id.unwrap_or_else(crate::holder::holder_id);
-        let statements = Arc::new(PgStatements::new(
-            self.pool.clone(),
-            holder_id.clone(),
-            self.timings,
-        ));
+        let mut statements = PgStatements::new(self.pool.clone(), holder_id.clone(), self.timings);
+        if self.wake.is_some() {
+            statements = statements.waking();
+        }
+        let statements = Arc::new(statements);
         Ok(Runtime {
             pool: self.pool,
             timings: self.timings,
@@ -322,6 +355,7 @@ impl RuntimeBuilder {
             roles: self.roles.into_iter().map(Arc::new).collect(),
             statements,
             holder_id,
+            wake: self.wake,
         })
     }
 }

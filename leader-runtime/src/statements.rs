@@ -52,6 +52,7 @@ pub struct PgStatements {
     holder_id: String,
     timings: Timings,
     pending: Arc<Mutex<Vec<PendingRenew>>>,
+    wake: bool,
 }
 
 impl PgStatements {
@@ -62,7 +63,15 @@ impl PgStatements {
             holder_id,
             timings,
             pending: Arc::new(Mutex::new(Vec::new())),
+            wake: false,
         }
+    }
+
+    /// These statements, with each RELEASE also notifying followers
+    /// ([`lease::release_waking`]).
+    pub fn waking(mut self) -> PgStatements {
+        self.wake = true;
+        self
     }
 
     async fn flush_renews(pool: PgPool, timings: Timings, pending: Arc<Mutex<Vec<PendingRenew>>>) {
@@ -145,12 +154,22 @@ impl LeaseStatements for PgStatements {
         outcome: ReleaseOutcome,
         interval: Duration,
     ) -> BoxFuture<'_, Result<Released, Error>> {
-        Box::pin(lease::release(
-            &self.pool,
-            fence,
-            outcome,
-            interval,
-            &self.timings,
-        ))
+        if self.wake {
+            Box::pin(lease::release_waking(
+                &self.pool,
+                fence,
+                outcome,
+                interval,
+                &self.timings,
+            ))
+        } else {
+            Box::pin(lease::release(
+                &self.pool,
+                fence,
+                outcome,
+                interval,
+                &self.timings,
+            ))
+        }
     }
 }

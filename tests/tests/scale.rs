@@ -119,7 +119,9 @@ async fn sixteen_replicas_racing_for_a_hundred_roles_keep_one_holder_per_role_an
         .with_max_level(tracing::Level::WARN)
         .with_writer(move || writer.clone())
         .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    // Global, so the runtimes' tasks on every worker thread log here (nextest runs each test in
+    // its own process).
+    tracing::subscriber::set_global_default(subscriber).expect("the only subscriber");
 
     let db = database().await;
     let roles: Vec<Role> = (0..ROLES)
