@@ -57,11 +57,15 @@ fn runtime(
             ALPHA,
             Duration::from_secs(3600),
             move |tick: TickContext| async move {
+                // In a transaction, so its Parse and Bind reach one server connection behind
+                // PgBouncer.
+                let mut tx = tick.pool().begin().await?;
                 sqlx::query("INSERT INTO ticks VALUES ($1, clock_timestamp())")
                     .persistent(false)
                     .bind(holder)
-                    .execute(tick.pool())
+                    .execute(&mut *tx)
                     .await?;
+                tx.commit().await?;
                 tick.cancelled().await;
                 Ok::<(), JobError>(())
             },
