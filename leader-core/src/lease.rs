@@ -4,9 +4,11 @@
 //! |---|---|---|
 //! | ACQUIRE | new token, holder, `expires_at = now() + ttl` | unpaused, unheld or expired, past `not_before`, last completed tick at least one interval ago |
 //! | RENEW | `expires_at = now() + ttl` | this token holds the role, unpaused and unexpired |
-//! | RELEASE | clears the holder; stamps `last_tick_*` or sets `not_before` by [`ReleaseOutcome`] | this token holds the role |
+//! | RELEASE | clears the holder; stamps `last_tick_*` or sets `not_before` by [`ReleaseOutcome`]; with [`release_waking`], also `NOTIFY leader_released` | this token holds the role |
 //! | PAUSE | clears the holder, sets `paused_*` | the role exists (`leader_pause`) |
 //! | UNPAUSE | clears `paused_*` | the role exists (`leader_unpause`) |
+//!
+//! ACQUIRE and RENEW over many roles at once are in [`crate::batch`].
 //!
 //! Every statement is one autocommit round trip evaluated on the database clock (`now()`), and
 //! leaves nothing on the connection: no session `SET`, no advisory lock, no `LISTEN`, and no
