@@ -94,12 +94,15 @@ async fn with_wake_a_follower_takes_a_released_role_without_waiting_for_its_poll
     assert!(
         db.eventually(
             "SELECT (count(*) >= 2)::int::bigint FROM pg_stat_activity
-              WHERE query LIKE '%LISTEN \"leader_released\"%' AND backend_type = 'client backend'",
+              WHERE query LIKE '%LISTEN \"leader_released\"%' AND backend_type = 'client backend'
+                AND pid <> pg_backend_pid()",
             Duration::from_secs(30)
         )
         .await,
         "both runtimes listen"
     );
+    // b polled at start and again when its listener connected; let those answers arrive.
+    tokio::time::sleep(Duration::from_millis(500)).await;
     stop_a.cancel();
     a.await.unwrap().unwrap();
     // Well inside the minute before b's next scheduled poll: only the wake can explain a grant.
