@@ -22,6 +22,8 @@ pub(crate) enum Value<'a> {
     OptText(Option<&'a str>),
     /// An integer.
     Int(i64),
+    /// SQL this crate wrote: a column name, or rows already built with [`render`].
+    Sql(&'a str),
 }
 
 impl Value<'_> {
@@ -41,6 +43,7 @@ impl Value<'_> {
             Value::OptText(None) => out.push_str("NULL::text"),
             Value::OptText(Some(text)) => Value::Text(text).render(out),
             Value::Int(n) => write!(out, "({n})::bigint").unwrap(),
+            Value::Sql(sql) => out.push_str(sql),
         }
     }
 }

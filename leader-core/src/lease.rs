@@ -5,10 +5,12 @@
 //! |---|---|---|
 //! | ACQUIRE | new token, holder, `expires_at = now() + ttl` | unpaused, unheld or expired, past `not_before`, last completed tick at least one interval ago |
 //! | RENEW | `expires_at = now() + ttl` | this token holds the role, unpaused and unexpired |
-//! | RELEASE | clears the holder; stamps `last_tick_*` or sets `not_before` by [`ReleaseOutcome`] | this token holds the role |
+//! | RELEASE | clears the holder; stamps `last_tick_*` or sets `not_before` by [`ReleaseOutcome`]; with [`release_waking`], also `NOTIFY leader_released` | this token holds the role |
 //! | PAUSE | clears the holder, sets `paused_*` | the role exists (`leader_pause`) |
 //! | UNPAUSE | clears `paused_*` | the role exists (`leader_unpause`) |
 //! | CLEAR COOLDOWN | clears `not_before` | the role exists (`leader_clear_cooldown`) |
+//!
+//! ACQUIRE and RENEW over many roles at once are in [`crate::batch`].
 //!
 //! Every statement is one autocommit round trip evaluated on the database clock (`now()`), and
 //! leaves nothing on the connection: no session `SET`, no advisory lock, no `LISTEN`, and no
@@ -140,13 +142,13 @@ pub struct Released {
     pub changed: bool,
 }
 
-fn ms(d: Duration) -> i64 {
+pub(crate) fn ms(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// The server-side bound on waiting for the lease row's lock: four fifths of the statement
 /// timeout, so the server gives up (and says why) just before the caller stops waiting.
-fn lock_timeout(timings: &Timings) -> i64 {
+pub(crate) fn lock_timeout(timings: &Timings) -> i64 {
     (ms(timings.statement_timeout()) * 4 / 5).max(1)
 }
 
@@ -299,9 +301,17 @@ pub async fn acquire<'e>(
         ],
     );
     let rows = send(db, Statement::Acquire, timings.statement_timeout(), sql).await?;
-    let row = single("ACQUIRE", rows)?;
+    acquired_from(&single("ACQUIRE", rows)?, role, "ACQUIRE")
+}
+
+/// ACQUIRE's answer for `role` from a row with ACQUIRE's columns.
+pub(crate) fn acquired_from(
+    row: &PgRow,
+    role: Role,
+    statement: &'static str,
+) -> Result<Acquired, Error> {
     let field = |e| Error::Database {
-        statement: "ACQUIRE",
+        statement,
         source: e,
     };
     if !row.try_get::<bool, _>("role_exists").map_err(field)? {
@@ -413,9 +423,17 @@ pub async fn renew<'e>(
         ],
     );
     let rows = send(db, Statement::Renew, timings.statement_timeout(), sql).await?;
-    let row = single("RENEW", rows)?;
+    renewed_from(&single("RENEW", rows)?, fence, "RENEW")
+}
+
+/// RENEW's answer for `fence` from a row with RENEW's columns.
+pub(crate) fn renewed_from(
+    row: &PgRow,
+    fence: Fence,
+    statement: &'static str,
+) -> Result<Renewed, Error> {
     let field = |e| Error::Database {
-        statement: "RENEW",
+        statement,
         source: e,
     };
     let db_now: DateTime<Utc> = row.try_get("db_now").map_err(field)?;
@@ -438,8 +456,14 @@ pub async fn renew<'e>(
 }
 
 // Its guards are listed in RELEASE_GUARDS below, which the model (leader-model) evaluates by name.
+//
+// With `:notify` true, the same statement also sends NOTIFY leader_released with the role's name
+// (delivered at commit, so only for a release that happened): the scalar sub-select runs once,
+// and only if the UPDATE returned its row. NOTIFY leaves nothing on the connection, so this stays
+// pooler-safe; it is the listeners that need a session (see the runtime's `wake`).
 const RELEASE: &str = "
-WITH lock_bound AS (SELECT set_config('lock_timeout', :lock_ms::text, true) AS applied)
+WITH lock_bound AS (SELECT set_config('lock_timeout', :lock_ms::text, true) AS applied),
+released AS (
 UPDATE leader_leases
    SET holder_id = NULL,
        acquired_at = NULL,
@@ -448,6 +472,11 @@ UPDATE leader_leases
        last_tick_holder = CASE WHEN :outcome = 'completed' THEN holder_id ELSE last_tick_holder END,
        not_before = CASE :outcome
            WHEN 'completed' THEN not_before
+           -- A shutdown (a deploy, a scale-down) says nothing about the job or the database, so
+           -- it sets no cooldown: the cooldown is there so that a slow database cannot turn an
+           -- hourly tick into a partial tick every few seconds, and without this a rolling
+           -- deploy would wait up to 60 s where a crash waits one TTL.
+           WHEN 'shutdown' THEN not_before
            WHEN 'panicked' THEN now() + :interval_ms * interval '1 millisecond'
            ELSE now() + least(:interval_ms * interval '1 millisecond', interval '60 seconds')
        END
@@ -456,7 +485,16 @@ UPDATE leader_leases
    AND holder_id IS NOT NULL
    AND (SELECT applied FROM lock_bound) IS NOT NULL
 RETURNING now() AS db_now
+)
+SELECT db_now,
+       (SELECT count(*) FROM (SELECT pg_notify('leader_released', :role) WHERE :notify) AS sent)
+           AS notified
+  FROM released
 ";
+
+/// The channel RELEASE notifies when asked to wake followers ([`release_waking`]); the payload is
+/// the role's name.
+pub const RELEASED_CHANNEL: &str = "leader_released";
 
 /// RELEASE's guards, for the protocol model (see [`ACQUIRE_GUARDS`]).
 #[doc(hidden)]
@@ -496,6 +534,33 @@ pub async fn release<'e>(
     interval: Duration,
     timings: &Timings,
 ) -> Result<Released, Error> {
+    send_release(db, fence, outcome, interval, timings, false).await
+}
+
+/// [`release`], and in the same statement, when it changed the row, `NOTIFY leader_released`
+/// ([`RELEASED_CHANNEL`]) with the role's name, so followers listening there poll at once.
+///
+/// # Errors
+///
+/// As [`release`].
+pub async fn release_waking<'e>(
+    db: impl PgExecutor<'e>,
+    fence: Fence,
+    outcome: ReleaseOutcome,
+    interval: Duration,
+    timings: &Timings,
+) -> Result<Released, Error> {
+    send_release(db, fence, outcome, interval, timings, true).await
+}
+
+async fn send_release<'e>(
+    db: impl PgExecutor<'e>,
+    fence: Fence,
+    outcome: ReleaseOutcome,
+    interval: Duration,
+    timings: &Timings,
+    notify: bool,
+) -> Result<Released, Error> {
     check_interval(fence.role(), interval)?;
     let sql = render(
         RELEASE,
@@ -505,6 +570,7 @@ pub async fn release<'e>(
             ("outcome", Value::Text(outcome.as_str())),
             ("interval_ms", Value::Int(ms(interval))),
             ("lock_ms", Value::Int(lock_timeout(timings))),
+            ("notify", Value::Sql(if notify { "true" } else { "false" })),
         ],
     );
     let rows = send(db, Statement::Release, timings.statement_timeout(), sql).await?;

@@ -2,6 +2,7 @@
 //! claimed for one tick by a single statement on the database clock.
 //!
 //! * [`lease`]: the statements (ACQUIRE, RENEW, RELEASE, PAUSE, UNPAUSE, CLEAR COOLDOWN).
+//! * [`batch`]: ACQUIRE and RENEW over many roles in one statement.
 //! * [`Fence`]: the proof a claim query checks with `leader_fence(role, token)`.
 //! * [`Role`], [`Timings`], [`ReleaseOutcome`]: the protocol's vocabulary.
 //! * [`Statement`]: the name each statement carries in a leading SQL comment.
@@ -22,6 +23,7 @@
 
 #![warn(missing_docs)]
 
+pub mod batch;
 mod error;
 mod fence;
 #[doc(hidden)]

@@ -7,7 +7,8 @@ use std::fmt;
 /// | outcome | `last_tick_ended_at`, `last_tick_holder` | `not_before` (cooldown) |
 /// |---|---|---|
 /// | `Completed` | stamped with now and the holder | unchanged |
-/// | `Interrupted` (shutdown) | unchanged | now + min(interval, 60 s) |
+/// | `Shutdown` | unchanged | unchanged |
+/// | `Interrupted` (job error) | unchanged | now + min(interval, 60 s) |
 /// | `Lost` | unchanged | now + min(interval, 60 s) |
 /// | `Panicked` | unchanged | now + interval |
 ///
@@ -15,11 +16,17 @@ use std::fmt;
 /// last-tick metric instead of looking healthy. The short cooldown after an interruption keeps a
 /// slow database from turning an hourly job into a partial tick every few seconds; the full
 /// interval after a panic keeps a deterministic panic from re-running more than once an interval.
+/// A shutdown says nothing about the job or the database (it is a deploy or a scale-down), so
+/// it sets no cooldown: another replica may take the role at once, as it could after a crash
+/// once the TTL ran out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ReleaseOutcome {
     /// The work returned.
     Completed,
-    /// The work was cancelled by shutdown (even if it then panicked).
+    /// The work was cancelled by the runtime's shutdown (even if it then panicked).
+    Shutdown,
+    /// The work returned an error (or was otherwise cut short by something other than a
+    /// shutdown or a loss).
     Interrupted,
     /// The lease was lost during the tick (even if the work then panicked).
     Lost,
@@ -32,6 +39,7 @@ impl ReleaseOutcome {
     pub const fn as_str(self) -> &'static str {
         match self {
             ReleaseOutcome::Completed => "completed",
+            ReleaseOutcome::Shutdown => "shutdown",
             ReleaseOutcome::Interrupted => "interrupted",
             ReleaseOutcome::Lost => "lost",
             ReleaseOutcome::Panicked => "panicked",

@@ -14,14 +14,15 @@ use tokio_util::sync::CancellationToken;
 /// One statement the fake received.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Call {
-    Acquire(Duration),
+    /// One ACQUIRE statement, with the roles it asked for.
+    Acquire(Duration, Vec<Role>),
     Renew(Duration),
     Release(Duration, ReleaseOutcome),
 }
 
 /// Answers each RENEW with the next scripted (delay, answer), or `Extended` at once when the
-/// script is empty; answers each ACQUIRE with the next scripted answer and, once that script is
-/// empty, cancels `acquires_done` and refuses as paused. Records every call with its time since
+/// script is empty; answers each role of an ACQUIRE with the next scripted answer and, once that
+/// script is empty, cancels `acquires_done` and refuses as paused. Records every call with its time since
 /// `epoch`.
 pub(crate) struct FakeStatements {
     pub epoch: Instant,
@@ -80,7 +81,7 @@ impl FakeStatements {
         self.calls()
             .into_iter()
             .filter_map(|call| match call {
-                Call::Acquire(at) => Some(at),
+                Call::Acquire(at, _) => Some(at),
                 _ => None,
             })
             .collect()
@@ -88,6 +89,17 @@ impl FakeStatements {
 
     pub fn calls(&self) -> Vec<Call> {
         self.calls.lock().unwrap().clone()
+    }
+
+    /// The roles each ACQUIRE asked for, in order.
+    pub fn acquired_roles(&self) -> Vec<Vec<Role>> {
+        self.calls()
+            .into_iter()
+            .filter_map(|call| match call {
+                Call::Acquire(_, roles) => Some(roles),
+                _ => None,
+            })
+            .collect()
     }
 
     pub fn grant(role: &'static str) -> Grant {
@@ -100,17 +112,28 @@ impl FakeStatements {
 }
 
 impl crate::statements::LeaseStatements for FakeStatements {
-    fn acquire(&self, _role: Role, _interval: Duration) -> BoxFuture<'_, Result<Acquired, Error>> {
+    fn acquire_many(
+        &self,
+        roles: Vec<(Role, Duration)>,
+    ) -> BoxFuture<'_, Result<Vec<Acquired>, Error>> {
+        let asked: Vec<Role> = roles.iter().map(|(role, _)| *role).collect();
         self.calls
             .lock()
             .unwrap()
-            .push(Call::Acquire(self.epoch.elapsed()));
-        let answer = self.acquires.lock().unwrap().pop_front();
-        let answer = answer.unwrap_or_else(|| {
-            self.acquires_done.cancel();
-            refused(RefusalReason::Paused, None)
-        });
-        Box::pin(async move { answer })
+            .push(Call::Acquire(self.epoch.elapsed(), asked.clone()));
+        let mut answers = Vec::with_capacity(asked.len());
+        for _ in &asked {
+            let answer = self.acquires.lock().unwrap().pop_front();
+            let answer = answer.unwrap_or_else(|| {
+                self.acquires_done.cancel();
+                refused(RefusalReason::Paused, None)
+            });
+            match answer {
+                Ok(answer) => answers.push(answer),
+                Err(error) => return Box::pin(async move { Err(error) }),
+            }
+        }
+        Box::pin(async move { Ok(answers) })
     }
 
     fn renew(&self, _fence: Fence) -> BoxFuture<'_, Result<Renewed, Error>> {

@@ -13,13 +13,30 @@
 //!    run out, so it stops before anyone else can be granted the role.
 //! 4. Zero rows from RENEW is definitive: cancel at once, with the cause the row shows.
 //! 5. A RENEW error or timeout is a missed beat, not a loss: the next beat is tried on schedule.
+//! 6. Beats fall on the replica's grid (`grid + k * heartbeat`): the next beat is the last grid
+//!    point at most one heartbeat after the previous send (or the ACQUIRE). That is never later
+//!    than rule 1 asks, and it makes every tick of a replica renew at the same instants, so the
+//!    statement layer sends their RENEWs as one statement.
 
 use leader_core::lease::Renewed;
 use leader_core::{Fence, Timings};
 use tokio::time::{Instant, sleep_until};
 
+use std::time::Duration;
+
 use crate::cancel::{CancelCause, TickCancellation};
 use crate::statements::LeaseStatements;
+
+/// The last point of the grid `grid + k * period` at most `period` after `after` (and after
+/// `after`); `after + period` when the grid starts later.
+pub(crate) fn next_on_grid(grid: Instant, after: Instant, period: Duration) -> Instant {
+    let due = after + period;
+    if due < grid || period.is_zero() {
+        return due;
+    }
+    let periods = (due - grid).as_nanos() / period.as_nanos();
+    grid + period * u32::try_from(periods).unwrap_or(u32::MAX)
+}
 
 /// Renews `fence` until the lease is lost or abandoned, then cancels the tick and returns.
 ///
@@ -30,11 +47,12 @@ pub(crate) async fn keep_alive(
     fence: Fence,
     timings: &Timings,
     acquire_sent: Instant,
+    grid: Instant,
     cancellation: &TickCancellation,
 ) {
     let role = fence.role();
     let mut last_ack_sent = acquire_sent;
-    let mut next_beat = acquire_sent + timings.heartbeat();
+    let mut next_beat = next_on_grid(grid, acquire_sent, timings.heartbeat());
     loop {
         let abandon_at = last_ack_sent + timings.abandon_after();
         sleep_until(next_beat.min(abandon_at)).await;
@@ -43,7 +61,7 @@ pub(crate) async fn keep_alive(
             return;
         }
         let sent = Instant::now();
-        next_beat = sent + timings.heartbeat();
+        next_beat = next_on_grid(grid, sent, timings.heartbeat());
         tokio::select! {
             biased;
             _ = sleep_until(abandon_at) => {
@@ -95,7 +113,7 @@ mod tests {
         let cancellation = TickCancellation::new();
         let grant = FakeStatements::grant("alpha");
         let started = Instant::now();
-        let heartbeat = keep_alive(fake, grant.fence, &timings, started, &cancellation);
+        let heartbeat = keep_alive(fake, grant.fence, &timings, started, started, &cancellation);
         let ended = tokio::time::timeout(run_for, heartbeat).await.is_ok();
         let at = started.elapsed();
         // Nothing more may be sent afterwards, whatever the time.

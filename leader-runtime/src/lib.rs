@@ -41,6 +41,7 @@ mod runtime;
 pub mod shutdown;
 mod statements;
 mod tick;
+mod wake;
 
 #[cfg(test)]
 mod fake;
@@ -48,8 +49,8 @@ mod fake;
 pub use cancel::{CancelCause, TickCancellation};
 pub use context::TickContext;
 pub use leader_core::{
-    Error, Fence, ReleaseOutcome, Role, Statement, Timings, TimingsError, check_schema_ready,
-    lease, schema, status,
+    Error, Fence, ReleaseOutcome, Role, Statement, Timings, TimingsError, batch,
+    check_schema_ready, lease, schema, status,
 };
 pub use leader_macros::{fenced, leader_role, unfenced};
 

@@ -1,14 +1,18 @@
-//! The per-role loop: poll with ACQUIRE at the right moment, run granted ticks.
+//! The per-replica poller: one ACQUIRE for every role not in a tick, at the soonest moment any
+//! of them may be claimable; each role's worker runs the ticks it is granted.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use leader_core::lease::Acquired;
+use leader_core::Role;
+use leader_core::lease::{Acquired, Grant};
 use rand::Rng;
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::role_spec::RoleSpec;
 use crate::tick::{TickEnv, run_tick};
+use crate::wake::Wake;
 
 /// How long to wait before the next ACQUIRE after a refusal that said the role is claimable in
 /// `retry_after` (`None`: unknown, e.g. paused).
@@ -44,7 +48,7 @@ pub(crate) fn is_read_only(error: &leader_core::Error) -> bool {
     }
 }
 
-/// Whether the server this role's ACQUIREs reach is read-only: logged once per change, not
+/// Whether the server this replica's ACQUIREs reach is read-only: logged once per change, not
 /// per poll, and exported as `leader_database_read_only`.
 #[derive(Debug, Default)]
 pub(crate) struct ReadOnlyState {
@@ -55,7 +59,7 @@ impl ReadOnlyState {
     /// Records what the last ACQUIRE said (`Some(true)`: read-only, `Some(false)`: a writable
     /// answer, `None`: another error, which says nothing either way). Returns true when the
     /// state changed.
-    pub(crate) fn observe(&mut self, role: leader_core::Role, read_only: Option<bool>) -> bool {
+    pub(crate) fn observe(&mut self, roles: &[Role], read_only: Option<bool>) -> bool {
         let Some(read_only) = read_only else {
             return false;
         };
@@ -63,56 +67,151 @@ impl ReadOnlyState {
             return false;
         }
         self.read_only = read_only;
-        crate::metrics::read_only(role, read_only);
+        for &role in roles {
+            crate::metrics::read_only(role, read_only);
+        }
         if read_only {
-            tracing::error!(%role, "not leading: the database is read-only (a standby or a demoted primary, SQLSTATE 25006); point the pool at the writable primary. Polling on; logged again when it changes");
+            tracing::error!(
+                ?roles,
+                "not leading: the database is read-only (a standby or a demoted primary, SQLSTATE 25006); point the pool at the writable primary. Polling on; logged again when it changes"
+            );
         } else {
-            tracing::info!(%role, "the database accepts writes again; leading resumes");
+            tracing::info!(?roles, "the database accepts writes again; leading resumes");
         }
         true
     }
 }
 
-/// Leads `spec` until `env.shutdown` fires: no ACQUIRE is sent after it, and a running tick is
-/// cancelled, given the grace period and released first.
-pub(crate) async fn lead_role(env: TickEnv<'_>, spec: Arc<RoleSpec>) {
-    let role = spec.role;
+/// A grant the poller hands to its role's worker, with the instant its ACQUIRE was sent.
+pub(crate) type Handoff = (Grant, Instant);
+
+/// Runs each tick the poller grants `spec`, then tells the poller on `done`. Returns once the
+/// poller has stopped (its sender dropped) and the last tick has been released.
+pub(crate) async fn work_role(
+    env: &TickEnv<'_>,
+    spec: Arc<RoleSpec>,
+    mut grants: mpsc::Receiver<Handoff>,
+    done: mpsc::UnboundedSender<Role>,
+) {
+    while let Some((grant, sent)) = grants.recv().await {
+        run_tick(env, &spec, grant, sent).await;
+        let _ = done.send(spec.role);
+    }
+}
+
+/// One role the poller polls for: its interval and its worker's inbox.
+pub(crate) struct Polled {
+    pub role: Role,
+    pub every: Duration,
+    pub worker: mpsc::Sender<Handoff>,
+}
+
+/// Polls every role of this replica that is not in a tick with one ACQUIRE, until
+/// `env.shutdown` fires: no ACQUIRE is sent after it.
+///
+/// A granted role goes to its worker and leaves the poll until the worker reports its tick
+/// released on `done`; then the poller polls at once (the next ACQUIRE says when the role is
+/// due again). Otherwise it polls again at the soonest of the refusals' hints (each with
+/// jitter, capped at `max_poll`, see [`next_poll_wait`]), or as soon as `wake` says a role it
+/// polls for was released elsewhere (or the wake listener reconnected).
+pub(crate) async fn poll_roles(
+    env: &TickEnv<'_>,
+    roles: Vec<Polled>,
+    mut done: mpsc::UnboundedReceiver<Role>,
+    mut wake: mpsc::UnboundedReceiver<Wake>,
+) {
+    let mut wake_open = true;
     let max_poll = env.timings.max_poll();
+    let all: Vec<Role> = roles.iter().map(|polled| polled.role).collect();
+    let mut in_tick = vec![false; roles.len()];
     let mut read_only = ReadOnlyState::default();
-    crate::metrics::read_only(role, false);
+    for &role in &all {
+        crate::metrics::read_only(role, false);
+    }
     while !env.shutdown.is_cancelled() {
-        let sent = Instant::now();
-        let acquired = env.statements.acquire(role, spec.every).await;
-        read_only.observe(
-            role,
-            match &acquired {
-                Ok(_) => Some(false),
-                Err(error) if is_read_only(error) => Some(true),
-                Err(_) => None,
-            },
-        );
-        let wait = match acquired {
-            Ok(Acquired::Granted(grant)) => {
-                crate::metrics::clock_drift(grant.db_now, sent, Instant::now());
-                run_tick(&env, &spec, grant, sent).await;
-                // The next ACQUIRE says when the role is due again.
-                continue;
-            }
-            Ok(Acquired::Refused(refusal)) => {
-                let wait = next_poll_wait(refusal.retry_after, max_poll);
-                tracing::debug!(%role, reason = ?refusal.reason, holder = ?refusal.holder_id, ?wait, "not leading");
-                wait
-            }
-            Err(error) if is_read_only(&error) => next_poll_wait(None, max_poll),
-            Err(error) => {
-                tracing::warn!(%role, %error, "ACQUIRE failed; polling again later");
-                next_poll_wait(None, max_poll)
+        let asked: Vec<usize> = (0..roles.len()).filter(|&i| !in_tick[i]).collect();
+        let wait = if asked.is_empty() {
+            None
+        } else {
+            let wanted = asked
+                .iter()
+                .map(|&i| (roles[i].role, roles[i].every))
+                .collect();
+            let sent = Instant::now();
+            let acquired = env.statements.acquire_many(wanted).await;
+            read_only.observe(
+                &all,
+                match &acquired {
+                    Ok(_) => Some(false),
+                    Err(error) if is_read_only(error) => Some(true),
+                    Err(_) => None,
+                },
+            );
+            match acquired {
+                Ok(answers) => {
+                    let mut soonest: Option<Duration> = None;
+                    for (&i, answer) in asked.iter().zip(answers) {
+                        let role = roles[i].role;
+                        match answer {
+                            Acquired::Granted(grant) => {
+                                crate::metrics::clock_drift(grant.db_now, sent, Instant::now());
+                                if roles[i].worker.try_send((grant, sent)).is_ok() {
+                                    in_tick[i] = true;
+                                } else {
+                                    tracing::error!(%role, "the role's worker is gone; its lease runs out after its TTL");
+                                }
+                            }
+                            Acquired::Refused(refusal) => {
+                                let wait = next_poll_wait(refusal.retry_after, max_poll);
+                                tracing::debug!(%role, reason = ?refusal.reason, holder = ?refusal.holder_id, ?wait, "not leading");
+                                soonest = Some(soonest.map_or(wait, |s| s.min(wait)));
+                            }
+                        }
+                    }
+                    soonest
+                }
+                Err(error) if is_read_only(&error) => Some(next_poll_wait(None, max_poll)),
+                Err(error) => {
+                    tracing::warn!(roles = ?all, %error, "ACQUIRE failed; polling again later");
+                    Some(next_poll_wait(None, max_poll))
+                }
             }
         };
-        tokio::select! {
-            () = tokio::time::sleep(wait) => {}
-            () = env.shutdown.cancelled() => break,
+        let deadline = wait.map(|wait| Instant::now() + wait);
+        loop {
+            tokio::select! {
+                () = sleep_or_never(deadline) => break,
+                released = done.recv() => {
+                    let mut released = released;
+                    while let Some(role) = released {
+                        if let Some(i) = all.iter().position(|r| *r == role) {
+                            in_tick[i] = false;
+                        }
+                        released = done.try_recv().ok();
+                    }
+                    break;
+                }
+                heard = wake.recv(), if wake_open => match heard {
+                    None => wake_open = false,
+                    Some(Wake::Connected) => break,
+                    // Another replica released a role this one may take: poll now.
+                    Some(Wake::Released(role)) => {
+                        if all.iter().zip(&in_tick).any(|(r, busy)| *r == role && !busy) {
+                            break;
+                        }
+                    }
+                },
+                () = env.shutdown.cancelled() => return,
+            }
         }
+    }
+}
+
+/// Sleeps until `deadline`, or forever when there is nothing to poll for.
+async fn sleep_or_never(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -131,22 +230,29 @@ mod tests {
         Duration::from_millis(millis)
     }
 
-    /// Runs `lead_role` on `fake` until `shutdown` fires; returns when it returned, since the
-    /// fake's epoch.
-    async fn lead(
+    /// Runs the poller and a worker for each of `roles` (each job sleeps for its duration) on
+    /// `fake` until `shutdown` fires; returns when all returned, since the fake's epoch.
+    async fn lead_many(
         fake: &FakeStatements,
         timings: Timings,
         shutdown: CancellationToken,
+        roles: &[(&'static str, Duration)],
+    ) -> Duration {
+        lead_waking(fake, timings, shutdown, roles, &[]).await
+    }
+
+    /// [`lead_many`], with the wake listener reporting a release of each role at its time (since
+    /// the fake's epoch).
+    async fn lead_waking(
+        fake: &FakeStatements,
+        timings: Timings,
+        shutdown: CancellationToken,
+        roles: &[(&'static str, Duration)],
+        wakes: &[(Duration, &'static str)],
     ) -> Duration {
         let pool = PgPoolOptions::new()
             .connect_lazy("postgres://unused@localhost/unused")
             .unwrap();
-        let spec = Arc::new(RoleSpec {
-            role: Role::from_static("alpha"),
-            every: Duration::from_secs(60),
-            job: Arc::new(|_| -> JobFuture { Box::pin(async { Ok(()) }) }),
-            name: "test_job".into(),
-        });
         let env = TickEnv {
             statements: fake,
             timings: &timings,
@@ -154,9 +260,54 @@ mod tests {
             shutdown: &shutdown,
             pool: &pool,
             holder: "test-holder",
+            beat_grid: Instant::now(),
         };
-        lead_role(env, spec).await;
+        let (done_tx, done_rx) = mpsc::unbounded_channel();
+        let mut polled = Vec::new();
+        let mut workers = Vec::new();
+        for &(name, runs_for) in roles {
+            let spec = Arc::new(RoleSpec {
+                role: Role::from_static(name),
+                every: Duration::from_secs(60),
+                job: Arc::new(move |_| -> JobFuture {
+                    Box::pin(async move {
+                        tokio::time::sleep(runs_for).await;
+                        Ok(())
+                    })
+                }),
+                name: "test_job".into(),
+            });
+            let (worker_tx, worker_rx) = mpsc::channel(1);
+            polled.push(Polled {
+                role: spec.role,
+                every: spec.every,
+                worker: worker_tx,
+            });
+            workers.push(work_role(&env, spec, worker_rx, done_tx.clone()));
+        }
+        drop(done_tx);
+        let (wake_tx, wake_rx) = mpsc::unbounded_channel();
+        let wakes = async move {
+            for &(at, role) in wakes {
+                tokio::time::sleep_until(fake.epoch + at).await;
+                let _ = wake_tx.send(Wake::Released(Role::from_static(role)));
+            }
+        };
+        tokio::join!(
+            poll_roles(&env, polled, done_rx, wake_rx),
+            futures_util::future::join_all(workers),
+            wakes
+        );
         fake.epoch.elapsed()
+    }
+
+    /// [`lead_many`] with the one role `alpha`.
+    async fn lead(
+        fake: &FakeStatements,
+        timings: Timings,
+        shutdown: CancellationToken,
+    ) -> Duration {
+        lead_many(fake, timings, shutdown, &[("alpha", Duration::ZERO)]).await
     }
 
     /// The gaps between consecutive ACQUIREs.
@@ -243,7 +394,159 @@ mod tests {
         });
         let returned_at = lead(&fake, Timings::DEFAULT, shutdown).await;
         assert_eq!(returned_at, ms(1_000));
-        assert_eq!(fake.calls(), [Call::Acquire(Duration::ZERO)]);
+        assert_eq!(
+            fake.calls(),
+            [Call::Acquire(
+                Duration::ZERO,
+                vec![Role::from_static("alpha")]
+            )]
+        );
+    }
+
+    fn granted(role: &'static str) -> Result<Acquired, Error> {
+        Ok(Acquired::Granted(FakeStatements::grant(role)))
+    }
+
+    fn names(roles: &[Role]) -> Vec<&'static str> {
+        roles.iter().map(|role| role.as_str()).collect()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn one_statement_polls_every_role_not_in_a_tick_and_a_released_role_is_polled_at_once() {
+        let held = || refused(RefusalReason::Held, Some(ms(2_000)));
+        let fake = FakeStatements::acquiring(vec![
+            // alpha is granted; its tick runs 3 s.
+            granted("alpha"),
+            held(),
+            held(),
+            // At about 2 s: alpha is in its tick, so only beta and gamma are asked for.
+            held(),
+            held(),
+            // At about 3 s alpha's tick ends and all three are asked for at once.
+            refused(RefusalReason::NotDue, Some(ms(60_000))),
+            held(),
+            held(),
+        ]);
+        let shutdown = fake.acquires_done.clone();
+        lead_many(
+            &fake,
+            Timings::DEFAULT,
+            shutdown,
+            &[("alpha", ms(3_000)), ("beta", ms(0)), ("gamma", ms(0))],
+        )
+        .await;
+        let asked = fake.acquired_roles();
+        assert_eq!(names(&asked[0]), ["alpha", "beta", "gamma"]);
+        assert_eq!(names(&asked[1]), ["beta", "gamma"], "{asked:?}");
+        assert_eq!(names(&asked[2]), ["alpha", "beta", "gamma"], "{asked:?}");
+        let times = fake.acquire_times();
+        assert_jittered(times[1], ms(2_000), ms(250), "the refusals' hint");
+        let released_at = fake
+            .calls()
+            .into_iter()
+            .find_map(|call| match call {
+                Call::Release(at, _) => Some(at),
+                _ => None,
+            })
+            .expect("alpha's tick is released");
+        assert_eq!(released_at, ms(3_000));
+        assert_eq!(
+            times[2], released_at,
+            "polled as soon as the tick was released"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_next_poll_comes_at_the_soonest_hint_of_any_role() {
+        let fake = FakeStatements::acquiring(vec![
+            refused(RefusalReason::Held, Some(ms(4_000))),
+            refused(RefusalReason::CoolingDown, Some(ms(700))),
+            refused(RefusalReason::NotDue, Some(ms(3_000))),
+        ]);
+        let shutdown = fake.acquires_done.clone();
+        lead_many(
+            &fake,
+            Timings::DEFAULT,
+            shutdown,
+            &[("alpha", ms(0)), ("beta", ms(0)), ("gamma", ms(0))],
+        )
+        .await;
+        let times = fake.acquire_times();
+        assert_eq!(times.len(), 2, "{:?}", fake.calls());
+        assert_jittered(times[1], ms(700), ms(250), "the soonest hint");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_heartbeats_of_ticks_granted_at_different_times_renew_together() {
+        let fake = FakeStatements::acquiring(vec![
+            granted("alpha"),
+            refused(RefusalReason::Held, Some(ms(1_000))),
+            granted("beta"),
+            // Then both are in their ticks: nothing more to poll for until one ends.
+        ]);
+        let shutdown = CancellationToken::new();
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(ms(10_000)).await;
+            stop.cancel();
+        });
+        lead_many(
+            &fake,
+            Timings::DEFAULT,
+            shutdown,
+            &[("alpha", ms(60_000)), ("beta", ms(60_000))],
+        )
+        .await;
+        let renews: Vec<Duration> = fake
+            .calls()
+            .into_iter()
+            .filter_map(|call| match call {
+                Call::Renew(at) => Some(at),
+                _ => None,
+            })
+            .collect();
+        // heartbeat 3 s on the replica's grid: alpha (granted at 0) and beta (granted at about
+        // 1 s) both renew at 3, 6 and 9 s.
+        assert_eq!(
+            renews[..6],
+            [
+                ms(3_000),
+                ms(3_000),
+                ms(6_000),
+                ms(6_000),
+                ms(9_000),
+                ms(9_000)
+            ],
+            "{:?}",
+            fake.calls()
+        );
+        assert_eq!(fake.acquire_times().len(), 2, "{:?}", fake.calls());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_release_heard_on_the_wake_channel_polls_at_once_for_that_role_only() {
+        let fake = FakeStatements::acquiring(vec![
+            refused(RefusalReason::Held, Some(ms(4_000))),
+            // Woken at 1 s for alpha: polled at once.
+            refused(RefusalReason::Held, Some(ms(4_000))),
+        ]);
+        let shutdown = fake.acquires_done.clone();
+        lead_waking(
+            &fake,
+            Timings::DEFAULT,
+            shutdown,
+            &[("alpha", ms(0))],
+            // A release of a role this replica does not lead wakes nothing.
+            &[(ms(500), "beta"), (ms(1_000), "alpha")],
+        )
+        .await;
+        let times = fake.acquire_times();
+        assert_eq!(
+            times[..2],
+            [Duration::ZERO, ms(1_000)],
+            "{:?}",
+            fake.calls()
+        );
     }
 
     #[test]
@@ -267,7 +570,7 @@ mod tests {
 
     #[test]
     fn read_only_is_reported_once_per_change() {
-        let role = leader_core::Role::from_static("alpha");
+        let role = &[leader_core::Role::from_static("alpha")];
         let mut state = ReadOnlyState::default();
         assert!(!state.observe(role, Some(false)), "writable from the start");
         assert!(state.observe(role, Some(true)), "became read-only");

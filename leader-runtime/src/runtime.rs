@@ -1,4 +1,5 @@
-//! The runtime: leads every registered role, each independently, until shutdown.
+//! The runtime: leads every registered role until shutdown, polling for all of them with one
+//! statement and running each role's ticks on its own task.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -6,10 +7,13 @@ use std::time::Duration;
 
 use leader_core::{Error, Role, Timings};
 use sqlx::PgPool;
+use sqlx::postgres::PgConnectOptions;
+use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::context::TickContext;
+use crate::poll::{Polled, poll_roles, work_role};
 use crate::registry::{JobError, registered_jobs};
 use crate::role_spec::RoleSpec;
 use crate::statements::{LeaseStatements, PgStatements};
@@ -24,11 +28,14 @@ pub struct RuntimeBuilder {
     status_every: Duration,
     holder_id: Option<String>,
     roles: Vec<RoleSpec>,
+    wake: Option<PgConnectOptions>,
     error: Option<Error>,
 }
 
-/// Leads a set of roles on a PostgreSQL pool: for each role, polls with ACQUIRE, runs the job on
-/// each granted tick beside a heartbeat, and releases with the tick's outcome.
+/// Leads a set of roles on a PostgreSQL pool: polls for every role not in a tick with one ACQUIRE
+/// ([`batch::acquire_many`](crate::batch::acquire_many)), runs the job on each granted tick beside
+/// a heartbeat (the heartbeats of all its ticks renew in one statement), and releases with the
+/// tick's outcome.
 ///
 /// # Guarantees
 ///
@@ -37,7 +44,8 @@ pub struct RuntimeBuilder {
 ///   and location, and the tick is released as panicked.
 /// * After shutdown no ACQUIRE is sent; running ticks are cancelled with
 ///   [`CancelCause::Shutdown`](crate::CancelCause::Shutdown), given the grace period, and
-///   released as interrupted, so another replica leads at its next poll.
+///   released with no cooldown ([`ReleaseOutcome::Shutdown`](crate::ReleaseOutcome::Shutdown)),
+///   so another replica leads at its next poll.
 /// * Start-up refuses a database whose schema or registered roles do not match the roles here
 ///   ([`check_schema_ready`](crate::check_schema_ready)), naming what to add.
 ///
@@ -85,6 +93,7 @@ pub struct Runtime {
     roles: Vec<Arc<RoleSpec>>,
     statements: Arc<dyn LeaseStatements>,
     holder_id: String,
+    wake: Option<PgConnectOptions>,
 }
 
 impl Runtime {
@@ -97,6 +106,7 @@ impl Runtime {
             status_every: Duration::from_secs(15),
             holder_id: None,
             roles: Vec::new(),
+            wake: None,
             error: None,
         }
     }
@@ -131,19 +141,37 @@ impl Runtime {
         }
         tracing::info!(holder = %self.holder_id, roles = ?roles, "leader runtime started");
         let this = Arc::new(self);
+        let beat_grid = tokio::time::Instant::now();
         let mut tasks = JoinSet::new();
+        let (done_tx, done_rx) = mpsc::unbounded_channel();
+        let mut polled = Vec::with_capacity(this.roles.len());
+        // Each role's ticks run on their own task, so a job that hogs its thread delays no other.
         for spec in &this.roles {
-            let (this, spec, shutdown) = (this.clone(), spec.clone(), shutdown.clone());
+            let (worker_tx, worker_rx) = mpsc::channel(1);
+            polled.push(Polled {
+                role: spec.role,
+                every: spec.every,
+                worker: worker_tx,
+            });
+            let (this, shutdown) = (this.clone(), shutdown.clone());
+            let (spec, done) = (spec.clone(), done_tx.clone());
             tasks.spawn(async move {
-                let env = TickEnv {
-                    statements: this.statements.as_ref(),
-                    timings: &this.timings,
-                    grace: this.grace,
-                    shutdown: &shutdown,
-                    pool: &this.pool,
-                    holder: &this.holder_id,
-                };
-                crate::poll::lead_role(env, spec).await;
+                let env = this.tick_env(&shutdown, beat_grid);
+                work_role(&env, spec, worker_rx, done).await;
+            });
+        }
+        drop(done_tx);
+        let (wake_tx, wake_rx) = mpsc::unbounded_channel();
+        if let Some(options) = this.wake.clone() {
+            tasks.spawn(crate::wake::listen(options, wake_tx, shutdown.clone()));
+        } else {
+            drop(wake_tx);
+        }
+        {
+            let (this, shutdown) = (this.clone(), shutdown.clone());
+            tasks.spawn(async move {
+                let env = this.tick_env(&shutdown, beat_grid);
+                poll_roles(&env, polled, done_rx, wake_rx).await;
             });
         }
         let status = {
@@ -170,6 +198,24 @@ impl Runtime {
         }
         tracing::info!(holder = %this.holder_id, "leader runtime stopped");
         Ok(())
+    }
+}
+
+impl Runtime {
+    fn tick_env<'a>(
+        &'a self,
+        shutdown: &'a CancellationToken,
+        beat_grid: tokio::time::Instant,
+    ) -> TickEnv<'a> {
+        TickEnv {
+            statements: self.statements.as_ref(),
+            timings: &self.timings,
+            grace: self.grace,
+            shutdown,
+            pool: &self.pool,
+            holder: &self.holder_id,
+            beat_grid,
+        }
     }
 }
 
@@ -258,6 +304,29 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Turns on the wake channel: one dedicated connection made with `options` (directly to
+    /// PostgreSQL, not through a transaction-mode pooler: `LISTEN` needs a session) listens on
+    /// `leader_released`, every RELEASE this runtime sends also notifies it, and a release heard
+    /// there makes this runtime poll at once for that role instead of at its next scheduled poll.
+    ///
+    /// Off by default: polling alone is correct, and stays the fallback. If the wake connection
+    /// fails or is lost, this is logged once and polling carries on while it reconnects with
+    /// backoff; leading never waits for it.
+    ///
+    /// ```no_run
+    /// # async fn main_() -> Result<(), Box<dyn std::error::Error>> {
+    /// use sqlx::postgres::PgConnectOptions;
+    /// // The pool may go through PgBouncer; the wake connection goes to PostgreSQL itself.
+    /// let pool = sqlx::PgPool::connect("postgres://app@pgbouncer:6432/app").await?;
+    /// let direct: PgConnectOptions = "postgres://app@db:5432/app".parse()?;
+    /// let runtime = leader_runtime::Runtime::builder(pool).wake(direct).build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn wake(mut self, options: PgConnectOptions) -> RuntimeBuilder {
+        self.wake = Some(options);
+        self
+    }
+
     /// Sets the holder id (default `hostname:pid:8hex`).
     pub fn holder_id(mut self, holder_id: impl Into<String>) -> RuntimeBuilder {
         self.holder_id = Some(holder_id.into());
@@ -275,11 +344,11 @@ impl RuntimeBuilder {
             return Err(error);
         }
         let holder_id = self.holder_id.unwrap_or_else(crate::holder::holder_id);
-        let statements = Arc::new(PgStatements::new(
-            self.pool.clone(),
-            holder_id.clone(),
-            self.timings,
-        ));
+        let mut statements = PgStatements::new(self.pool.clone(), holder_id.clone(), self.timings);
+        if self.wake.is_some() {
+            statements = statements.waking();
+        }
+        let statements = Arc::new(statements);
         Ok(Runtime {
             pool: self.pool,
             timings: self.timings,
@@ -288,6 +357,7 @@ impl RuntimeBuilder {
             roles: self.roles.into_iter().map(Arc::new).collect(),
             statements,
             holder_id,
+            wake: self.wake,
         })
     }
 }

@@ -1,21 +1,27 @@
 //! The statement layer the runtime drives: the real one on PostgreSQL, or a fake in tests.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use leader_core::lease::{self, Acquired, Released, Renewed};
-use leader_core::{Error, Fence, ReleaseOutcome, Role, Timings};
+use leader_core::{Error, Fence, ReleaseOutcome, Role, Timings, batch};
 use sqlx::PgPool;
+use tokio::sync::oneshot;
 
-/// The three lease statements a runtime sends, behind a trait so the timer logic can be tested
+/// The lease statements a runtime sends, behind a trait so the timer logic can be tested
 /// under tokio's paused clock with injected latency and errors.
 ///
-/// Each method is one bounded statement; see [`leader_core::lease`] for the contract of each.
-/// An implementation must not retry on its own: the runtime decides what an error means (a
-/// missed beat for RENEW, a skipped poll for ACQUIRE).
+/// Each method is one bounded statement; see [`leader_core::lease`] and [`leader_core::batch`]
+/// for the contract of each. An implementation must not retry on its own: the runtime decides
+/// what an error means (a missed beat for RENEW, a skipped poll for ACQUIRE).
 pub trait LeaseStatements: Send + Sync + 'static {
-    /// ACQUIRE `role` for one tick, due every `interval`.
-    fn acquire(&self, role: Role, interval: Duration) -> BoxFuture<'_, Result<Acquired, Error>>;
+    /// ACQUIRE each of `roles` (with its interval) in one statement; one answer per role, in
+    /// order.
+    fn acquire_many(
+        &self,
+        roles: Vec<(Role, Duration)>,
+    ) -> BoxFuture<'_, Result<Vec<Acquired>, Error>>;
     /// RENEW the lease held by `fence`.
     fn renew(&self, fence: Fence) -> BoxFuture<'_, Result<Renewed, Error>>;
     /// RELEASE the lease held by `fence` with `outcome`.
@@ -27,12 +33,26 @@ pub trait LeaseStatements: Send + Sync + 'static {
     ) -> BoxFuture<'_, Result<Released, Error>>;
 }
 
+/// How long a RENEW waits for others to join its statement. The runtime's heartbeats all beat on
+/// one grid (see `heartbeat`), so the RENEWs of every lease a replica holds arrive together.
+const COALESCE: Duration = Duration::from_millis(5);
+
+/// At most this many roles are granted to a replica by one poll (besides the even share).
+pub(crate) const MAX_GRANTS_PER_POLL: usize = 16;
+
+type PendingRenew = (Fence, oneshot::Sender<Result<Renewed, Error>>);
+
 /// [`LeaseStatements`] on a PostgreSQL pool, as `holder_id`, with `timings`.
+///
+/// RENEWs requested within a few milliseconds of each other are sent as one
+/// [`batch::renew_many`]; polls are one [`batch::acquire_many`].
 #[derive(Debug, Clone)]
 pub struct PgStatements {
     pool: PgPool,
     holder_id: String,
     timings: Timings,
+    pending: Arc<Mutex<Vec<PendingRenew>>>,
+    wake: bool,
 }
 
 impl PgStatements {
@@ -42,23 +62,90 @@ impl PgStatements {
             pool,
             holder_id,
             timings,
+            pending: Arc::new(Mutex::new(Vec::new())),
+            wake: false,
+        }
+    }
+
+    /// These statements, with each RELEASE also notifying followers
+    /// ([`lease::release_waking`]).
+    pub fn waking(mut self) -> PgStatements {
+        self.wake = true;
+        self
+    }
+
+    async fn flush_renews(pool: PgPool, timings: Timings, pending: Arc<Mutex<Vec<PendingRenew>>>) {
+        tokio::time::sleep(COALESCE).await;
+        let waiting = std::mem::take(&mut *pending.lock().unwrap_or_else(|e| e.into_inner()));
+        let fences: Vec<Fence> = waiting.iter().map(|(fence, _)| *fence).collect();
+        match batch::renew_many(&pool, &fences, &timings).await {
+            Ok(answers) => {
+                for ((_, reply), answer) in waiting.into_iter().zip(answers) {
+                    let _ = reply.send(Ok(answer));
+                }
+            }
+            Err(error) => {
+                for (_, reply) in waiting {
+                    let _ = reply.send(Err(copy_error(&error)));
+                }
+            }
         }
     }
 }
 
+/// The same error for each RENEW that shared the failed statement.
+fn copy_error(error: &Error) -> Error {
+    match error {
+        Error::Timeout { statement, timeout } => Error::Timeout {
+            statement,
+            timeout: *timeout,
+        },
+        other => Error::Database {
+            statement: "RENEW",
+            source: sqlx::Error::Protocol(other.to_string()),
+        },
+    }
+}
+
 impl LeaseStatements for PgStatements {
-    fn acquire(&self, role: Role, interval: Duration) -> BoxFuture<'_, Result<Acquired, Error>> {
-        Box::pin(lease::acquire(
-            &self.pool,
-            role,
-            &self.holder_id,
-            interval,
-            &self.timings,
-        ))
+    fn acquire_many(
+        &self,
+        roles: Vec<(Role, Duration)>,
+    ) -> BoxFuture<'_, Result<Vec<Acquired>, Error>> {
+        Box::pin(async move {
+            batch::acquire_many(
+                &self.pool,
+                &roles,
+                &self.holder_id,
+                MAX_GRANTS_PER_POLL,
+                &self.timings,
+            )
+            .await
+        })
     }
 
     fn renew(&self, fence: Fence) -> BoxFuture<'_, Result<Renewed, Error>> {
-        Box::pin(lease::renew(&self.pool, fence, &self.timings))
+        let (reply, answer) = oneshot::channel();
+        let first = {
+            let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            pending.push((fence, reply));
+            pending.len() == 1
+        };
+        if first {
+            tokio::spawn(PgStatements::flush_renews(
+                self.pool.clone(),
+                self.timings,
+                self.pending.clone(),
+            ));
+        }
+        Box::pin(async move {
+            answer.await.unwrap_or_else(|_| {
+                Err(Error::Database {
+                    statement: "RENEW",
+                    source: sqlx::Error::WorkerCrashed,
+                })
+            })
+        })
     }
 
     fn release(
@@ -67,12 +154,22 @@ impl LeaseStatements for PgStatements {
         outcome: ReleaseOutcome,
         interval: Duration,
     ) -> BoxFuture<'_, Result<Released, Error>> {
-        Box::pin(lease::release(
-            &self.pool,
-            fence,
-            outcome,
-            interval,
-            &self.timings,
-        ))
+        if self.wake {
+            Box::pin(lease::release_waking(
+                &self.pool,
+                fence,
+                outcome,
+                interval,
+                &self.timings,
+            ))
+        } else {
+            Box::pin(lease::release(
+                &self.pool,
+                fence,
+                outcome,
+                interval,
+                &self.timings,
+            ))
+        }
     }
 }

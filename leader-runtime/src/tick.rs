@@ -52,8 +52,8 @@ pub(crate) struct TickReport {
 ///
 /// 1. A loss wins over everything: a tick whose lease was lost is released as lost even if its
 ///    work then panicked or failed (after a heartbeat timeout nothing at all is sent).
-/// 2. A shutdown wins over a panic: the tick is released as interrupted, so a deploy adds no
-///    wait, and the panic is still logged.
+/// 2. A shutdown wins over a panic: the tick is released as shut down, with no cooldown, so a
+///    deploy adds no wait, and the panic is still logged.
 /// 3. A panic is released as panicked (cooldown one interval).
 /// 4. A job that returned an error did not complete: released as interrupted (short cooldown).
 /// 5. Otherwise the tick completed.
@@ -64,7 +64,7 @@ pub(crate) fn decide(
     match (cause, end) {
         (Some(CancelCause::HeartbeatTimeout), _) => (None, "lost"),
         (Some(cause), _) if cause.is_loss() => (Some(ReleaseOutcome::Lost), "lost"),
-        (Some(_), _) => (Some(ReleaseOutcome::Interrupted), "interrupted"),
+        (Some(_), _) => (Some(ReleaseOutcome::Shutdown), "interrupted"),
         (None, TickEnd::Panicked(_)) => (Some(ReleaseOutcome::Panicked), "panicked"),
         (None, TickEnd::Returned(Err(_))) => (Some(ReleaseOutcome::Interrupted), "failed"),
         (None, TickEnd::Returned(Ok(()))) => (Some(ReleaseOutcome::Completed), "completed"),
@@ -89,6 +89,8 @@ pub(crate) struct TickEnv<'a> {
     pub pool: &'a PgPool,
     /// This runtime's holder id, for the tick's span.
     pub holder: &'a str,
+    /// The replica's heartbeat grid (see `heartbeat`).
+    pub beat_grid: Instant,
 }
 
 /// The span a tick runs in, from the grant to the RELEASE: `leader.tick` at INFO, with the
@@ -138,6 +140,7 @@ async fn run_granted(
                 fence,
                 env.timings,
                 acquire_sent,
+                env.beat_grid,
                 &cancellation,
             );
             tokio::pin!(work, heartbeat);
@@ -277,6 +280,7 @@ mod tests {
             shutdown: &shutdown,
             pool: &pool,
             holder: "test-holder",
+            beat_grid: Instant::now(),
         };
         run_tick(&env, &spec, FakeStatements::grant("alpha"), Instant::now()).await
     }
@@ -286,7 +290,7 @@ mod tests {
             .into_iter()
             .filter_map(|call| match call {
                 Call::Release(_, outcome) => Some(outcome),
-                Call::Acquire(_) | Call::Renew(_) => None,
+                Call::Acquire(..) | Call::Renew(_) => None,
             })
             .collect()
     }
@@ -366,7 +370,7 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_panic_after_shutdown_is_released_as_interrupted() {
+    async fn a_panic_after_shutdown_is_released_as_shut_down() {
         let fake = FakeStatements::new(vec![]);
         let report = tick(
             &fake,
@@ -382,7 +386,7 @@ mod tests {
         assert_eq!(report.cause, Some(CancelCause::Shutdown));
         assert_eq!(
             (report.label, report.release),
-            ("interrupted", Some(ReleaseOutcome::Interrupted))
+            ("interrupted", Some(ReleaseOutcome::Shutdown))
         );
         assert!(report.panic.is_some(), "the panic is still reported");
     }
@@ -479,10 +483,10 @@ mod tests {
             Some(s(1)),
         )
         .await;
-        assert_eq!(report.release, Some(ReleaseOutcome::Interrupted));
+        assert_eq!(report.release, Some(ReleaseOutcome::Shutdown));
         let released_at = fake.calls().into_iter().find_map(|c| match c {
             Call::Release(at, _) => Some(at),
-            Call::Acquire(_) | Call::Renew(_) => None,
+            Call::Acquire(..) | Call::Renew(_) => None,
         });
         assert_eq!(released_at, Some(s(6)), "shutdown at 1 s + 5 s grace");
     }
@@ -501,7 +505,7 @@ mod tests {
         let report = tick(&fake, job, Some(s(1))).await;
         assert!(report.panic.is_none(), "{:?}", report.panic);
         assert_eq!(report.cause, Some(CancelCause::Shutdown));
-        assert_eq!(report.release, Some(ReleaseOutcome::Interrupted));
+        assert_eq!(report.release, Some(ReleaseOutcome::Shutdown));
     }
 
     #[tokio::test(start_paused = true)]
@@ -548,7 +552,7 @@ mod tests {
         .await;
         assert_eq!(
             (report.label, report.release),
-            ("interrupted", Some(ReleaseOutcome::Interrupted))
+            ("interrupted", Some(ReleaseOutcome::Shutdown))
         );
     }
 

@@ -184,6 +184,9 @@ pub struct Config {
     pub failovers: u8,
     /// Whether an operator pauses the role once and unpauses it once.
     pub pause: bool,
+    /// Ticks whose work may end by the runtime's shutdown (released with no cooldown), in one
+    /// run. Each lets a role be granted again at once, so the state space grows fast with it.
+    pub shutdowns: u8,
     /// The seeded bug, if any.
     pub bug: Option<Bug>,
 }
@@ -203,6 +206,7 @@ impl Config {
             delays: 1,
             failovers: 1,
             pause: true,
+            shutdowns: 0,
             bug: None,
         }
     }
@@ -220,6 +224,7 @@ impl Config {
             delays: 2,
             failovers: 0,
             pause: false,
+            shutdowns: 0,
             bug: None,
         }
     }
@@ -238,6 +243,7 @@ impl Config {
             delays: 2,
             failovers: 0,
             pause: false,
+            shutdowns: 0,
             bug: None,
         }
     }

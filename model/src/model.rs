@@ -241,6 +241,9 @@ impl LeaseModel {
                 for &d in deliveries(state) {
                     actions.push(Action::WorkEnds(id, WorkEnd::Completed, d));
                     actions.push(Action::WorkEnds(id, WorkEnd::Panicked, d));
+                    if state.shutdowns_left > 0 {
+                        actions.push(Action::WorkEnds(id, WorkEnd::Shutdown, d));
+                    }
                 }
             }
         }
@@ -310,6 +313,8 @@ impl LeaseModel {
         if stamps {
             row.last_tick_ended = Some(now);
             state.history.stamped_incomplete |= !completed;
+        } else if outcome == Outcome::Shutdown {
+            // No cooldown: a shutdown says nothing about the job or the database.
         } else {
             // Panicked: now + interval; interrupted and lost: now + min(interval, 60 s), the
             // same at these bounds.
@@ -506,6 +511,7 @@ impl Model for LeaseModel {
             freezes_left: self.config.freezes,
             delays_left: self.config.delays,
             failovers_left: self.config.failovers,
+            shutdowns_left: self.config.shutdowns,
             history: History::default(),
         }]
     }
@@ -726,9 +732,13 @@ impl Model for LeaseModel {
                 if let Some((_, Reply::Pending)) = tick.renew {
                     orphan(r, Statement::Renew(tick.token));
                 }
+                if end == WorkEnd::Shutdown {
+                    state.shutdowns_left -= 1;
+                }
                 let (outcome, completed) = match end {
                     WorkEnd::Completed => (Outcome::Completed, true),
                     WorkEnd::Panicked => (Outcome::Panicked, false),
+                    WorkEnd::Shutdown => (Outcome::Shutdown, false),
                 };
                 let release = Statement::Release {
                     token: tick.token,

@@ -41,6 +41,8 @@ pub enum WorkEnd {
     /// The job panicked (a job error is released as interrupted, which at these bounds has the
     /// same cooldown, one interval).
     Panicked,
+    /// The runtime shut down mid-tick (a deploy): released with no cooldown.
+    Shutdown,
 }
 
 /// What RELEASE records (`leader_core::ReleaseOutcome`).
@@ -52,6 +54,8 @@ pub enum Outcome {
     Panicked,
     /// `lost`.
     Lost,
+    /// `shutdown`: clears the holder, leaves `not_before` and `last_tick_*` alone.
+    Shutdown,
 }
 
 /// Why a tick was cancelled (`leader_runtime`'s `CancelCause`, less shutdown).
@@ -215,6 +219,8 @@ pub struct State {
     pub delays_left: u8,
     /// Failovers left in this run.
     pub failovers_left: u8,
+    /// Shutdown releases left in this run.
+    pub shutdowns_left: u8,
     /// What the properties remember.
     pub history: History,
 }
@@ -289,6 +295,7 @@ mod tests {
             freezes_left: 0,
             delays_left: 0,
             failovers_left: 0,
+            shutdowns_left: 0,
             history: History::default(),
         };
         let swapped = State {

@@ -41,6 +41,15 @@ fn two_replicas_with_late_renew_answers() {
     proves(Config::late_answers(2));
 }
 
+/// A tick may also end by the runtime's shutdown, released with no cooldown: still one holder at
+/// a time and nothing stamped that did not complete.
+#[test]
+fn two_replicas_with_shutdown_releases_under_pause_failover_freeze_and_a_delay() {
+    let mut config = Config::operator_and_failover(2);
+    config.shutdowns = 1;
+    proves(config);
+}
+
 #[test]
 fn three_replicas_under_pause_failover_freeze_and_a_delay() {
     let mut config = Config::operator_and_failover(3);

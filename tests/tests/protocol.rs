@@ -288,6 +288,42 @@ async fn each_release_outcome_records_what_the_design_says() {
 }
 
 #[tokio::test]
+async fn a_shutdown_release_leaves_the_role_claimable_at_once_while_an_interrupted_one_cools_down()
+{
+    let db = database().await;
+    let interval = HOUR;
+
+    make_due(&db, ALPHA).await;
+    let stamp_before = lease(&db, ALPHA).await.last_tick_ended_at;
+    let fence = grant(&db, ALPHA, "deployed-away").await;
+    assert!(release(&db, fence, ReleaseOutcome::Shutdown, interval).await);
+    let row = lease(&db, ALPHA).await;
+    assert!(row.holder_id.is_none(), "holder cleared");
+    assert_eq!(row.last_tick_ended_at, stamp_before, "not a completion");
+    assert!(
+        row.not_before.is_none(),
+        "no cooldown: {:?}",
+        row.cooldown_ms
+    );
+    assert!(
+        matches!(
+            acquire(&db, ALPHA, "successor", interval).await,
+            Acquired::Granted(_)
+        ),
+        "another replica takes it at once"
+    );
+
+    make_due(&db, BETA).await;
+    let fence = grant(&db, BETA, "failed-job").await;
+    assert!(release(&db, fence, ReleaseOutcome::Interrupted, interval).await);
+    assert_eq!(
+        refusal(&db, BETA, interval).await.reason,
+        RefusalReason::CoolingDown,
+        "an interrupted tick still cools down"
+    );
+}
+
+#[tokio::test]
 async fn a_refusal_says_when_the_role_can_next_be_claimed() {
     let db = database().await;
     let _held = grant(&db, ALPHA, "leader").await;

@@ -115,3 +115,27 @@ pub async fn lease(db: &TestDb, role: Role) -> LeaseRow {
     .await
     .unwrap()
 }
+
+/// Registers and seeds `roles` beside the test roles, as an application's roles migration would.
+pub async fn seed(db: &TestDb, roles: &[Role]) {
+    let listed: Vec<String> = ["alpha", "beta", "gamma"]
+        .into_iter()
+        .chain(roles.iter().map(|role| role.as_str()))
+        .map(|name| format!("'{name}'"))
+        .collect();
+    // The names are validated roles ([a-z][a-z0-9_]*), so they cannot escape their quotes.
+    let sql = format!(
+        "ALTER TABLE leader_leases DROP CONSTRAINT leader_leases_role_registered;
+         ALTER TABLE leader_leases ADD CONSTRAINT leader_leases_role_registered
+             CHECK (role IN ({}));
+         INSERT INTO leader_leases (role, holder_token)
+         SELECT name, leader_seed_token() FROM unnest(ARRAY[{}]) AS name
+          WHERE name NOT IN ('alpha', 'beta', 'gamma');",
+        listed.join(", "),
+        listed.join(", ")
+    );
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+        .execute(db.admin())
+        .await
+        .unwrap();
+}

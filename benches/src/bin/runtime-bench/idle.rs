@@ -73,7 +73,7 @@ pub(super) async fn idle_runtime(
     }
     let before = wait_for_holder(admin, IDLE, Duration::from_secs(10)).await?;
     tokio::time::sleep(SETTLE).await;
-    let window = count_window(marker, log, "runtime").await?;
+    let window = count_window(marker, log, "runtime", WINDOW).await?;
     let after = holder_of(admin, IDLE).await?;
     shutdown.cancel();
     for run in runs {
@@ -145,7 +145,7 @@ pub(super) async fn idle_naive(
     }
     let before = wait_for_holder(admin, NAIVE, Duration::from_secs(10)).await?;
     tokio::time::sleep(SETTLE).await;
-    let window = count_window(marker, log, "naive").await?;
+    let window = count_window(marker, log, "naive", WINDOW).await?;
     let after = holder_of(admin, NAIVE).await?;
     stop.cancel();
     let mut errors = 0;

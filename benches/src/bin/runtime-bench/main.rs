@@ -48,6 +48,7 @@ const COMMAND: &str = "cargo run --release -p leader-benches --bin runtime-bench
 const IDLE: Role = Role::from_static("idle");
 const NAIVE: Role = Role::from_static("naive");
 const TAKEOVER: Role = Role::from_static("takeover");
+const HANDOFF: Role = Role::from_static("handoff");
 const ROLES_UP: &str = include_str!("../../../migrations/runtime-roles.up.sql");
 const DATABASE: &str = "runtime_bench";
 
@@ -62,6 +63,16 @@ const WINDOW: Duration = Duration::from_secs(20);
 const NAIVE_POLL: Duration = Duration::from_millis(250);
 const TARGET_RATE: f64 = 5.0;
 const ISSUE_NAIVE_RATE: f64 = 25.0;
+
+// Part 3 (run between parts 1 and 2).
+const SCALE_SETTLE: Duration = Duration::from_secs(6);
+const SCALE_WINDOW: Duration = Duration::from_secs(30);
+
+// Part 4 (run after part 2).
+const HANDOFF_RUNS: usize = 12;
+/// How long the follower runs before the random part of the shutdown delay starts.
+const HANDOFF_SETTLE: Duration = Duration::from_millis(1_000);
+const TARGET_WAKE_HANDOFF: Duration = Duration::from_millis(100);
 
 // Part 2.
 const TAKEOVER_RUNS: usize = 12;
@@ -88,11 +99,15 @@ fn secs_between(from: DateTime<Utc>, to: DateTime<Utc>) -> f64 {
     (to - from).num_microseconds().unwrap_or(i64::MAX) as f64 / 1e6
 }
 
+mod handoff;
 mod idle;
+mod scale;
 mod server_log;
 mod takeover;
 
+use handoff::*;
 use idle::*;
+use scale::*;
 use server_log::*;
 use takeover::*;
 
@@ -191,6 +206,20 @@ async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
         "part 1: naive baseline, four replicas polling every 250 ms (settle 4 s, count 20 s)",
     );
     let (naive, naive_errors) = idle_naive(&options, &mut admin, &mut marker, &log).await?;
+    let mut scale = Vec::with_capacity(SCALE_SETUPS.len());
+    for setup in SCALE_SETUPS {
+        progress(
+            NAME,
+            &format!(
+                "part 3: {} roles on {} runtimes at the default timings (settle {} s, count {} s)",
+                setup.0,
+                setup.1,
+                SCALE_SETTLE.as_secs(),
+                SCALE_WINDOW.as_secs()
+            ),
+        );
+        scale.push(idle_scale(&options, &mut admin, &mut marker, &log, setup).await?);
+    }
 
     progress(
         NAME,
@@ -226,6 +255,26 @@ async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
                 takeover_errors.push(format!("run {}: {e}", run + 1));
             }
         }
+    }
+    handoff_setup(&mut admin).await?;
+    let mut handoffs: Vec<(bool, Vec<f64>)> = Vec::new();
+    for wake in [false, true] {
+        let mut runs = Vec::with_capacity(HANDOFF_RUNS);
+        for run in 0..HANDOFF_RUNS {
+            let id = (run + if wake { HANDOFF_RUNS } else { 0 }) as i32;
+            let secs = handoff_run(&options, &mut admin, id, wake).await?;
+            progress(
+                NAME,
+                &format!(
+                    "part 4: clean-shutdown handoff {}, run {}: {:.0} ms",
+                    if wake { "with wake" } else { "polling only" },
+                    run + 1,
+                    secs * 1e3
+                ),
+            );
+            runs.push(secs);
+        }
+        handoffs.push((wake, runs));
     }
     drop(admin);
     drop(marker);
@@ -394,6 +443,8 @@ async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
     }
     writeln!(w)?;
 
+    scale_section(w, &scale)?;
+
     writeln!(w, "## 2. Takeover after the leader is killed\n")?;
     writeln!(
         w,
@@ -469,6 +520,126 @@ async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
         writeln!(w, "- **failed** {e}")?;
     }
 
+    handoff_section(w, &handoffs)?;
+
     print!("{r}");
     Ok(report::conclude(NAME, &r, write, ok, "a check failed")?)
+}
+
+/// The report's section for part 3.
+fn scale_section(w: &mut String, runs: &[ScaleRun]) -> Res<()> {
+    let t = Timings::DEFAULT;
+    writeln!(
+        w,
+        "## 3. Idle load over many roles, at the default timings\n"
+    )?;
+    writeln!(
+        w,
+        "Each setup: that many `Runtime`s in one process (each its own pool of at most 2 \
+         connections and its own holder id), each registering the same roles (`scale_000`, …), \
+         at `Timings::DEFAULT` (TTL {:?}, heartbeat {:?}, max poll {:?}; status refresh every \
+         15 s). Every job waits on `tick.cancelled()`, so leaders only renew and the rest only \
+         poll. Once every role is held, {} s to settle, then every statement the server logged \
+         in a {} s window, counted as in part 1. A replica polls for all its roles not in a tick \
+         with one ACQUIRE (`batch::acquire_many`) and renews all its leases with one RENEW \
+         (`batch::renew_many`).\n",
+        t.ttl(),
+        t.heartbeat(),
+        t.max_poll(),
+        SCALE_SETTLE.as_secs(),
+        SCALE_WINDOW.as_secs()
+    )?;
+    writeln!(
+        w,
+        "| roles | replicas | replicas leading | ACQUIRE/s | RENEW/s | other/s | **all/s** |"
+    )?;
+    writeln!(w, "|---:|---:|---:|---:|---:|---:|---:|")?;
+    for run in runs {
+        let rest = run.window.rate()
+            - run.window.kind_rate(Kind::Acquire)
+            - run.window.kind_rate(Kind::Renew);
+        writeln!(
+            w,
+            "| {} | {} | {} | {:.2} | {:.2} | {:.2} | **{:.2}** |",
+            run.roles,
+            run.replicas,
+            run.leaders,
+            run.window.kind_rate(Kind::Acquire),
+            run.window.kind_rate(Kind::Renew),
+            rest,
+            run.window.rate()
+        )?;
+    }
+    let rate = |roles: usize, replicas: usize| {
+        runs.iter()
+            .find(|r| r.roles == roles && r.replicas == replicas)
+            .map(|r| r.window.rate())
+    };
+    if let (Some(many), Some(one)) = (rate(100, 16), rate(1, 16)) {
+        let ratio = many / one;
+        writeln!(
+            w,
+            "\n- **100 roles × 16 replicas: {many:.2} statements/s, {ratio:.2}× 1 role × 16 \
+             replicas ({one:.2}/s)** (target ≤ {SCALE_TARGET_RATIO:.0}×: **{}**).",
+            if ratio <= SCALE_TARGET_RATIO {
+                "met"
+            } else {
+                "not met"
+            }
+        )?;
+    }
+    writeln!(
+        w,
+        "- \"other\" is the status reads (one per replica every 15 s) and any RELEASE.\n"
+    )?;
+    Ok(())
+}
+
+/// The report's section for part 4.
+fn handoff_section(w: &mut String, handoffs: &[(bool, Vec<f64>)]) -> Res<()> {
+    let t = timings();
+    writeln!(
+        w,
+        "\n## 4. Handoff after a clean shutdown, with and without wake\n"
+    )?;
+    writeln!(
+        w,
+        "{HANDOFF_RUNS} runs each, at the TTL 3 s timings above (max poll {:?}). Each run starts a \
+         leader `Runtime`, then a follower; {} ms plus a uniformly random 0–{} ms (one max poll) \
+         later the leader is shut down (its `CancellationToken`, as a SIGTERM would), so the \
+         release lands at a random point of the follower's poll cycle. The leader's job records \
+         `clock_timestamp()` when it sees the shutdown, then returns and its tick is released \
+         (`shutdown`: no cooldown); the follower's job records `clock_timestamp()` when it \
+         starts. The handoff is the difference, on the database clock. **Wake**: both runtimes \
+         with `RuntimeBuilder::wake` on a direct connection: RELEASE notifies \
+         `leader_released`, the follower polls on the notification.\n",
+        t.max_poll(),
+        HANDOFF_SETTLE.as_millis(),
+        t.max_poll().as_millis()
+    )?;
+    writeln!(
+        w,
+        "| setup | runs | median (ms) | max (ms) | min (ms) | target |"
+    )?;
+    writeln!(w, "|---|---:|---:|---:|---:|---|")?;
+    for (wake, runs) in handoffs {
+        let (target, limit) = if *wake {
+            ("≤ 100 ms median", TARGET_WAKE_HANDOFF.as_secs_f64())
+        } else {
+            ("≤ max poll / 2 median", t.max_poll().as_secs_f64() / 2.0)
+        };
+        let med = median(runs.clone());
+        writeln!(
+            w,
+            "| {} | {} | **{:.0}** | {:.0} | {:.0} | {target}: **{}** |",
+            if *wake { "wake" } else { "polling only" },
+            runs.len(),
+            med * 1e3,
+            max(runs) * 1e3,
+            min(runs) * 1e3,
+            if med <= limit { "met" } else { "not met" }
+        )?;
+    }
+    writeln!(w)?;
+    Ok(())
 }

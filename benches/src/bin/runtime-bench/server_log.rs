@@ -114,12 +114,13 @@ impl Window {
     }
 }
 
-/// Sends a start marker, waits [`WINDOW`], sends an end marker, and counts the statements the
+/// Sends a start marker, waits `length`, sends an end marker, and counts the statements the
 /// server logged between the two (the markers excluded).
 pub(super) async fn count_window(
     marker: &mut PgConnection,
     log: &Path,
     label: &str,
+    length: Duration,
 ) -> Res<Window> {
     let start_sql = format!("SELECT 'bench-window-start:{label}'");
     let end_sql = format!("SELECT 'bench-window-end:{label}'");
@@ -127,7 +128,7 @@ pub(super) async fn count_window(
         .execute(&mut *marker)
         .await?;
     let started = Instant::now();
-    tokio::time::sleep(WINDOW).await;
+    tokio::time::sleep(length).await;
     sqlx::raw_sql(sqlx::AssertSqlSafe(end_sql.clone()))
         .execute(&mut *marker)
         .await?;

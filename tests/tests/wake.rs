@@ -1,0 +1,200 @@
+//! The optional wake channel: a follower hears a release on its own direct connection and polls at
+//! once; without that connection it still leads by polling.
+
+mod common;
+
+use std::str::FromStr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::*;
+use leader_runtime::{JobError, Runtime, TickContext, Timings};
+use leader_testkit::TestDb;
+use sqlx::postgres::PgConnectOptions;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// A lease of a minute and polls two minutes apart: a follower that learns of a release only by
+/// polling would not poll again for about a minute after its first refusal.
+const SLOW_POLL: Timings = Timings::must(
+    Duration::from_secs(60),
+    Duration::from_secs(3),
+    Duration::from_secs(2),
+    Duration::from_secs(6),
+    Duration::from_secs(120),
+);
+
+type Started = (
+    JoinHandle<Result<(), leader_runtime::Error>>,
+    CancellationToken,
+);
+
+/// A direct connection to the test database, bypassing any pooler.
+fn direct(db: &TestDb) -> PgConnectOptions {
+    let url = std::env::var("DATABASE_URL").expect("DATABASE_URL (run under with-postgres)");
+    PgConnectOptions::from_str(&url)
+        .expect("a valid DATABASE_URL")
+        .database(db.name())
+}
+
+async fn ticks_db() -> TestDb {
+    let db = database().await;
+    db.exec("CREATE TABLE ticks (holder text NOT NULL, started_at timestamptz NOT NULL)")
+        .await;
+    db
+}
+
+fn runtime(
+    db: &TestDb,
+    holder: &'static str,
+    timings: Timings,
+    wake: Option<PgConnectOptions>,
+) -> Started {
+    let mut builder = Runtime::builder(db.pool().clone())
+        .timings(timings)
+        .holder_id(holder)
+        .role(
+            ALPHA,
+            Duration::from_secs(3600),
+            move |tick: TickContext| async move {
+                // In a transaction, so its Parse and Bind reach one server connection behind
+                // PgBouncer.
+                let mut tx = tick.pool().begin().await?;
+                sqlx::query("INSERT INTO ticks VALUES ($1, clock_timestamp())")
+                    .persistent(false)
+                    .bind(holder)
+                    .execute(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                tick.cancelled().await;
+                Ok::<(), JobError>(())
+            },
+        );
+    if let Some(options) = wake {
+        builder = builder.wake(options);
+    }
+    let stop = CancellationToken::new();
+    let runtime = builder.build().expect("a valid runtime");
+    (tokio::spawn(runtime.run(stop.clone())), stop)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn with_wake_a_follower_takes_a_released_role_without_waiting_for_its_poll() {
+    let db = ticks_db().await;
+    let (a, stop_a) = runtime(&db, "a", SLOW_POLL, Some(direct(&db)));
+    assert!(
+        db.eventually(
+            "SELECT count(*) FROM ticks WHERE holder = 'a'",
+            Duration::from_secs(30)
+        )
+        .await
+    );
+    let (b, stop_b) = runtime(&db, "b", SLOW_POLL, Some(direct(&db)));
+    // b has polled and been refused: its next poll is at a's expiry, about a minute away.
+    assert!(
+        db.eventually(
+            "SELECT (count(*) >= 2)::int::bigint FROM pg_stat_activity
+              WHERE query LIKE '%LISTEN \"leader_released\"%' AND backend_type = 'client backend'
+                AND pid <> pg_backend_pid()",
+            Duration::from_secs(30)
+        )
+        .await,
+        "both runtimes listen"
+    );
+    // b polled at start and again when its listener connected; let those answers arrive.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop_a.cancel();
+    a.await.unwrap().unwrap();
+    // Well inside the minute before b's next scheduled poll: only the wake can explain a grant.
+    assert!(
+        db.eventually(
+            "SELECT count(*) FROM ticks WHERE holder = 'b'",
+            Duration::from_secs(30)
+        )
+        .await,
+        "b took the role on the release's notification"
+    );
+    stop_b.cancel();
+    b.await.unwrap().unwrap();
+}
+
+/// Warnings the runtimes logged.
+#[derive(Clone, Default)]
+struct Logged(Arc<Mutex<Vec<String>>>);
+
+impl std::io::Write for Logged {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap()
+            .push(String::from_utf8_lossy(buf).into_owned());
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn without_its_wake_connection_a_runtime_still_leads_by_polling_and_says_so_once() {
+    let logged = Logged::default();
+    let writer = logged.clone();
+    tracing::subscriber::set_global_default(
+        tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::WARN)
+            .with_writer(move || writer.clone())
+            .finish(),
+    )
+    .expect("the only subscriber");
+    let db = ticks_db().await;
+    let nowhere = direct(&db).port(1);
+    let (a, stop_a) = runtime(&db, "a", FAST, Some(nowhere.clone()));
+    let (b, stop_b) = runtime(&db, "b", FAST, Some(nowhere));
+    let lines = || {
+        logged
+            .0
+            .lock()
+            .unwrap()
+            .join("")
+            .matches("wake connection lost or refused")
+            .count()
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while lines() < 2 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(lines(), 2, "each runtime says its wake connection failed");
+    assert!(
+        db.eventually("SELECT count(*) FROM ticks", Duration::from_secs(30))
+            .await
+    );
+    let first: String = sqlx::query_scalar("SELECT holder FROM ticks")
+        .fetch_one(db.admin())
+        .await
+        .unwrap();
+    let (leader, follower) = if first == "a" {
+        ((a, stop_a), (b, stop_b))
+    } else {
+        ((b, stop_b), (a, stop_a))
+    };
+    leader.1.cancel();
+    leader.0.await.unwrap().unwrap();
+    assert!(
+        db.eventually(
+            "SELECT (count(DISTINCT holder) = 2)::int::bigint FROM ticks",
+            Duration::from_secs(30)
+        )
+        .await,
+        "the follower took over by polling"
+    );
+    // Long enough for another failed attempt of each (backoff 1 s, then a 2 s connect).
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    follower.1.cancel();
+    follower.0.await.unwrap().unwrap();
+    let logs = logged.0.lock().unwrap().join("");
+    assert_eq!(
+        lines(),
+        2,
+        "one line per runtime, however many reconnects:\n{logs}"
+    );
+}
