@@ -443,8 +443,6 @@ async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
     }
     writeln!(w)?;
 
-    scale_section(w, &scale)?;
-
     writeln!(w, "## 2. Takeover after the leader is killed\n")?;
     writeln!(
         w,
@@ -519,7 +517,9 @@ async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
     for e in &takeover_errors {
         writeln!(w, "- **failed** {e}")?;
     }
+    writeln!(w)?;
 
+    scale_section(w, &scale)?;
     handoff_section(w, &handoffs)?;
 
     print!("{r}");
