@@ -7,7 +7,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
@@ -39,23 +38,6 @@ fn race_for() -> Duration {
         .and_then(|s| s.parse().ok())
         .unwrap_or(60);
     Duration::from_secs(secs)
-}
-
-/// Errors the runtimes logged (WARN and above), to find a deadlock among them.
-#[derive(Clone, Default)]
-struct Logged(Arc<Mutex<Vec<String>>>);
-
-impl std::io::Write for Logged {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .unwrap()
-            .push(String::from_utf8_lossy(buf).into_owned());
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 async fn claim(tick: &TickContext, holder: &str) -> Result<(), JobError> {
@@ -113,15 +95,7 @@ async fn start(db: &TestDb, holder: String, roles: &[Role]) -> Running {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sixteen_replicas_racing_for_a_hundred_roles_keep_one_holder_per_role_and_lead_every_role()
 {
-    let logged = Logged::default();
-    let writer = logged.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::WARN)
-        .with_writer(move || writer.clone())
-        .finish();
-    // Global, so the runtimes' tasks on every worker thread log here (nextest runs each test in
-    // its own process).
-    tracing::subscriber::set_global_default(subscriber).expect("the only subscriber");
+    let logged = Logged::capture_warnings();
 
     let db = database().await;
     let roles: Vec<Role> = (0..ROLES)
@@ -204,7 +178,7 @@ async fn sixteen_replicas_racing_for_a_hundred_roles_keep_one_holder_per_role_an
     );
 
     // No deadlock, as the runtimes saw it or as the server counted it.
-    let logs = logged.0.lock().unwrap().join("");
+    let logs = logged.lines().join("");
     assert!(
         !logs.contains("40P01") && !logs.contains("deadlock"),
         "a deadlock was reported:\n{logs}"

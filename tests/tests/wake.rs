@@ -4,7 +4,6 @@
 mod common;
 
 use std::str::FromStr;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
@@ -118,43 +117,16 @@ async fn with_wake_a_follower_takes_a_released_role_without_waiting_for_its_poll
     b.await.unwrap().unwrap();
 }
 
-/// Warnings the runtimes logged.
-#[derive(Clone, Default)]
-struct Logged(Arc<Mutex<Vec<String>>>);
-
-impl std::io::Write for Logged {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .unwrap()
-            .push(String::from_utf8_lossy(buf).into_owned());
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn without_its_wake_connection_a_runtime_still_leads_by_polling_and_says_so_once() {
-    let logged = Logged::default();
-    let writer = logged.clone();
-    tracing::subscriber::set_global_default(
-        tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::WARN)
-            .with_writer(move || writer.clone())
-            .finish(),
-    )
-    .expect("the only subscriber");
+    let logged = Logged::capture_warnings();
     let db = ticks_db().await;
     let nowhere = direct(&db).port(1);
     let (a, stop_a) = runtime(&db, "a", FAST, Some(nowhere.clone()));
     let (b, stop_b) = runtime(&db, "b", FAST, Some(nowhere));
     let lines = || {
         logged
-            .0
-            .lock()
-            .unwrap()
+            .lines()
             .join("")
             .matches("wake connection lost or refused")
             .count()
@@ -191,7 +163,7 @@ async fn without_its_wake_connection_a_runtime_still_leads_by_polling_and_says_s
     tokio::time::sleep(Duration::from_secs(5)).await;
     follower.1.cancel();
     follower.0.await.unwrap().unwrap();
-    let logs = logged.0.lock().unwrap().join("");
+    let logs = logged.lines().join("");
     assert_eq!(
         lines(),
         2,

@@ -139,3 +139,43 @@ pub async fn seed(db: &TestDb, roles: &[Role]) {
         .await
         .unwrap();
 }
+
+/// What the runtimes log at WARN and above, kept for a test to search (a deadlock, a lost wake
+/// connection).
+#[derive(Clone, Default)]
+pub struct Logged(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl Logged {
+    /// Installs a global subscriber writing WARN and above here, so the runtimes' tasks on every
+    /// worker thread log into it (nextest runs each test in its own process).
+    pub fn capture_warnings() -> Logged {
+        let logged = Logged::default();
+        let writer = logged.clone();
+        tracing::subscriber::set_global_default(
+            tracing_subscriber::fmt()
+                .with_max_level(tracing::Level::WARN)
+                .with_writer(move || writer.clone())
+                .finish(),
+        )
+        .expect("the only subscriber");
+        logged
+    }
+
+    /// Every line logged so far.
+    pub fn lines(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+impl std::io::Write for Logged {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap()
+            .push(String::from_utf8_lossy(buf).into_owned());
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
