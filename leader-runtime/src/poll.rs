@@ -48,8 +48,8 @@ pub(crate) fn is_read_only(error: &leader_core::Error) -> bool {
     }
 }
 
-/// Whether the server this replica's ACQUIREs reach is read-only: logged once per change, not
-/// per poll, and exported as `leader_database_read_only`.
+/// Whether the server this replica's ACQUIREs reach is read-only: logged once per role at each
+/// change, not per poll, and exported as `leader_database_read_only`.
 #[derive(Debug, Default)]
 pub(crate) struct ReadOnlyState {
     read_only: bool,
@@ -67,16 +67,15 @@ impl ReadOnlyState {
             return false;
         }
         self.read_only = read_only;
+        // One line per role, as for every other transition, so a role's lines can be found by
+        // its name alone.
         for &role in roles {
             crate::metrics::read_only(role, read_only);
-        }
-        if read_only {
-            tracing::error!(
-                ?roles,
-                "not leading: the database is read-only (a standby or a demoted primary, SQLSTATE 25006); point the pool at the writable primary. Polling on; logged again when it changes"
-            );
-        } else {
-            tracing::info!(?roles, "the database accepts writes again; leading resumes");
+            if read_only {
+                tracing::error!(%role, "not leading: the database is read-only (a standby or a demoted primary, SQLSTATE 25006); point the pool at the writable primary. Polling on; logged again when it changes");
+            } else {
+                tracing::info!(%role, "the database accepts writes again; leading resumes");
+            }
         }
         true
     }
