@@ -69,7 +69,7 @@ const SCALE_SETTLE: Duration = Duration::from_secs(6);
 const SCALE_WINDOW: Duration = Duration::from_secs(30);
 
 // Part 4 (run after part 2).
-const HANDOFF_RUNS: usize = 12;
+const HANDOFF_RUNS: usize = 30;
 /// How long the follower runs before the random part of the shutdown delay starts.
 const HANDOFF_SETTLE: Duration = Duration::from_millis(1_000);
 const TARGET_WAKE_HANDOFF: Duration = Duration::from_millis(100);
