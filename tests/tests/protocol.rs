@@ -339,6 +339,80 @@ async fn a_refusal_says_when_the_role_can_next_be_claimed() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn racing_pauses_of_an_unpaused_role_pause_it_once_and_refuse_the_rest() {
+    // Three pauses are made to wait on the row while another transaction holds its lock, then
+    // race when it lets go: exactly one pauses, the others see its pause and change nothing.
+    // Four server connections in all, so it also runs through the test pooler's pool of four.
+    const RACERS: usize = 3;
+    let db = database().await;
+    let pool = db.pool_as("postgres", RACERS as u32 + 1).await;
+    let mut holder = pool.begin().await.unwrap();
+    sqlx::raw_sql("SELECT 1 FROM leader_leases WHERE role = 'alpha' FOR UPDATE")
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    // A statement timeout far beyond the wait below, so none of them gives up first.
+    let patient = Timings::scaled_to_ttl(Duration::from_secs(600)).unwrap();
+    let racers: Vec<_> = (0..RACERS)
+        .map(|i| {
+            let pool = pool.clone();
+            tokio::spawn(async move {
+                let who = format!("operator-{i}");
+                let outcome =
+                    lease::pause_if_unpaused(&pool, "alpha", &who, Some("race"), &patient).await;
+                (who, outcome.unwrap())
+            })
+        })
+        .collect();
+    let mut waited = 0;
+    while waited < RACERS {
+        sqlx::raw_sql("SELECT pg_stat_clear_snapshot()")
+            .execute(&mut *holder)
+            .await
+            .unwrap();
+        let row = sqlx::raw_sql(
+            "SELECT count(*) FROM pg_stat_activity
+              WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .fetch_one(&mut *holder)
+        .await
+        .unwrap();
+        waited = usize::try_from(row.get::<i64, _>(0)).unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    holder.rollback().await.unwrap();
+    let mut outcomes = Vec::new();
+    for racer in racers {
+        outcomes.push(racer.await.unwrap());
+    }
+    let winners: Vec<&String> = outcomes
+        .iter()
+        .filter(|(_, outcome)| *outcome == lease::PauseOutcome::Paused)
+        .map(|(who, _)| who)
+        .collect();
+    assert_eq!(
+        winners.len(),
+        1,
+        "exactly one pause takes effect: {outcomes:?}"
+    );
+    for (_, outcome) in &outcomes {
+        if let lease::PauseOutcome::AlreadyPaused { by, reason, .. } = outcome {
+            assert_eq!(by, winners[0], "the others see the winner's pause");
+            assert_eq!(reason.as_deref(), Some("race"));
+        }
+    }
+    let row = sqlx::raw_sql("SELECT paused_by FROM leader_leases WHERE role = 'alpha'")
+        .fetch_one(db.pool())
+        .await
+        .unwrap();
+    assert_eq!(
+        &row.get::<String, _>(0),
+        winners[0],
+        "the winner's pause stands"
+    );
+}
+
 #[tokio::test]
 async fn pause_stops_the_holder_at_once_and_unpause_leaves_the_cooldown_alone() {
     let db = database().await;
