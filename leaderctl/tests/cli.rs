@@ -250,6 +250,51 @@ async fn status_watch_redraws_in_place_until_ctrl_c() {
     assert_eq!(status.code(), Some(0), "Ctrl-C ends the watch cleanly");
 }
 
+#[cfg(unix)]
+#[tokio::test]
+async fn status_watch_json_prints_one_array_per_line_without_redrawing() {
+    let db = database().await;
+    let url = db.app_url();
+    let mut child = command(
+        Some(&url),
+        &["status", "--watch", "--json", "--interval-ms", "100"],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut seen = String::new();
+    let mut buf = [0u8; 4096];
+    while seen.matches('\n').count() < 3 {
+        let n = stdout.read(&mut buf).await.unwrap();
+        assert!(n > 0, "leaderctl ended before three lines: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    assert!(
+        !seen.contains('\x1b'),
+        "no terminal escapes in JSON mode: {seen:?}"
+    );
+    for line in seen.lines().take(3) {
+        let rows: serde_json::Value = serde_json::from_str(line).expect("each line is JSON");
+        let roles: Vec<&str> = rows
+            .as_array()
+            .expect("an array")
+            .iter()
+            .map(|row| row["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(roles, ["alpha", "beta", "gamma"], "{line}");
+    }
+    let pid = child.id().unwrap().to_string();
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = child.wait().await.unwrap();
+    assert_eq!(status.code(), Some(0), "Ctrl-C ends the watch cleanly");
+}
+
 #[tokio::test]
 async fn pause_records_who_and_why_and_refuses_a_paused_role() {
     let db = database().await;
