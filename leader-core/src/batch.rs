@@ -39,7 +39,8 @@ use crate::lease::{
     ms, renewed_from, send,
 };
 use crate::{Error, Fence, Role, Statement, Timings};
-use sqlx::PgExecutor;
+use sqlx::postgres::PgRow;
+use sqlx::{PgExecutor, Row};
 
 // `:interval_ms` in the guards is rendered as the column `wanted_interval_ms`, so the guards read
 // exactly as in ACQUIRE. `wanted`'s columns are prefixed so that no unqualified column in the
@@ -146,20 +147,18 @@ pub async fn acquire_many<'e>(
     if roles.is_empty() {
         return Ok(Vec::new());
     }
-    let mut wanted = String::new();
-    for (i, &(role, interval)) in roles.iter().enumerate() {
+    for &(role, interval) in roles {
         check_interval(role, interval)?;
-        if i > 0 {
-            wanted.push_str(", ");
-        }
-        wanted.push_str(&render(
+    }
+    let wanted = values_list(roles.iter().map(|&(role, interval)| {
+        render(
             "(:role, :interval_ms)",
             &[
                 ("role", Value::Role(role)),
                 ("interval_ms", Value::Int(ms(interval))),
             ],
-        ));
-    }
+        )
+    }));
     let sql = render(
         ACQUIRE_MANY,
         &[
@@ -175,20 +174,13 @@ pub async fn acquire_many<'e>(
         ],
     );
     let rows = send(db, Statement::Acquire, timings.statement_timeout(), sql).await?;
-    let mut answers = Vec::with_capacity(roles.len());
-    for &(role, _) in roles {
-        let row = rows
-            .iter()
-            .find(|row| {
-                sqlx::Row::try_get::<&str, _>(*row, "wanted_role").is_ok_and(|r| r == role.as_str())
-            })
-            .ok_or(Error::Database {
-                statement: "ACQUIRE",
-                source: sqlx::Error::RowNotFound,
-            })?;
-        answers.push(acquired_from(row, role, "ACQUIRE")?);
-    }
-    Ok(answers)
+    roles
+        .iter()
+        .map(|&(role, _)| {
+            let row = row_of(&rows, "wanted_role", role, "ACQUIRE")?;
+            acquired_from(row, role, "ACQUIRE")
+        })
+        .collect()
 }
 
 // `:token` in the guard is rendered as the column `held_token`, so the guards read exactly as in
@@ -258,19 +250,15 @@ pub async fn renew_many<'e>(
     if fences.is_empty() {
         return Ok(Vec::new());
     }
-    let mut held = String::new();
-    for (i, fence) in fences.iter().enumerate() {
-        if i > 0 {
-            held.push_str(", ");
-        }
-        held.push_str(&render(
+    let held = values_list(fences.iter().map(|fence| {
+        render(
             "(:role, :token)",
             &[
                 ("role", Value::Role(fence.role())),
                 ("token", Value::Int(fence.token())),
             ],
-        ));
-    }
+        )
+    }));
     let sql = render(
         RENEW_MANY,
         &[
@@ -284,17 +272,32 @@ pub async fn renew_many<'e>(
     fences
         .iter()
         .map(|&fence| {
-            let row = rows
-                .iter()
-                .find(|row| {
-                    sqlx::Row::try_get::<&str, _>(*row, "held_role")
-                        .is_ok_and(|r| r == fence.role().as_str())
-                })
-                .ok_or(Error::Database {
-                    statement: "RENEW",
-                    source: sqlx::Error::RowNotFound,
-                })?;
+            let row = row_of(&rows, "held_role", fence.role(), "RENEW")?;
             renewed_from(row, fence, "RENEW")
         })
         .collect()
+}
+
+/// The rendered rows of a `VALUES` list, comma-separated.
+fn values_list(rows: impl Iterator<Item = String>) -> String {
+    rows.collect::<Vec<_>>().join(", ")
+}
+
+/// The answer row whose `column` names `role` (the batched statements answer one row per role
+/// asked, in no particular order).
+fn row_of<'r>(
+    rows: &'r [PgRow],
+    column: &str,
+    role: Role,
+    statement: &'static str,
+) -> Result<&'r PgRow, Error> {
+    rows.iter()
+        .find(|row| {
+            row.try_get::<&str, _>(column)
+                .is_ok_and(|r| r == role.as_str())
+        })
+        .ok_or(Error::Database {
+            statement,
+            source: sqlx::Error::RowNotFound,
+        })
 }
