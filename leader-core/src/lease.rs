@@ -457,7 +457,7 @@ pub(crate) fn renewed_from(
 
 // Its guards are listed in RELEASE_GUARDS below, which the model (leader-model) evaluates by name.
 //
-// With `:notify` true, the same statement also sends NOTIFY leader_released with the role's name
+// With `:notify` true, the same statement also sends NOTIFY on RELEASED_CHANNEL with the role's name
 // (delivered at commit, so only for a release that happened): the scalar sub-select runs once,
 // and only if the UPDATE returned its row. NOTIFY leaves nothing on the connection, so this stays
 // pooler-safe; it is the listeners that need a session (see the runtime's `wake`).
@@ -487,7 +487,7 @@ UPDATE leader_leases
 RETURNING now() AS db_now
 )
 SELECT db_now,
-       (SELECT count(*) FROM (SELECT pg_notify('leader_released', :role) WHERE :notify) AS sent)
+       (SELECT count(*) FROM (SELECT pg_notify(:channel, :role) WHERE :notify) AS sent)
            AS notified
   FROM released
 ";
@@ -571,6 +571,7 @@ async fn send_release<'e>(
             ("interval_ms", Value::Int(ms(interval))),
             ("lock_ms", Value::Int(lock_timeout(timings))),
             ("notify", Value::Sql(if notify { "true" } else { "false" })),
+            ("channel", Value::Text(RELEASED_CHANNEL)),
         ],
     );
     let rows = send(db, Statement::Release, timings.statement_timeout(), sql).await?;

@@ -3,7 +3,7 @@
 //!
 //! | runtime code | model |
 //! |---|---|
-//! | `poll::lead_role`: ACQUIRE, run the tick, repeat | `Idle` sends ACQUIRE at any time (every poll schedule is one of these) |
+//! | `poll::poll_roles` and `poll::work_role`: ACQUIRE, run the tick, repeat | `Idle` sends ACQUIRE at any time (every poll schedule is one of these) |
 //! | `heartbeat::keep_alive` rule 1: RENEW every `heartbeat` | `SendRenew` at `next_beat`, one RENEW in flight at a time |
 //! | rule 2: the acknowledgement counts from the send | `AnswerRenew` sets `anchor` to the RENEW's send time |
 //! | rule 3: abandon `abandon_after` after `anchor`, even with a RENEW in flight | `Abandon`, which wins over a late answer |
