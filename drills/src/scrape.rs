@@ -5,8 +5,6 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 use prometheus_parse::{Scrape, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 use crate::run::DrillError;
 
@@ -22,7 +20,7 @@ pub async fn gauge_by_role(
     addr: SocketAddr,
     metric: &str,
 ) -> Result<BTreeMap<String, f64>, DrillError> {
-    let body = get_metrics(addr).await?;
+    let body = tokio::task::spawn_blocking(move || leader_testkit::get_metrics(addr)).await??;
     let scrape = Scrape::parse(body.lines().map(|line| Ok(line.to_owned())))
         .map_err(|e| format!("the exposition from {addr} does not parse: {e}"))?;
     Ok(scrape
@@ -37,26 +35,4 @@ pub async fn gauge_by_role(
             }
         })
         .collect())
-}
-
-async fn get_metrics(addr: SocketAddr) -> Result<String, DrillError> {
-    let mut stream = TcpStream::connect(addr)
-        .await
-        .map_err(|e| format!("cannot reach the replica's /metrics on {addr}: {e}"))?;
-    stream
-        .write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")
-        .await?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await?;
-    let (head, body) = response
-        .split_once("\r\n\r\n")
-        .ok_or_else(|| format!("no HTTP response from {addr}/metrics"))?;
-    if !head.starts_with("HTTP/1.1 200") && !head.starts_with("HTTP/1.0 200") {
-        return Err(format!(
-            "{addr}/metrics answered {}",
-            head.lines().next().unwrap_or("")
-        )
-        .into());
-    }
-    Ok(body.to_owned())
 }

@@ -5,8 +5,7 @@
 //! undocumented besides.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -223,25 +222,6 @@ fn compare(scrape: &Scrape, docs: &BTreeMap<String, Documented>) -> Findings {
     found
 }
 
-/// One `GET /metrics` over HTTP/1.0; the body, or why there is none yet.
-fn scrape(addr: SocketAddr) -> Result<String, String> {
-    let mut stream = TcpStream::connect(addr).map_err(|e| e.to_string())?;
-    stream
-        .write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")
-        .map_err(|e| e.to_string())?;
-    let mut response = String::new();
-    stream
-        .read_to_string(&mut response)
-        .map_err(|e| e.to_string())?;
-    let (head, body) = response
-        .split_once("\r\n\r\n")
-        .ok_or_else(|| format!("no end of headers in {response:?}"))?;
-    if !head.starts_with("HTTP/1.0 200") && !head.starts_with("HTTP/1.1 200") {
-        return Err(format!("not a 200: {head}"));
-    }
-    Ok(body.to_owned())
-}
-
 struct KillOnDrop(Child);
 
 impl Drop for KillOnDrop {
@@ -273,7 +253,7 @@ fn the_demos_metrics_endpoint_serves_every_documented_series() {
                 "the demo ended ({status}) before /metrics served every documented series; last scrape: {last:#?}"
             );
         }
-        last = scrape(addr)
+        last = leader_testkit::get_metrics(addr)
             .and_then(|body| {
                 let lines = body.lines().map(|line| Ok(line.to_owned()));
                 Scrape::parse(lines).map_err(|e| e.to_string())

@@ -3,6 +3,7 @@
 //! * [`Cluster`]: a private cluster from the machine's PostgreSQL binaries, on a free port,
 //!   removed when its owner goes away (works as root, through `runuser -u postgres`).
 //! * [`Pooler`]: PgBouncer in transaction mode in front of a server.
+//! * [`get_metrics`]: a process's `/metrics` page, for checks of what a runtime exports.
 //! * [`TestDb`]: a fresh database per test on `DATABASE_URL`, or on a private cluster started for
 //!   the process when it is unset.
 //! * The `with-postgres` binary runs a command with `DATABASE_URL` (and `LEADER_POOLER_URL`,
@@ -17,11 +18,13 @@
 #![warn(missing_docs)]
 
 mod cluster;
+mod metrics_page;
 mod pooler;
 mod process;
 mod testdb;
 
 pub use cluster::Cluster;
+pub use metrics_page::get_metrics;
 pub use pooler::{POOLER_USERS, Pooler, PoolerSettings, pgbouncer_binary};
 pub use testdb::{DATABASE_URL, POOLER_URL, TestDb, VIA_POOLER, via_pooler};
 
