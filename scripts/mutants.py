@@ -235,6 +235,10 @@ M = [
            "-- leader-leases framework schema, second migration",
            "-- leader-leases framework schema (edited), second migration")],
      "-p billing-demo --test app the_copied_framework_migrations"),
+    ("testkit shut_down leaves the server up",
+     [edit("leader-testkit/src/cluster.rs", '.args(["-m", "fast", "-w", "-t", "60", "stop"]),',
+           '.args(["-w", "-t", "60", "status"]),')],
+     "-p leader-testkit --test single_user a_shut_down_cluster"),
 ]
 
 # Mutations CI runs on every change: one in the SQL of a statement, one in the runtime's timer

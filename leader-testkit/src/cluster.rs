@@ -251,6 +251,44 @@ impl Cluster {
         )
     }
 
+    /// Stops the server cleanly (`-m fast`, a shutdown checkpoint), keeping its data: for
+    /// [`Cluster::single_user`], or [`Cluster::restart`] to bring it back.
+    ///
+    /// # Errors
+    ///
+    /// [`HarnessError::Command`] with `pg_ctl`'s output.
+    pub fn shut_down(&self) -> Result<(), HarnessError> {
+        run(
+            server_command(&self.bindir.join("pg_ctl"))
+                .arg("-D")
+                .arg(self.dir.join("data"))
+                .args(["-m", "fast", "-w", "-t", "60", "stop"]),
+            "pg_ctl stop -m fast",
+        )
+    }
+
+    /// A command that runs `postgres --single` on `database` of this cluster as the server's
+    /// owner, each line of its standard input one statement, behind `wrapper` (a program and its
+    /// arguments, such as `valgrind --tool=callgrind`; empty for none). The server must be shut
+    /// down first ([`Cluster::shut_down`]).
+    pub fn single_user(&self, database: &str, wrapper: &[&str]) -> Command {
+        let postgres = self.bindir.join("postgres");
+        let mut cmd = match wrapper.split_first() {
+            None => server_command(&postgres),
+            Some((program, args)) => {
+                let mut cmd = server_command(Path::new(program));
+                cmd.args(args).arg(&postgres);
+                cmd
+            }
+        };
+        cmd.arg("--single")
+            .arg("-D")
+            .arg(self.dir.join("data"))
+            .arg(database)
+            .current_dir(&self.dir);
+        cmd
+    }
+
     /// Stops the server at once and removes the cluster.
     pub fn stop(&mut self) {
         if self.stopped {
