@@ -1,6 +1,8 @@
-//! What the benchmark binaries (`protocol-bench`, `runtime-bench`) share: the report file and its
-//! markers, the facts about the machine, and the statistics over samples.
+//! What the benchmark binaries (`protocol-bench`, `runtime-bench`, `fence-bench`,
+//! `fence-instructions`) share: the report file and its markers, the facts about the machine, the
+//! statistics over samples, and the fence benchmarks' database.
 //!
+//! * [`fence_schema`]: the outbox, the lease and the fence's parts the fence benchmarks measure.
 //! * [`report`]: `--write PATH`, the generated-report markers, the report's header and Machine
 //!   section, progress lines and exit codes.
 //! * [`machine`]: CPU, memory, load and PostgreSQL settings, as the Machine section shows them.
@@ -8,6 +10,7 @@
 
 #![warn(missing_docs)]
 
+pub mod fence_schema;
 pub mod machine;
 pub mod report;
 pub mod stats;

@@ -20,6 +20,9 @@
 //!    run, five runs, with prepared statements and through the simple protocol. Medians, not means:
 //!    on this shared VM a commit's WAL flush now and then takes tens of milliseconds.
 //!
+//! Part 3's wall clock cannot split a difference of a few microseconds on a shared VM;
+//! `fence-instructions` counts the same funnel's instructions, step by step, instead.
+//!
 //! It starts its own durable throwaway cluster (fsync, synchronous_commit and full_page_writes
 //! on), whatever `DATABASE_URL` says. Every connection is direct.
 
@@ -27,6 +30,7 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use leader_benches::fence_schema::{self, CLAIM_LIMIT, FUNNEL, TOKEN};
 use leader_benches::report::{self, progress};
 use leader_benches::{Res, machine};
 use leader_testkit::Cluster;
@@ -34,9 +38,7 @@ use sqlx::{Connection, PgConnection};
 
 const NAME: &str = "fence-bench";
 const COMMAND: &str = "cargo run --release -p leader-benches --bin fence-bench -- --write docs/benchmarks/protocol.md";
-const FRAMEWORK_UP: &str = include_str!("../../../migrations/20261201000000_leader_leases.up.sql");
 
-const TOKEN: i64 = 1_000;
 const TARGET_RATIO: f64 = 1.03;
 
 // Part 1.
@@ -48,61 +50,6 @@ const STATEMENT_ROUNDS: usize = 2_000;
 const FUNNEL_RUNS: usize = 5;
 const FUNNEL_ITERATIONS: usize = 400;
 const FUNNEL_WARMUP: usize = 50;
-const CLAIM_LIMIT: usize = 100;
-const OUTBOX_ROWS: i64 = 1_000_000;
-
-const SETUP: &str = "
-INSERT INTO leader_leases (role, holder_token, holder_id, acquired_at, expires_at)
-VALUES ('fence', 1000, 'fence-bench', now(), now() + interval '10 years');
-CREATE TABLE outbox (
-    id            bigserial   PRIMARY KEY,
-    status        text        NOT NULL,
-    due_at        timestamptz NOT NULL,
-    claimed_token bigint
-);
--- One row in five already sent; due times spread over ~28 h from a day ago, so most are due.
-INSERT INTO outbox (status, due_at)
-SELECT CASE WHEN g % 5 = 0 THEN 'sent' ELSE 'pending' END,
-       now() - interval '1 day' + g * interval '100 milliseconds'
-  FROM generate_series(1, 1000000) AS g;
-CREATE INDEX outbox_pending_due ON outbox (due_at) WHERE status = 'pending';
-CREATE SCHEMA fence_parts;
--- The parts of leader_fence, each alone.
-CREATE FUNCTION fence_parts.call_only(p_role text, p_token bigint) RETURNS boolean
-LANGUAGE plpgsql STABLE AS $$ BEGIN RETURN true; END $$;
-CREATE FUNCTION fence_parts.isolation_check(p_role text, p_token bigint) RETURNS boolean
-LANGUAGE plpgsql STABLE AS $$
-BEGIN
-    IF current_setting('transaction_isolation') <> 'read committed' THEN
-        RAISE EXCEPTION 'needs READ COMMITTED';
-    END IF;
-    RETURN true;
-END $$;
-CREATE FUNCTION fence_parts.row_read(p_role text, p_token bigint) RETURNS boolean
-LANGUAGE plpgsql STABLE AS $$
-BEGIN
-    RETURN EXISTS (SELECT 1 FROM leader_leases
-                    WHERE role = p_role AND holder_token = p_token
-                      AND expires_at > statement_timestamp());
-END $$;
--- Other forms the whole fence could take.
-CREATE FUNCTION fence_parts.select_into(p_role text, p_token bigint) RETURNS boolean
-LANGUAGE plpgsql STABLE AS $$
-BEGIN
-    IF current_setting('transaction_isolation') <> 'read committed' THEN
-        RAISE EXCEPTION 'needs READ COMMITTED';
-    END IF;
-    PERFORM FROM leader_leases
-      WHERE role = p_role AND holder_token = p_token AND expires_at > statement_timestamp();
-    RETURN FOUND;
-END $$;
-CREATE FUNCTION fence_parts.sql_function(p_role text, p_token bigint) RETURNS boolean
-LANGUAGE sql STABLE AS $$
-    SELECT EXISTS (SELECT 1 FROM leader_leases
-                    WHERE role = p_role AND holder_token = p_token
-                      AND expires_at > statement_timestamp())
-$$;
-";
 
 /// The conditions timed: name, what it measures, and the condition, `{tok}` standing for the
 /// token (a plpgsql variable in part 1, the bind parameter `$1` in part 2: uncorrelated either
@@ -166,11 +113,6 @@ fn loop_function(index: usize, condition: &str) -> String {
          END $$;"
     )
 }
-
-/// The claim funnel, unfenced (A) and fenced (B); `{fence}` is where B's fence goes.
-const FUNNEL: &str = "UPDATE outbox SET claimed_token = {token} WHERE id IN (SELECT id FROM outbox \
-     WHERE status = 'pending' AND due_at <= now(){fence} ORDER BY due_at LIMIT 100 \
-     FOR UPDATE SKIP LOCKED) RETURNING id";
 
 /// How the funnel's statement is sent.
 #[derive(Debug, Clone, Copy)]
@@ -347,20 +289,7 @@ async fn run(write: Option<&str>) -> Res<bool> {
     }
 
     progress(NAME, "building the 1,000,000-row outbox");
-    sqlx::raw_sql(FRAMEWORK_UP).execute(&mut conn).await?;
-    sqlx::raw_sql(SETUP).execute(&mut conn).await?;
-    // VACUUM cannot run inside the implicit transaction of a multi-statement query.
-    for table in ["outbox", "leader_leases"] {
-        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("VACUUM ANALYZE {table}")))
-            .execute(&mut conn)
-            .await?;
-    }
-    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM outbox")
-        .fetch_one(&mut conn)
-        .await?;
-    if rows != OUTBOX_ROWS {
-        return Err(format!("the outbox has {rows} rows, not {OUTBOX_ROWS}").into());
-    }
+    fence_schema::build(&mut conn).await?;
     for (index, (_, _, condition)) in PARTS.iter().enumerate() {
         sqlx::raw_sql(sqlx::AssertSqlSafe(loop_function(index, condition)))
             .execute(&mut conn)
