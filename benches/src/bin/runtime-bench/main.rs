@@ -260,9 +260,9 @@ async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
     let mut handoffs: Vec<(bool, Vec<f64>)> = Vec::new();
     for wake in [false, true] {
         let mut runs = Vec::with_capacity(HANDOFF_RUNS);
-        for run in 0..HANDOFF_RUNS {
+        for (run, point) in release_points(HANDOFF_RUNS).into_iter().enumerate() {
             let id = (run + if wake { HANDOFF_RUNS } else { 0 }) as i32;
-            let secs = handoff_run(&options, &mut admin, id, wake).await?;
+            let secs = handoff_run(&options, &mut admin, id, wake, point).await?;
             progress(
                 NAME,
                 &format!(
@@ -605,9 +605,12 @@ fn handoff_section(w: &mut String, handoffs: &[(bool, Vec<f64>)]) -> Res<()> {
     writeln!(
         w,
         "{HANDOFF_RUNS} runs each, at the TTL 3 s timings above (max poll {:?}). Each run starts a \
-         leader `Runtime`, then a follower; {} ms plus a uniformly random 0–{} ms (one max poll) \
-         later the leader is shut down (its `CancellationToken`, as a SIGTERM would), so the \
-         release lands at a random point of the follower's poll cycle. The leader's job records \
+         leader `Runtime`, then a follower; {} ms plus a point of one max poll (0–{} ms) later the \
+         leader is shut down (its `CancellationToken`, as a SIGTERM would), so the release lands \
+         at a random point of the follower's poll cycle. The points are stratified: each run \
+         draws uniformly from its own 1/{HANDOFF_RUNS} of the cycle, in shuffled order, so the \
+         runs cover the cycle evenly and the median does not hang on where {HANDOFF_RUNS} \
+         independent draws bunch up. The leader's job records \
          `clock_timestamp()` when it sees the shutdown, then returns and its tick is released \
          (`shutdown`: no cooldown); the follower's job records `clock_timestamp()` when it \
          starts. The handoff is the difference, on the database clock. **Wake**: both runtimes \
@@ -638,6 +641,23 @@ fn handoff_section(w: &mut String, handoffs: &[(bool, Vec<f64>)]) -> Res<()> {
             max(runs) * 1e3,
             min(runs) * 1e3,
             if med <= limit { "met" } else { "not met" }
+        )?;
+    }
+    // The runtime polls a held role every max poll minus a jitter of up to a tenth of it (at
+    // most 250 ms), so a release uniform over that cycle waits half its mean, plus what the
+    // handoff's own statements take (the wake setup's median).
+    let jitter_cap = (t.max_poll() / 10).min(Duration::from_millis(250));
+    let mean_cycle = t.max_poll() - jitter_cap / 2;
+    if let Some((_, woken)) = handoffs.iter().find(|(wake, _)| *wake) {
+        writeln!(
+            w,
+            "\nWithout wake the design expects a median of about {:.0} ms: half the mean poll \
+             cycle of a held role ({:.0} ms: max poll minus 0–{} ms of jitter) plus the \
+             handoff's statements (the wake median, {:.0} ms).",
+            (mean_cycle.as_secs_f64() / 2.0 + median(woken.clone())) * 1e3,
+            mean_cycle.as_secs_f64() * 1e3,
+            jitter_cap.as_millis(),
+            median(woken.clone()) * 1e3
         )?;
     }
     writeln!(w)?;
