@@ -633,12 +633,28 @@ pub async fn unpause<'e>(
     role: &str,
     timings: &Timings,
 ) -> Result<(), Error> {
-    crate::role::validate(role)?;
-    let sql = render(
+    call_on_role(
+        db,
+        role,
+        timings,
+        Statement::Unpause,
         "SELECT leader_unpause(:role)",
-        &[("role", Value::Text(role))],
-    );
-    send(db, Statement::Unpause, timings.statement_timeout(), sql)
+    )
+    .await
+}
+
+/// Sends `call`, a framework function's call on `:role` alone, as `statement`; an unknown role
+/// comes back as [`Error::UnknownRole`].
+async fn call_on_role<'e>(
+    db: impl PgExecutor<'e>,
+    role: &str,
+    timings: &Timings,
+    statement: Statement,
+    call: &'static str,
+) -> Result<(), Error> {
+    crate::role::validate(role)?;
+    let sql = render(call, &[("role", Value::Text(role))]);
+    send(db, statement, timings.statement_timeout(), sql)
         .await
         .map_err(unknown_role(role))?;
     Ok(())
@@ -727,18 +743,12 @@ pub async fn clear_cooldown<'e>(
     role: &str,
     timings: &Timings,
 ) -> Result<(), Error> {
-    crate::role::validate(role)?;
-    let sql = render(
-        "SELECT leader_clear_cooldown(:role)",
-        &[("role", Value::Text(role))],
-    );
-    send(
+    call_on_role(
         db,
+        role,
+        timings,
         Statement::ClearCooldown,
-        timings.statement_timeout(),
-        sql,
+        "SELECT leader_clear_cooldown(:role)",
     )
     .await
-    .map_err(unknown_role(role))?;
-    Ok(())
 }
