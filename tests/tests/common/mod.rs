@@ -90,6 +90,31 @@ pub async fn make_due(db: &TestDb, role: Role) {
     .unwrap();
 }
 
+/// Starts recording every change of a lease's holder in `holder_changes`, so a test can read what
+/// happened to the row even after another replica has moved it on: a release is a change from the
+/// holder to NULL (expiry writes nothing; a takeover goes from one holder straight to the next).
+///
+/// The trigger's function runs as its owner, so the runtime's own grants need not cover the table.
+pub async fn record_holder_changes(db: &TestDb) {
+    db.exec(
+        "CREATE TABLE holder_changes (id bigserial PRIMARY KEY, role text NOT NULL,
+                                      from_holder text, to_holder text, not_before timestamptz);
+         CREATE FUNCTION record_holder_change() RETURNS trigger
+         LANGUAGE plpgsql SECURITY DEFINER SET search_path = public
+         AS $$
+         BEGIN
+             INSERT INTO holder_changes (role, from_holder, to_holder, not_before)
+             VALUES (NEW.role, OLD.holder_id, NEW.holder_id, NEW.not_before);
+             RETURN NULL;
+         END
+         $$;
+         CREATE TRIGGER record_holder_change AFTER UPDATE OF holder_id ON leader_leases
+             FOR EACH ROW WHEN (NEW.holder_id IS DISTINCT FROM OLD.holder_id)
+             EXECUTE FUNCTION record_holder_change();",
+    )
+    .await;
+}
+
 #[derive(Debug, sqlx::FromRow)]
 pub struct LeaseRow {
     pub holder_token: i64,
