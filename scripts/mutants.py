@@ -239,6 +239,10 @@ M = [
      [edit("leader-testkit/src/cluster.rs", '.args(["-m", "fast", "-w", "-t", "60", "stop"]),',
            '.args(["-w", "-t", "60", "status"]),')],
      "-p leader-testkit --test single_user a_shut_down_cluster"),
+    ("test runs' pooler keeps idle server connections",
+     [edit("leader-testkit/src/pooler.rs", "server_idle_timeout: Some(Duration::from_secs(1)),",
+           "server_idle_timeout: None,")],
+     "-p leader-testkit --test pooler the_test_runs_pooler"),
 ]
 
 # Mutations CI runs on every change: one in the SQL of a statement, one in the runtime's timer

@@ -37,6 +37,11 @@ pub struct PoolerSettings {
     /// `idle_transaction_timeout` (off when `None`): how long a client may sit idle inside a
     /// transaction before PgBouncer closes its server connection.
     pub idle_transaction_timeout: Option<Duration>,
+    /// `server_idle_timeout` (PgBouncer's default, 600 s, when `None`): how long an unused server
+    /// connection stays open. PgBouncer keeps a pool per database, so a test run that makes a
+    /// database per test holds its server connections for every finished test's database until
+    /// then; [`PoolerSettings::for_test_runs`] sets it short.
+    pub server_idle_timeout: Option<Duration>,
 }
 
 impl Default for PoolerSettings {
@@ -46,6 +51,33 @@ impl Default for PoolerSettings {
             pool_size: 4,
             server_login_retry: None,
             idle_transaction_timeout: None,
+            server_idle_timeout: None,
+        }
+    }
+}
+
+impl PoolerSettings {
+    /// The defaults, with finished tests' server connections closed after a second unused.
+    ///
+    /// Each [`TestDb`](crate::TestDb) is a new database, and PgBouncer keeps up to `pool_size`
+    /// server connections to each one it has seen. With its default `server_idle_timeout` a run
+    /// of some hundred tests through the pooler exhausts the server's `max_connections` ("sorry,
+    /// too many clients already") with the connections of databases no test will use again.
+    /// A live test that sits idle longer than that gets a new server connection at its next
+    /// transaction, as a transaction-mode pooler may give it at any time.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use leader_testkit::PoolerSettings;
+    ///
+    /// let settings = PoolerSettings::for_test_runs();
+    /// assert_eq!(settings.server_idle_timeout, Some(Duration::from_secs(1)));
+    /// assert_eq!(settings.pool_size, PoolerSettings::default().pool_size);
+    /// ```
+    pub fn for_test_runs() -> PoolerSettings {
+        PoolerSettings {
+            server_idle_timeout: Some(Duration::from_secs(1)),
+            ..PoolerSettings::default()
         }
     }
 }
@@ -75,6 +107,9 @@ fn ini(
     }
     if let Some(timeout) = settings.idle_transaction_timeout {
         ini += &format!("idle_transaction_timeout = {}\n", timeout.as_secs_f64());
+    }
+    if let Some(timeout) = settings.server_idle_timeout {
+        ini += &format!("server_idle_timeout = {}\n", timeout.as_secs_f64());
     }
     ini
 }

@@ -6,7 +6,7 @@
 use std::process::{Command, ExitCode};
 use std::str::FromStr;
 
-use leader_testkit::{Cluster, Pooler, pgbouncer_binary};
+use leader_testkit::{Cluster, Pooler, PoolerSettings, pgbouncer_binary};
 use sqlx::postgres::PgConnectOptions;
 
 fn main() -> ExitCode {
@@ -47,7 +47,11 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
         };
-        match Pooler::start(options.get_host(), options.get_port()) {
+        match Pooler::start_with(
+            options.get_host(),
+            options.get_port(),
+            PoolerSettings::for_test_runs(),
+        ) {
             Ok(started) => {
                 eprintln!(
                     "with-postgres: pgbouncer (transaction mode) at {}",
