@@ -79,6 +79,7 @@ fn runtime(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn with_wake_a_follower_takes_a_released_role_without_waiting_for_its_poll() {
+    let logged = Logged::capture(tracing::Level::DEBUG);
     let db = ticks_db().await;
     let (a, stop_a) = runtime(&db, "a", SLOW_POLL, Some(direct(&db)));
     assert!(
@@ -100,8 +101,18 @@ async fn with_wake_a_follower_takes_a_released_role_without_waiting_for_its_poll
         .await,
         "both runtimes listen"
     );
-    // b polled at start and again when its listener connected; let those answers arrive.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // b polls at start and again once its listener is connected, and a, which leads, does not
+    // poll: two refusals are b's, and after them b's next poll is at a's expiry.
+    let refusals = || logged.lines().join("").matches("not leading").count();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while refusals() < 2 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "b was refused {} times, not twice",
+            refusals()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     stop_a.cancel();
     a.await.unwrap().unwrap();
     // Well inside the minute before b's next scheduled poll: only the wake can explain a grant.

@@ -171,14 +171,19 @@ pub async fn seed(db: &TestDb, roles: &[Role]) {
 pub struct Logged(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
 
 impl Logged {
-    /// Installs a global subscriber writing WARN and above here, so the runtimes' tasks on every
-    /// worker thread log into it (nextest runs each test in its own process).
+    /// [`Logged::capture`] of WARN and above.
     pub fn capture_warnings() -> Logged {
+        Logged::capture(tracing::Level::WARN)
+    }
+
+    /// Installs a global subscriber writing `level` and above here, so the runtimes' tasks on
+    /// every worker thread log into it (nextest runs each test in its own process).
+    pub fn capture(level: tracing::Level) -> Logged {
         let logged = Logged::default();
         let writer = logged.clone();
         tracing::subscriber::set_global_default(
             tracing_subscriber::fmt()
-                .with_max_level(tracing::Level::WARN)
+                .with_max_level(level)
                 .with_writer(move || writer.clone())
                 .finish(),
         )
