@@ -51,6 +51,19 @@ pub fn exit_code(bench: &str, result: Res<bool>) -> ExitCode {
     }
 }
 
+/// A bench's `main`: parses `[--write PATH]` from the command line, runs `bench` with the path,
+/// and maps its outcome to the exit code ([`usage`] and [`exit_code`]).
+pub async fn run_main<Run, Ran>(bench: &str, run: Run) -> ExitCode
+where
+    Run: FnOnce(Option<String>) -> Ran,
+    Ran: Future<Output = Res<bool>>,
+{
+    match parse_write(std::env::args().skip(1)) {
+        Ok(write) => exit_code(bench, run(write).await),
+        Err(e) => usage(bench, &e),
+    }
+}
+
 /// Prints one progress line to stderr, prefixed with the binary's name.
 pub fn progress(bench: &str, what: &str) {
     eprintln!("{bench}: {what}");

@@ -252,14 +252,10 @@ async fn statement_once(conn: &mut PgConnection, sql: &str) -> Res<f64> {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let write = match report::parse_write(std::env::args().skip(1)) {
-        Ok(write) => write,
-        Err(e) => return report::usage(NAME, &e),
-    };
-    report::exit_code(NAME, run(write.as_deref()).await)
+    report::run_main(NAME, run).await
 }
 
-async fn run(write: Option<&str>) -> Res<bool> {
+async fn run(write: Option<String>) -> Res<bool> {
     let started = Instant::now();
     let date = chrono::Utc::now().format("%Y-%m-%d %H:%M UTC").to_string();
     let load_before = machine::load_average();
@@ -535,5 +531,5 @@ async fn run(write: Option<&str>) -> Res<bool> {
         if met { "met" } else { "not met" }
     )?;
     print!("{w}");
-    Ok(report::conclude(NAME, &w, write, true, "")?)
+    Ok(report::conclude(NAME, &w, write.as_deref(), true, "")?)
 }

@@ -236,14 +236,10 @@ fn per_funnel(cluster: &Cluster, gate: &Gate, sent: Sent) -> Res<f64> {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let write = match report::parse_write(std::env::args().skip(1)) {
-        Ok(write) => write,
-        Err(e) => return report::usage(NAME, &e),
-    };
-    report::exit_code(NAME, run(write.as_deref()).await)
+    report::run_main(NAME, run).await
 }
 
-async fn run(write: Option<&str>) -> Res<bool> {
+async fn run(write: Option<String>) -> Res<bool> {
     let started = Instant::now();
     let date = chrono::Utc::now().format("%Y-%m-%d %H:%M UTC").to_string();
     let load_before = machine::load_average();
@@ -432,7 +428,7 @@ async fn run(write: Option<&str>) -> Res<bool> {
     writeln!(w)?;
 
     print!("{w}");
-    if let Some(path) = write {
+    if let Some(path) = &write {
         report::write_report(path, NAME, &w)?;
         progress(NAME, &format!("wrote {path}"));
     }

@@ -345,15 +345,11 @@ async fn explain_b(conn: &mut PgConnection, role: Role, token: i64) -> Res<Strin
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let write = match report::parse_write(std::env::args().skip(1)) {
-        Ok(write) => write,
-        Err(e) => return report::usage(NAME, &e),
-    };
-    report::exit_code(NAME, run(write.as_deref()).await)
+    report::run_main(NAME, run).await
 }
 
 /// Runs every part and reports; `Ok(false)` when a correctness check failed.
-async fn run(write: Option<&str>) -> Res<bool> {
+async fn run(write: Option<String>) -> Res<bool> {
     let started = Instant::now();
     let date = chrono::Utc::now().format("%Y-%m-%d %H:%M UTC").to_string();
     let load_before = machine::load_average();
@@ -633,7 +629,7 @@ async fn run(write: Option<&str>) -> Res<bool> {
     Ok(report::conclude(
         NAME,
         &r,
-        write,
+        write.as_deref(),
         ok,
         "a correctness check failed",
     )?)
