@@ -22,11 +22,9 @@ pub const FUNNEL: &str = "UPDATE outbox SET claimed_token = {token} WHERE id IN 
      WHERE status = 'pending' AND due_at <= now(){fence} ORDER BY due_at LIMIT 100 \
      FOR UPDATE SKIP LOCKED) RETURNING id";
 
-/// The lease, the outbox, and each part of the fence (and other forms it could take) as a
-/// function in schema `fence_parts`.
-pub const SETUP: &str = "
-INSERT INTO leader_leases (role, holder_token, holder_id, acquired_at, expires_at)
-VALUES ('fence', 1000, 'fence-bench', now(), now() + interval '10 years');
+/// The outbox of [`OUTBOX_ROWS`] rows and its partial index, unanalysed. `protocol-bench`'s fence
+/// part claims from it too (without writing `claimed_token`).
+pub const OUTBOX: &str = "
 CREATE TABLE outbox (
     id            bigserial   PRIMARY KEY,
     status        text        NOT NULL,
@@ -39,6 +37,13 @@ SELECT CASE WHEN g % 5 = 0 THEN 'sent' ELSE 'pending' END,
        now() - interval '1 day' + g * interval '100 milliseconds'
   FROM generate_series(1, 1000000) AS g;
 CREATE INDEX outbox_pending_due ON outbox (due_at) WHERE status = 'pending';
+";
+
+/// The lease, and each part of the fence (and other forms it could take) as a function in schema
+/// `fence_parts`.
+pub const SETUP: &str = "
+INSERT INTO leader_leases (role, holder_token, holder_id, acquired_at, expires_at)
+VALUES ('fence', 1000, 'fence-bench', now(), now() + interval '10 years');
 CREATE SCHEMA fence_parts;
 -- The parts of leader_fence, each alone.
 CREATE FUNCTION fence_parts.call_only(p_role text, p_token bigint) RETURNS boolean
@@ -84,6 +89,7 @@ $$;
 /// Any statement's error, or an outbox of the wrong size.
 pub async fn build(conn: &mut PgConnection) -> Res<()> {
     sqlx::raw_sql(FRAMEWORK_UP).execute(&mut *conn).await?;
+    sqlx::raw_sql(OUTBOX).execute(&mut *conn).await?;
     sqlx::raw_sql(SETUP).execute(&mut *conn).await?;
     // VACUUM cannot run inside the implicit transaction of a multi-statement query.
     for table in ["outbox", "leader_leases"] {

@@ -256,9 +256,7 @@ async fn main() -> ExitCode {
 }
 
 async fn run(write: Option<String>) -> Res<bool> {
-    let started = Instant::now();
-    let date = chrono::Utc::now().format("%Y-%m-%d %H:%M UTC").to_string();
-    let load_before = machine::load_average();
+    let start = report::RunStart::now();
 
     progress(NAME, "starting a durable throwaway cluster (fsync on)");
     let cluster = tokio::task::spawn_blocking(Cluster::start_durable).await??;
@@ -374,15 +372,14 @@ async fn run(write: Option<String>) -> Res<bool> {
         }
         funnel.push((protocol, runs));
     }
-    let load_after = machine::load_average();
+    let span = start.end();
 
     let mut w = String::new();
     report::header(
         &mut w,
         "The fence's cost: where it goes, and on a funnel",
         NAME,
-        &date,
-        started.elapsed(),
+        &span,
         COMMAND,
     )?;
     writeln!(
@@ -392,8 +389,7 @@ async fn run(write: Option<String>) -> Res<bool> {
     )?;
     report::machine_section(
         &mut w,
-        &load_before,
-        &load_after,
+        &span,
         &version,
         &format!(
             "private durable cluster on loopback; {}",

@@ -29,11 +29,10 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::process::{ExitCode, Stdio};
-use std::time::Instant;
 
+use leader_benches::Res;
 use leader_benches::fence_schema::{self, CLAIM_LIMIT, FUNNEL, TOKEN};
 use leader_benches::report::{self, progress};
-use leader_benches::{Res, machine};
 use leader_testkit::Cluster;
 use sqlx::{Connection, PgConnection};
 
@@ -240,9 +239,7 @@ async fn main() -> ExitCode {
 }
 
 async fn run(write: Option<String>) -> Res<bool> {
-    let started = Instant::now();
-    let date = chrono::Utc::now().format("%Y-%m-%d %H:%M UTC").to_string();
-    let load_before = machine::load_average();
+    let start = report::RunStart::now();
     let valgrind = std::process::Command::new("valgrind")
         .arg("--version")
         .output()
@@ -316,15 +313,14 @@ async fn run(write: Option<String>) -> Res<bool> {
         let again = per_funnel(&cluster, &GATES[0], sent)?;
         counts.push((sent, per_gate, again));
     }
-    let load_after = machine::load_average();
+    let span = start.end();
 
     let mut w = String::new();
     report::header(
         &mut w,
         "The fence's cost on the funnel, in instructions",
         NAME,
-        &date,
-        started.elapsed(),
+        &span,
         COMMAND,
     )?;
     writeln!(
@@ -340,8 +336,7 @@ async fn run(write: Option<String>) -> Res<bool> {
     )?;
     report::machine_section(
         &mut w,
-        &load_before,
-        &load_after,
+        &span,
         &version,
         "private durable cluster, run in single-user mode (`postgres --single`) under callgrind",
     )?;

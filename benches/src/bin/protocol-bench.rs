@@ -23,6 +23,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use leader_benches::fence_schema::{self, CLAIM_LIMIT, OUTBOX_ROWS};
 use leader_benches::report::{self, progress};
 use leader_benches::stats::{self, Stats};
 use leader_benches::{Res, machine};
@@ -52,11 +53,9 @@ const RACERS: usize = 64;
 const ROUNDS: usize = 50;
 const ROUNDS_WARMUP: usize = 5;
 // Part 3.
-const OUTBOX_ROWS: i64 = 1_000_000;
 const FENCE_RUNS: usize = 5;
 const FENCE_ITERATIONS: usize = 2_000;
 const FENCE_WARMUP: usize = 200;
-const CLAIM_LIMIT: usize = 100;
 const TARGET_RATIO: f64 = 1.05;
 
 const CLAIM_A: &str = "SELECT id FROM outbox WHERE status = 'pending' AND due_at <= now() \
@@ -66,21 +65,6 @@ const CLAIM_B: &str = "SELECT id FROM outbox WHERE status = 'pending' AND due_at
 const EXPLAIN_B: &str = "EXPLAIN (ANALYZE, COSTS OFF) \
                          SELECT id FROM outbox WHERE status = 'pending' AND due_at <= now() \
                          AND leader_fence($1, $2) ORDER BY due_at LIMIT 100 FOR UPDATE SKIP LOCKED";
-
-const OUTBOX_SETUP: &str = "
-CREATE TABLE outbox (
-    id     bigserial   PRIMARY KEY,
-    status text        NOT NULL,
-    due_at timestamptz NOT NULL
-);
--- One row in five already sent; due times spread over ~28 h from a day ago, so most are due.
-INSERT INTO outbox (status, due_at)
-SELECT CASE WHEN g % 5 = 0 THEN 'sent' ELSE 'pending' END,
-       now() - interval '1 day' + g * interval '100 milliseconds'
-  FROM generate_series(1, 1000000) AS g;
-CREATE INDEX outbox_pending_due ON outbox (due_at) WHERE status = 'pending';
-ANALYZE outbox;
-";
 
 /// A lease long enough that the fence stays live through every fence run.
 fn long_lease() -> Timings {
@@ -350,9 +334,7 @@ async fn main() -> ExitCode {
 
 /// Runs every part and reports; `Ok(false)` when a correctness check failed.
 async fn run(write: Option<String>) -> Res<bool> {
-    let started = Instant::now();
-    let date = chrono::Utc::now().format("%Y-%m-%d %H:%M UTC").to_string();
-    let load_before = machine::load_average();
+    let start = report::RunStart::now();
     let external = std::env::var_os(leader_testkit::DATABASE_URL).is_some();
 
     progress(NAME, "creating a fresh database");
@@ -397,7 +379,10 @@ async fn run(write: Option<String>) -> Res<bool> {
     // Part 3.
     progress(NAME, "part 3: building the 1,000,000-row outbox");
     let setup_start = Instant::now();
-    sqlx::raw_sql(OUTBOX_SETUP).execute(&mut admin).await?;
+    sqlx::raw_sql(fence_schema::OUTBOX)
+        .execute(&mut admin)
+        .await?;
+    sqlx::raw_sql("ANALYZE outbox").execute(&mut admin).await?;
     let setup_time = setup_start.elapsed();
     let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM outbox")
         .fetch_one(&mut admin)
@@ -449,13 +434,12 @@ async fn run(write: Option<String>) -> Res<bool> {
     )
     .await?;
 
-    let elapsed = started.elapsed();
-    let load_after = machine::load_average();
+    let span = start.end();
 
     // The report.
     let mut r = String::new();
     let w = &mut r;
-    report::header(w, "Lease protocol benchmark", NAME, &date, elapsed, COMMAND)?;
+    report::header(w, "Lease protocol benchmark", NAME, &span, COMMAND)?;
     writeln!(
         w,
         "Without `DATABASE_URL` it starts a private throwaway PostgreSQL cluster from the machine's \
@@ -471,7 +455,7 @@ async fn run(write: Option<String>) -> Res<bool> {
         },
         settings.join(", ")
     );
-    report::machine_section(w, &load_before, &load_after, &version, &server)?;
+    report::machine_section(w, &span, &version, &server)?;
     writeln!(
         w,
         "Latencies are client-side wall time of one statement (one round trip), in milliseconds; \
@@ -557,7 +541,8 @@ async fn run(write: Option<String>) -> Res<bool> {
     writeln!(
         w,
         "`outbox`: {OUTBOX_ROWS} rows (`id bigserial` primary key, `status text`, `due_at \
-         timestamptz`), one in five `sent`, {pending_due} pending and due; index `outbox_pending_due \
+         timestamptz`, and `claimed_token bigint`, which these claims do not write; \
+         `fence_schema::OUTBOX`, as `fence-bench` builds it), one in five `sent`, {pending_due} pending and due; index `outbox_pending_due \
          ON outbox (due_at) WHERE status = 'pending'`; built with one `INSERT … SELECT \
          generate_series` then `CREATE INDEX` and `ANALYZE` in {:.1} s.\n",
         setup_time.as_secs_f64()

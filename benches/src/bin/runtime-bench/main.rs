@@ -163,9 +163,7 @@ async fn bench(write: Option<&str>) -> Res<bool> {
 }
 
 async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
-    let started = Instant::now();
-    let date = Utc::now().format("%Y-%m-%d %H:%M UTC").to_string();
-    let load_before = machine::load_average();
+    let start = report::RunStart::now();
     let log: PathBuf = cluster.log_path();
 
     let server: PgConnectOptions = cluster.url().parse()?;
@@ -280,8 +278,7 @@ async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
     drop(marker);
     drop(maintenance);
 
-    let elapsed = started.elapsed();
-    let load_after = machine::load_average();
+    let span = start.end();
 
     // Checks.
     let idle_ok = runtime.one_leader_throughout();
@@ -309,8 +306,7 @@ async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
         w,
         "Runtime benchmark: idle load and takeover",
         NAME,
-        &date,
-        elapsed,
+        &span,
         COMMAND,
     )?;
     writeln!(
@@ -321,8 +317,7 @@ async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
     )?;
     report::machine_section(
         w,
-        &load_before,
-        &load_after,
+        &span,
         &version,
         "private throwaway cluster on loopback (`fsync=off`); `log_statement=all` on the \
          benchmark database only",
