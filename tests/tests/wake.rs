@@ -103,16 +103,10 @@ async fn with_wake_a_follower_takes_a_released_role_without_waiting_for_its_poll
     );
     // b polls at start and again once its listener is connected, and a, which leads, does not
     // poll: two refusals are b's, and after them b's next poll is at a's expiry.
-    let refusals = || logged.lines().join("").matches("not leading").count();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while refusals() < 2 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "b was refused {} times, not twice",
-            refusals()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let refusals = logged
+        .wait_for("not leading", 2, Duration::from_secs(30))
+        .await;
+    assert!(refusals >= 2, "b was refused {refusals} times, not twice");
     stop_a.cancel();
     a.await.unwrap().unwrap();
     // Well inside the minute before b's next scheduled poll: only the wake can explain a grant.
@@ -135,18 +129,12 @@ async fn without_its_wake_connection_a_runtime_still_leads_by_polling_and_says_s
     let nowhere = direct(&db).port(1);
     let (a, stop_a) = runtime(&db, "a", FAST, Some(nowhere.clone()));
     let (b, stop_b) = runtime(&db, "b", FAST, Some(nowhere));
-    let lines = || {
-        logged
-            .lines()
-            .join("")
-            .matches("wake connection lost or refused")
-            .count()
-    };
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    while lines() < 2 && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(lines(), 2, "each runtime says its wake connection failed");
+    const LOST: &str = "wake connection lost or refused";
+    assert_eq!(
+        logged.wait_for(LOST, 2, Duration::from_secs(60)).await,
+        2,
+        "each runtime says its wake connection failed"
+    );
     assert!(
         db.eventually("SELECT count(*) FROM ticks", Duration::from_secs(30))
             .await
@@ -176,7 +164,7 @@ async fn without_its_wake_connection_a_runtime_still_leads_by_polling_and_says_s
     follower.0.await.unwrap().unwrap();
     let logs = logged.lines().join("");
     assert_eq!(
-        lines(),
+        logged.count(LOST),
         2,
         "one line per runtime, however many reconnects:\n{logs}"
     );

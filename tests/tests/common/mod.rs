@@ -195,6 +195,21 @@ impl Logged {
     pub fn lines(&self) -> Vec<String> {
         self.0.lock().unwrap().clone()
     }
+
+    /// How many times `text` has been logged so far.
+    pub fn count(&self, text: &str) -> usize {
+        self.lines().join("").matches(text).count()
+    }
+
+    /// Waits until `text` has been logged `times` times, or `within` has passed; returns the
+    /// count then.
+    pub async fn wait_for(&self, text: &str, times: usize, within: Duration) -> usize {
+        let deadline = tokio::time::Instant::now() + within;
+        while self.count(text) < times && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.count(text)
+    }
 }
 
 impl std::io::Write for Logged {
