@@ -3,8 +3,8 @@
 //! statistics over samples, and the fence benchmarks' database.
 //!
 //! * [`fence_schema`]: the outbox, the lease and the fence's parts the fence benchmarks measure.
-//! * [`report`]: `--write PATH`, the generated-report markers, the report's header and Machine
-//!   section, progress lines and exit codes.
+//! * [`report`]: a bench's `main` (`--write PATH` and the exit code), the generated-report
+//!   markers, a run's start and span, the report's header and Machine section, progress lines.
 //! * [`machine`]: CPU, memory, load and PostgreSQL settings, as the Machine section shows them.
 //! * [`stats`]: medians, extremes and nearest-rank percentiles.
 
