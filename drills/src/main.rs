@@ -36,8 +36,9 @@ struct Args {
     /// Replica processes.
     #[arg(long, default_value_t = 3)]
     replicas: usize,
-    /// Also run the seeded-bug mode (the fence replaced by `true`) under the freeze fault, which
-    /// must report a violation.
+    /// Also run the seeded-bug mode (the fence replaced by `true`) under the freeze fault,
+    /// direct, which must report a violation: up to five freezes, until one leaves the
+    /// superseded leader claiming.
     #[arg(long)]
     seeded_bug: bool,
     /// Also run the failover with the drill-only `token + 1` override (no clock term), which
@@ -169,6 +170,60 @@ fn print_run(result: &RunResult) {
     }
 }
 
+/// How many seeded-bug freezes to try before giving up on exposing the bug.
+const SEEDED_TRIES: usize = 5;
+
+/// Runs the seeded-bug freeze until a run exposes the bug (see
+/// [`leader_drills::run::Resumed::exposed`]): true if the checker reported that run. A run that did not expose it (no takeover during the freeze,
+/// or a freeze at the very end of a unit of work, after which the resumed leader claims nothing)
+/// says nothing about the checker and is followed by another. Direct, not through PgBouncer: a
+/// leader frozen inside transactions on both of the pool's server connections holds up every
+/// other replica's ACQUIRE until it resumes (failure-correctness.md), so no takeover happens
+/// while it is frozen.
+async fn seeded_bug(args: &Args, servers: &Servers, index: &mut usize) -> Result<bool, DrillError> {
+    for _ in 0..SEEDED_TRIES {
+        *index += 1;
+        let config = RunConfig {
+            fault: Fault::Freeze,
+            ttl: Duration::from_millis(args.ttl_ms[0]),
+            via_pooler: false,
+            replicas: args.replicas,
+            seeded_bug: true,
+            token_plus_one: false,
+            advisory_lock: false,
+        };
+        let result = servers.run(*index, &config).await?;
+        print_run(&result);
+        let resumed = result
+            .resumed
+            .ok_or("the seeded-bug freeze recorded nothing of the resumed leader")?;
+        let reported = violated(&result, Kind::Safety);
+        let verdict = match (resumed.exposed(), reported) {
+            (_, true) => "the checker reported the violation",
+            (true, false) => "NOT CAUGHT: the checker missed a superseded leader's claims",
+            (false, false) if !resumed.superseded => {
+                "not exposed: no newer token was granted while the leader was frozen; again"
+            }
+            (false, false) => {
+                "not exposed: the resumed leader claimed nothing (frozen at the end of a unit); again"
+            }
+        };
+        println!(
+            "seeded bug (leader_fence replaced by true) under the freeze: {} claims by the \
+             superseded leader after it resumed; {verdict}",
+            resumed.claims
+        );
+        if reported || resumed.exposed() {
+            return Ok(reported);
+        }
+    }
+    println!(
+        "seeded bug: NOT EXERCISED: {SEEDED_TRIES} freezes, none of which left a superseded \
+         leader claiming"
+    );
+    Ok(false)
+}
+
 async fn drill(args: &Args) -> Result<bool, DrillError> {
     let log_dir = default_log_dir();
     let pooler = PoolerSettings {
@@ -224,37 +279,7 @@ async fn drill(args: &Args) -> Result<bool, DrillError> {
     }
     let mut caught = true;
     if args.seeded_bug {
-        // The frozen leader shows the bug only if it claims again after SIGCONT while a newer
-        // token holds the role (it does for the rest of its unit of work, within the grace
-        // period); a freeze that lands at the very end of a unit shows nothing. Up to three
-        // runs; the first violation ends them.
-        caught = false;
-        for _ in 0..3 {
-            index += 1;
-            let config = RunConfig {
-                fault: Fault::Freeze,
-                ttl: Duration::from_millis(args.ttl_ms[0]),
-                via_pooler: true,
-                replicas: args.replicas,
-                seeded_bug: true,
-                token_plus_one: false,
-                advisory_lock: false,
-            };
-            let result = servers.run(index, &config).await?;
-            print_run(&result);
-            if violated(&result, Kind::Safety) {
-                caught = true;
-                break;
-            }
-        }
-        println!(
-            "seeded bug (leader_fence replaced by true) under the freeze: {}",
-            if caught {
-                "the checker reported the violation"
-            } else {
-                "NOT CAUGHT: the checker missed a superseded leader's claims"
-            }
-        );
+        caught = seeded_bug(args, &servers, &mut index).await?;
     }
     let mut counterexample = true;
     if args.token_plus_one {

@@ -91,11 +91,33 @@ pub struct RunResult {
     /// from the leader's last claim to the fault, which a starved leader can stretch.
     pub takeover: Option<Duration>,
     pub victim: Option<String>,
+    /// For a freeze or a severed link: what the struck leader did once it could reach the
+    /// database again, read from the fault log and the records, not from the checker.
+    pub resumed: Option<Resumed>,
     /// What carried the replicas' connections: `netns` (a namespace and veth pair each, direct
     /// to PostgreSQL) or `proxy` (the harness's TCP proxy).
     pub link: &'static str,
     /// Anything worth saying beside the figures (a replica that did not exit cleanly, ...).
     pub notes: Vec<String>,
+}
+
+/// What a struck leader did once its fault healed (a freeze or a severed link): whether it could
+/// show a missing fence. A superseded leader that claims rows afterwards is a violation the
+/// checker must report; without both, the run cannot show whether the fence works.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resumed {
+    /// Whether another replica was granted the role (a newer token) before the fault healed.
+    pub superseded: bool,
+    /// Claims that returned rows to the struck leader's token after the fault healed.
+    pub claims: i64,
+}
+
+impl Resumed {
+    /// Whether the run put a superseded leader in a position to claim rows: only such a run can
+    /// show a fence that lets it.
+    pub fn exposed(&self) -> bool {
+        self.superseded && self.claims > 0
+    }
 }
 
 struct Replica {
@@ -271,6 +293,27 @@ async fn leader_from(
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// What the ledger's leader of `token` did after `healed_at`, the fault log's heal (see
+/// [`Resumed`]).
+async fn resumed(
+    admin: &PgPool,
+    token: i64,
+    healed_at: DateTime<Utc>,
+) -> Result<Resumed, DrillError> {
+    let (superseded, claims): (bool, i64) = sqlx::query_as(
+        "SELECT EXISTS (SELECT 1 FROM grants
+                         WHERE role = 'drill_ledger' AND token > $1 AND granted_at < $2),
+                (SELECT count(*) FROM claims
+                  WHERE role = 'drill_ledger' AND token = $1 AND claimed_at > $2)",
+    )
+    .persistent(false)
+    .bind(token)
+    .bind(healed_at)
+    .fetch_one(admin)
+    .await?;
+    Ok(Resumed { superseded, claims })
 }
 
 /// Seconds between two optional database timestamps the query returns, polled until the second
@@ -539,6 +582,7 @@ impl Servers {
             outage,
             takeover,
             victim,
+            resumed: struck.resumed,
             link: if in_netns { "netns" } else { "proxy" },
             notes,
         })
@@ -650,7 +694,7 @@ impl Servers {
             }
             Fault::Failover | Fault::ReadOnly => unreachable!("handled above, with a standby"),
         }
-        note_fault(admin, "healed").await?;
+        let healed_at = note_fault(admin, "healed").await?;
         let claims = "FROM claims WHERE role = 'drill_ledger'";
         let sql = match config.fault {
             Fault::Pause => format!(
@@ -684,6 +728,9 @@ impl Servers {
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
         drain(admin, config, timings).await?;
+        if matches!(config.fault, Fault::Freeze | Fault::Sever) {
+            struck.resumed = Some(resumed(admin, token, healed_at).await?);
+        }
         struck.outage = outage;
         struck.victim = Some(holder);
         Ok(())
@@ -951,6 +998,7 @@ struct Struck {
     outage: Option<Duration>,
     takeover: Option<Duration>,
     victim: Option<String>,
+    resumed: Option<Resumed>,
     /// The pool to check through when the run ended on another server (a failover).
     admin: Option<PgPool>,
     /// Checks only this fault can make.
