@@ -174,12 +174,12 @@ fn print_run(result: &RunResult) {
 const SEEDED_TRIES: usize = 5;
 
 /// Runs the seeded-bug freeze until a run exposes the bug (see
-/// [`leader_drills::run::Resumed::exposed`]): true if the checker reported that run. A run that did not expose it (no takeover during the freeze,
-/// or a freeze at the very end of a unit of work, after which the resumed leader claims nothing)
-/// says nothing about the checker and is followed by another. Direct, not through PgBouncer: a
-/// leader frozen inside transactions on both of the pool's server connections holds up every
-/// other replica's ACQUIRE until it resumes (failure-correctness.md), so no takeover happens
-/// while it is frozen.
+/// [`leader_drills::run::Resumed::exposed`]): true if the checker reported that run. A run that
+/// did not expose it (no takeover during the freeze, or a freeze at the very end of a unit of
+/// work, after which the resumed leader claims nothing) says nothing about the checker and is
+/// followed by another. Direct, not through PgBouncer: a leader frozen inside transactions on
+/// both of the pool's server connections holds up every other replica's ACQUIRE until it
+/// resumes (failure-correctness.md), so no takeover happens while it is frozen.
 async fn seeded_bug(args: &Args, servers: &Servers, index: &mut usize) -> Result<bool, DrillError> {
     for _ in 0..SEEDED_TRIES {
         *index += 1;

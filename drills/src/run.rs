@@ -91,8 +91,8 @@ pub struct RunResult {
     /// from the leader's last claim to the fault, which a starved leader can stretch.
     pub takeover: Option<Duration>,
     pub victim: Option<String>,
-    /// For a freeze or a severed link: what the struck leader did once it could reach the
-    /// database again, read from the fault log and the records, not from the checker.
+    /// For the seeded-bug freeze: what the frozen leader did once it resumed, read from the
+    /// fault log and the records, not from the checker.
     pub resumed: Option<Resumed>,
     /// What carried the replicas' connections: `netns` (a namespace and veth pair each, direct
     /// to PostgreSQL) or `proxy` (the harness's TCP proxy).
@@ -101,8 +101,7 @@ pub struct RunResult {
     pub notes: Vec<String>,
 }
 
-/// What a struck leader did once its fault healed (a freeze or a severed link): whether it could
-/// show a missing fence. A superseded leader that claims rows afterwards is a violation the
+/// What a frozen leader did once it resumed: whether it could show a missing fence. A superseded leader that claims rows afterwards is a violation the
 /// checker must report; without both, the run cannot show whether the fence works.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Resumed {
@@ -728,7 +727,7 @@ impl Servers {
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
         drain(admin, config, timings).await?;
-        if matches!(config.fault, Fault::Freeze | Fault::Sever) {
+        if config.seeded_bug {
             struck.resumed = Some(resumed(admin, token, healed_at).await?);
         }
         struck.outage = outage;
