@@ -46,6 +46,8 @@ pub const MIGRATION_FILES: &[MigrationFile] = migration_files![
     "20261201000000_leader_leases.up.sql",
     "20261202000000_leader_clear_cooldown.down.sql",
     "20261202000000_leader_clear_cooldown.up.sql",
+    "20261204000000_leader_pause_floor.down.sql",
+    "20261204000000_leader_pause_floor.up.sql",
 ];
 
 /// The name of the CHECK constraint that lists an application's roles.
@@ -63,6 +65,15 @@ pub struct SchemaReport {
 pub enum SchemaProblem {
     /// A framework object is missing: the framework migration has not run.
     MissingObject(&'static str),
+    /// A framework object is there as an earlier migration left it: a later one has not run.
+    OutOfDate {
+        /// The object.
+        object: &'static str,
+        /// What the later migration changes in it.
+        change: &'static str,
+        /// The migration to apply, as its `.up.sql` file is named.
+        migration: &'static str,
+    },
     /// No `leader_leases_role_registered` constraint: the application's roles migration has not run.
     NoRoleConstraint,
     /// The role is not listed in `leader_leases_role_registered`.
@@ -84,6 +95,16 @@ impl fmt::Display for SchemaProblem {
                 "{what} is missing: apply the framework migrations (migrations/*.up.sql; \
                  `leaderctl migrations write DIR` copies them into your migrations folder) \
                  before starting"
+            ),
+            SchemaProblem::OutOfDate {
+                object,
+                change,
+                migration,
+            } => write!(
+                f,
+                "{object} is out of date ({change}): apply the framework migration {migration} \
+                 (`leaderctl migrations write DIR` copies it into your migrations folder) before \
+                 starting"
             ),
             SchemaProblem::NoRoleConstraint => write!(
                 f,
@@ -129,6 +150,10 @@ SELECT to_regclass('leader_leases') IS NOT NULL                         AS leade
        to_regclass('leader_status') IS NOT NULL                         AS leader_status,
        to_regprocedure('leader_fence(text, bigint)') IS NOT NULL        AS leader_fence,
        to_regprocedure('leader_pause(text, text, text)') IS NOT NULL    AS leader_pause,
+       coalesce((SELECT strpos(prosrc, 'not_before = greatest(not_before, expires_at)') > 0
+                   FROM pg_proc
+                  WHERE oid = to_regprocedure('leader_pause(text, text, text)')), false)
+                                                                        AS pause_floor,
        to_regprocedure('leader_unpause(text)') IS NOT NULL              AS leader_unpause,
        to_regprocedure('leader_clear_cooldown(text)') IS NOT NULL       AS leader_clear_cooldown,
        EXISTS (SELECT 1 FROM pg_attribute
@@ -150,8 +175,9 @@ pub fn roles_in_check(definition: &str) -> Vec<String> {
         .collect()
 }
 
-/// Refuses to start unless the database has the framework schema and every role in `roles` is
-/// listed in the role CHECK constraint and has a row.
+/// Refuses to start unless the database has the framework schema, as the latest framework
+/// migration leaves it, and every role in `roles` is listed in the role CHECK constraint and has
+/// a row.
 ///
 /// Runs a handful of catalog reads; call it once at start-up, before the first ACQUIRE. The
 /// runtime calls it for every registered role, always.
@@ -179,6 +205,7 @@ where
         get("leader_clear_cooldown")?,
         get("not_before")?,
     );
+    let pause_floor = get("pause_floor")?;
     let role_check: Option<String> = objects.try_get("role_check").map_err(Error::db(CHECK))?;
     let mut problems: Vec<SchemaProblem> = [
         (table, "table leader_leases"),
@@ -193,6 +220,15 @@ where
     .filter(|(present, _)| !present)
     .map(|(_, what)| SchemaProblem::MissingObject(what))
     .collect();
+    // leader_pause's body is the one sign the third migration leaves: it re-creates the function.
+    if pause && !pause_floor {
+        problems.push(SchemaProblem::OutOfDate {
+            object: "function leader_pause(text, text, text)",
+            change: "a pause sets no floor under the next grant, so the paused holder's work \
+                     can overlap the next holder's",
+            migration: "20261204000000_leader_pause_floor.up.sql",
+        });
+    }
     if !table {
         return Err(Error::SchemaNotReady(SchemaReport { problems }));
     }
