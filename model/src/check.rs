@@ -43,18 +43,18 @@ impl Report {
             .map(|(_, trace)| trace.as_str())
     }
 
-    /// The reachability properties a check of `config` cannot reach: those about pausing, and
-    /// about a lease taken away, without a pause or a failover.
-    pub fn unreachable_by_design(config: &Config) -> &'static [&'static str] {
-        if config.pause || config.failovers > 0 {
-            &[]
-        } else {
-            &[
-                properties::PAUSE_TAKES_EFFECT,
-                properties::LED_AFTER_UNPAUSE,
-                properties::REVOKED_HOLDER_OVERLAPS,
-            ]
-        }
+    /// The reachability properties a check of `config` cannot reach, in [`REACHABLE`]'s order:
+    /// those about pausing without a pause, and the overlap of a holder whose lease a failover
+    /// took away without a failover.
+    pub fn unreachable_by_design(config: &Config) -> Vec<&'static str> {
+        REACHABLE
+            .into_iter()
+            .filter(|&name| match name {
+                properties::PAUSE_TAKES_EFFECT | properties::LED_AFTER_UNPAUSE => !config.pause,
+                properties::REVOKED_HOLDER_OVERLAPS => config.failovers == 0,
+                _ => false,
+            })
+            .collect()
     }
 
     /// Whether the check found what it should: with `stop_at`, a counterexample to that

@@ -86,11 +86,14 @@ pub enum Bug {
     TokenPlusOne,
     /// `abandon_after + statement_timeout >= ttl` (ttl 3 with abandon 2 and timeout 1).
     AbandonPlusTimeoutNotBelowTtl,
+    /// `leader_pause` without `not_before = greatest(not_before, expires_at)`: after an unpause,
+    /// ACQUIRE may grant while the paused holder still works by its own clock.
+    PauseWithoutFloor,
 }
 
 impl Bug {
     /// Every seeded bug.
-    pub const ALL: [Bug; 7] = [
+    pub const ALL: [Bug; 8] = [
         Bug::RenewWithoutTokenCheck,
         Bug::FenceWithoutExpiry,
         Bug::AbandonFromAnswer,
@@ -98,6 +101,7 @@ impl Bug {
         Bug::AcquireIgnoresNotBefore,
         Bug::TokenPlusOne,
         Bug::AbandonPlusTimeoutNotBelowTtl,
+        Bug::PauseWithoutFloor,
     ];
 
     /// The name used on the command line.
@@ -110,6 +114,7 @@ impl Bug {
             Bug::AcquireIgnoresNotBefore => "acquire-ignores-not-before",
             Bug::TokenPlusOne => "token-plus-one",
             Bug::AbandonPlusTimeoutNotBelowTtl => "abandon-plus-timeout-not-below-ttl",
+            Bug::PauseWithoutFloor => "pause-without-floor",
         }
     }
 
@@ -139,6 +144,7 @@ impl Bug {
             Bug::AcquireIgnoresNotBefore => p::COOLDOWN_RESPECTED,
             Bug::TokenPlusOne => p::TOKENS_NEVER_REISSUED,
             Bug::AbandonPlusTimeoutNotBelowTtl => p::OWN_CLOCK_EXCLUSIVE,
+            Bug::PauseWithoutFloor => p::OWN_CLOCK_EXCLUSIVE,
         }
     }
 

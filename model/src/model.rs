@@ -348,22 +348,23 @@ impl LeaseModel {
         }
     }
 
-    /// Takes the lease of the replica the row names away from it, for the own-clock property: it
-    /// may work on by its own clock until it notices, which that property does not count.
-    fn revoke_holder(state: &mut State) {
-        let Some(holder) = state.row.holder else {
-            return;
-        };
+    /// Marks the replica granted the last grant's token, which a failover to the standby (the
+    /// row as it was before that grant) takes away, for the own-clock property: it may work on by
+    /// its own clock until it notices, which that property does not count. The row may no longer
+    /// name it (a pause cleared the holder), but its lease was live on the old primary until the
+    /// failover lost it, and with it the pause's floor.
+    fn revoke_lost_grant(state: &mut State) {
         let token = state.row.token;
         let now = state.now;
-        let r = &mut state.replicas[usize::from(holder)];
-        let holds = match r.phase {
-            Phase::Working(tick) => tick.token == token,
-            Phase::Acquiring(_, Reply::Ran(Acquired::Granted(t))) => t == token,
-            _ => false,
-        };
-        if holds {
-            r.revoked = Some((token, r.clock(now)));
+        for r in &mut state.replicas {
+            let holds = match r.phase {
+                Phase::Working(tick) => tick.token == token,
+                Phase::Acquiring(_, Reply::Ran(Acquired::Granted(t))) => t == token,
+                _ => false,
+            };
+            if holds {
+                r.revoked = Some((token, r.clock(now)));
+            }
         }
     }
 
@@ -570,8 +571,13 @@ impl Model for LeaseModel {
         match action {
             Action::Tick { slow, fast } => self.advance_clock(&mut state, slow, fast),
             Action::Pause => {
-                Self::revoke_holder(&mut state);
                 let row = &mut state.row;
+                // leader_pause's floor (migration 20261204000000_leader_pause_floor), written by
+                // hand like every SET clause: not_before = greatest(not_before, expires_at).
+                // greatest() ignores NULLs, and so does Option's order (None is below Some).
+                if !self.config.has(Bug::PauseWithoutFloor) {
+                    row.not_before = row.not_before.max(row.expires);
+                }
                 row.holder = None;
                 row.expires = None;
                 row.paused = true;
@@ -583,7 +589,7 @@ impl Model for LeaseModel {
             }
             Action::Failover => {
                 let standby = state.standby.take()?;
-                Self::revoke_holder(&mut state);
+                Self::revoke_lost_grant(&mut state);
                 state.row = standby;
                 state.failovers_left -= 1;
                 self.advance_clock(&mut state, 0, 0);

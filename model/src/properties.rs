@@ -4,7 +4,7 @@
 use stateright::Property;
 
 use crate::model::LeaseModel;
-use crate::state::{Operator, Phase, State};
+use crate::state::{Operator, Phase, State, Tick};
 
 /// A claim passes the fence only for the replica the row names as holder, with its token, while
 /// its lease is live and unpaused. Since a grant needs the previous lease over, no claim by a
@@ -12,8 +12,9 @@ use crate::state::{Operator, Phase, State};
 pub const CLAIMS_INSIDE_LEASE: &str = "a claim succeeds only inside its own lease";
 /// While a replica may still work by its own clock (its tick runs and its clock is before
 /// `anchor + abandon_after + statement_timeout`: its abandon point plus one statement in flight),
-/// no other lease is live. A replica whose lease an operator pause or a failover took away is
-/// not counted until its next acknowledged RENEW (see the README's "what lies outside").
+/// no other lease is live. A replica whose lease an operator pause took away is counted (the
+/// pause's floor keeps ACQUIRE off until that lease's expiry); one whose lease a failover took
+/// away is not, until its next acknowledged RENEW (see the README's "Outside the model").
 pub const OWN_CLOCK_EXCLUSIVE: &str =
     "no lease is granted while an earlier holder may still work by its own clock";
 /// Every grant's token is above every token issued before it, on any database.
@@ -40,10 +41,13 @@ pub const LED_AFTER_UNPAUSE: &str = "a paused role is led again after unpause";
 pub const ABANDONS: &str = "a cut-off holder abandons its tick";
 /// A tick completes and is stamped.
 pub const TICK_COMPLETES: &str = "a tick completes";
-/// The gap [`OWN_CLOCK_EXCLUSIVE`] leaves out is real: after an operator pause (and unpause) or
-/// a failover, a new holder leads while the holder whose lease was taken away may still work by
-/// its own clock, until its next RENEW tells it. Only the fence stops its claims then.
-pub const REVOKED_HOLDER_OVERLAPS: &str = "after a pause or failover, a new holder leads while the old one may still work by its own clock";
+/// The gap [`OWN_CLOCK_EXCLUSIVE`] leaves out is real: after a failover that lost the last grant,
+/// a new holder leads while the holder whose lease the failover took away may still work by its
+/// own clock, until its next RENEW tells it. Only the fence stops its claims then. A pause cannot
+/// reach this: its floor holds ACQUIRE off until the paused lease's expiry, and
+/// [`OWN_CLOCK_EXCLUSIVE`] counts the paused holder.
+pub const REVOKED_HOLDER_OVERLAPS: &str =
+    "after a failover, a new holder leads while the old one may still work by its own clock";
 
 /// The safety properties.
 pub const SAFETY: [&str; 5] = [
@@ -76,33 +80,31 @@ fn led(state: &State) -> bool {
     })
 }
 
-/// Whether a replica other than the live lease's holder may still work by its own clock, counting
-/// (`revoked`) or not counting (`!revoked`) replicas whose lease a pause or failover took away.
-fn overlaps(model: &LeaseModel, state: &State, revoked: bool) -> bool {
+/// The first replica other than the live lease's holder that may still work by its own clock,
+/// with its tick: among the replicas whose lease a failover took away (`revoked`), or among the
+/// others (`!revoked`), a replica whose lease a pause took away included.
+fn overlapping(model: &LeaseModel, state: &State, revoked: bool) -> Option<(usize, Tick)> {
     let t = model.config.timings;
     let row = &state.row;
-    let Some(holder) = row
+    let holder = row
         .holder
-        .filter(|_| row.expires.is_some_and(|e| e > state.now))
-    else {
-        return false;
-    };
-    state.replicas.iter().enumerate().any(|(i, r)| {
+        .filter(|_| row.expires.is_some_and(|e| e > state.now))?;
+    state.replicas.iter().enumerate().find_map(|(i, r)| {
         let Phase::Working(tick) = r.phase else {
-            return false;
+            return None;
         };
         let may_work = r.clock(state.now) < tick.anchor + t.abandon_after + t.statement_timeout;
         let was_revoked = r
             .revoked
             .is_some_and(|(token, at)| token == tick.token && tick.anchor <= at);
         let other_lease = holder != i as u8 || row.token != tick.token;
-        may_work && other_lease && was_revoked == revoked
+        (may_work && other_lease && was_revoked == revoked).then_some((i, tick))
     })
 }
 
 /// Whether the own-clock property holds in `state`.
 pub fn own_clock_exclusive(model: &LeaseModel, state: &State) -> bool {
-    !overlaps(model, state, false)
+    overlapping(model, state, false).is_none()
 }
 
 /// Why `property` fails in `state`, the last state of its counterexample, in a sentence.
@@ -111,14 +113,9 @@ pub fn explain(model: &LeaseModel, property: &str, state: &State) -> String {
     match property {
         OWN_CLOCK_EXCLUSIVE => {
             let row = &state.row;
-            let overlapping = state.replicas.iter().enumerate().find_map(|(i, r)| {
-                let Phase::Working(tick) = r.phase else {
-                    return None;
-                };
+            let overlapping = overlapping(model, state, false).map(|(i, tick)| {
                 let until = tick.anchor + t.abandon_after + t.statement_timeout;
-                (r.clock(state.now) < until
-                    && (row.holder != Some(i as u8) || row.token != tick.token))
-                    .then(|| (i, r.clock(state.now), tick, until))
+                (i, state.replicas[i].clock(state.now), tick, until)
             });
             match (overlapping, row.holder) {
                 (Some((i, clock, tick, until)), Some(holder)) => format!(
@@ -190,6 +187,8 @@ pub fn all() -> Vec<Property<LeaseModel>> {
                     if tick.cancelled == Some(crate::state::Cause::HeartbeatTimeout))
             })
         }),
-        Property::sometimes(REVOKED_HOLDER_OVERLAPS, |m, s: &State| overlaps(m, s, true)),
+        Property::sometimes(REVOKED_HOLDER_OVERLAPS, |m, s: &State| {
+            overlapping(m, s, true).is_some()
+        }),
     ]
 }

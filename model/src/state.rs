@@ -158,8 +158,9 @@ pub struct Replica {
     pub claim: Option<Token>,
     /// A statement whose caller gave up waiting, which the server may still run (or never).
     pub orphan: Option<Statement>,
-    /// Not the replica's: set when an operator pause or a failover took away the lease of this
-    /// token while the replica's own clock may still let it work, with the replica's clock then.
+    /// Not the replica's: set when a failover took away the lease of this token (the standby
+    /// lacks its grant) while the replica's own clock may still let it work, with the replica's
+    /// clock then. A pause sets nothing here: its floor covers the paused holder.
     pub revoked: Option<(Token, Time)>,
 }
 
