@@ -22,6 +22,7 @@ os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 MIGRATION = "migrations/20261201000000_leader_leases.up.sql"
 LEASE = "leader-core/src/lease.rs"
 CLEAR_COOLDOWN = "migrations/20261202000000_leader_clear_cooldown.up.sql"
+PAUSE_FLOOR = "migrations/20261204000000_leader_pause_floor.up.sql"
 
 
 def edit(path, old, new, count=1):
@@ -41,10 +42,17 @@ M = [
      [edit(LEASE, "   AND holder_id IS NOT NULL\n   AND (SELECT applied FROM lock_bound)",
            "   AND (SELECT applied FROM lock_bound)")],
      "-p leader-tests --test protocol the_fence_admits"),
+    # leader_pause as the third migration re-creates it (the first migration's is replaced).
     ("pause keeps holder",
-     [edit(MIGRATION, "       SET holder_id = NULL, acquired_at = NULL, expires_at = NULL,\n           paused_at",
-           "       SET paused_at")],
+     [edit(PAUSE_FLOOR, "       SET holder_id = NULL, acquired_at = NULL, expires_at = NULL,\n           not_before",
+           "       SET not_before")],
      "-p leader-tests --test protocol pause_stops"),
+    ("pause sets no floor",
+     [edit(PAUSE_FLOOR, "           not_before = greatest(not_before, expires_at),\n", "")],
+     "-p leader-tests --test protocol after_a_pause_and_unpause"),
+    ("pause floor overwrites the cooldown",
+     [edit(PAUSE_FLOOR, "not_before = greatest(not_before, expires_at),", "not_before = expires_at,")],
+     "-p leader-tests --test protocol after_a_pause_and_unpause"),
     ("token +1 only",
      [edit(LEASE, "greatest(holder_token + 1, (extract(epoch FROM now()) * 1000)::bigint)",
            "holder_token + 1")],
@@ -224,6 +232,9 @@ M = [
            "    let after: Vec<&str> = before\n        .iter()\n        .map(String::as_str)\n        .chain(",
            "    let after: Vec<&str> = before\n        .iter()\n        .map(String::as_str)\n        .take(0)\n        .chain(")],
      "-p leaderctl --test cli roles_add_writes"),
+    ("schema check ignores an out-of-date leader_pause",
+     [edit("leader-core/src/schema.rs", "    if pause && !pause_floor {", "    if pause && !pause_floor && false {")],
+     "-p leader-tests --test migrations the_pause_floor_upgrade"),
     ("schema check ignores leader_clear_cooldown",
      [edit("leader-core/src/schema.rs", '        (clear_cooldown, "function leader_clear_cooldown(text)"),\n', "")],
      "-p leaderctl --test cli check_passes"),

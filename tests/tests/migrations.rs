@@ -2,29 +2,41 @@
 
 mod common;
 
-use common::{FAST, ROLES_UP};
-use leader_runtime::lease;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use common::{ALPHA, FAST, ROLES_UP};
+use leader_runtime::check_schema_ready;
+use leader_runtime::lease::{self, Acquired};
 use leader_testkit::TestDb;
 
 const FIRST: &str = include_str!("../../migrations/20261201000000_leader_leases.up.sql");
 const SECOND: &str = include_str!("../../migrations/20261202000000_leader_clear_cooldown.up.sql");
+const THIRD: &str = include_str!("../../migrations/20261204000000_leader_pause_floor.up.sql");
+const THIRD_DOWN: &str =
+    include_str!("../../migrations/20261204000000_leader_pause_floor.down.sql");
+
+async fn app_role(db: &TestDb) -> sqlx::PgPool {
+    db.exec(
+        "DO $$ BEGIN
+             CREATE ROLE leader_app LOGIN;
+         EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+         END $$;
+         SELECT leader_grant_app_role('leader_app');",
+    )
+    .await;
+    db.pool_as("leader_app", 1).await
+}
 
 #[tokio::test]
 async fn the_upgrade_grants_leader_clear_cooldown_to_app_roles_granted_before_it() {
     let db = TestDb::unmigrated().await;
     db.exec(FIRST).await;
     db.exec(ROLES_UP).await;
-    db.exec(
-        "DO $$ BEGIN
-             CREATE ROLE leader_app LOGIN;
-         EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
-         END $$;
-         SELECT leader_grant_app_role('leader_app');
-         UPDATE leader_leases SET not_before = now() + interval '1 hour' WHERE role = 'alpha';",
-    )
-    .await;
+    let app = app_role(&db).await;
+    db.exec("UPDATE leader_leases SET not_before = now() + interval '1 hour' WHERE role = 'alpha'")
+        .await;
     db.exec(SECOND).await;
-    let app = db.pool_as("leader_app", 1).await;
     lease::clear_cooldown(&app, "alpha", &FAST)
         .await
         .expect("the role granted before the upgrade may clear a cooldown after it");
@@ -39,4 +51,76 @@ async fn the_upgrade_grants_leader_clear_cooldown_to_app_roles_granted_before_it
         )
         .await;
     assert_eq!(public, 0, "PUBLIC may not execute it");
+}
+
+/// ALPHA granted to `app` (which must find it claimable), then paused by `app`: the lease's
+/// expiry and the `not_before` the pause left.
+async fn pause_held(db: &TestDb, app: &sqlx::PgPool) -> (DateTime<Utc>, Option<DateTime<Utc>>) {
+    let Acquired::Granted(grant) =
+        lease::acquire(app, ALPHA, "held", Duration::from_millis(1), &FAST)
+            .await
+            .unwrap()
+    else {
+        panic!("alpha is claimable");
+    };
+    lease::pause(app, "alpha", "ops", None, &FAST)
+        .await
+        .unwrap();
+    let not_before: Option<DateTime<Utc>> =
+        sqlx::query_scalar("SELECT not_before FROM leader_leases WHERE role = 'alpha'")
+            .fetch_one(db.admin())
+            .await
+            .unwrap();
+    lease::unpause(app, "alpha", &FAST).await.unwrap();
+    lease::clear_cooldown(app, "alpha", &FAST).await.unwrap();
+    (grant.expires_at, not_before)
+}
+
+#[tokio::test]
+async fn the_pause_floor_upgrade_keeps_leader_pauses_grants_and_the_schema_check_asks_for_it() {
+    let db = TestDb::unmigrated().await;
+    db.exec(FIRST).await;
+    db.exec(SECOND).await;
+    db.exec(ROLES_UP).await;
+    let app = app_role(&db).await;
+    let before = |err: leader_runtime::Error| {
+        let text = err.to_string();
+        assert!(
+            text.contains("function leader_pause(text, text, text) is out of date")
+                && text.contains(
+                    "apply the framework migration 20261204000000_leader_pause_floor.up.sql"
+                ),
+            "{text}"
+        );
+    };
+    before(check_schema_ready(&app, &[ALPHA]).await.unwrap_err());
+    assert_eq!(pause_held(&db, &app).await.1, None, "no floor before it");
+
+    db.exec(THIRD).await;
+    check_schema_ready(&app, &[ALPHA])
+        .await
+        .expect("the schema check passes once it ran");
+    let (expires_at, floor) = pause_held(&db, &app).await;
+    assert_eq!(
+        floor,
+        Some(expires_at),
+        "the role granted before the upgrade may still pause, and the pause sets the floor"
+    );
+    let public = db
+        .count(
+            "SELECT count(*) FROM pg_proc p, aclexplode(p.proacl) a
+              WHERE p.oid = 'leader_pause(text, text, text)'::regprocedure AND a.grantee = 0",
+        )
+        .await;
+    assert_eq!(public, 0, "PUBLIC still may not execute it");
+
+    db.exec(THIRD_DOWN).await;
+    before(check_schema_ready(&app, &[ALPHA]).await.unwrap_err());
+    assert_eq!(
+        pause_held(&db, &app).await.1,
+        None,
+        "the down migration restores the pause without a floor, still granted"
+    );
+    db.exec(THIRD).await;
+    check_schema_ready(&app, &[ALPHA]).await.unwrap();
 }

@@ -184,6 +184,9 @@ async fn the_fence_admits_only_the_live_holder_in_a_real_claim() {
         "unpause does not revive a lease"
     );
 
+    // The pause left second's expiry as a floor under the next grant; skip it, as an operator who
+    // knows the holder is gone would.
+    lease::clear_cooldown(db.pool(), "alpha", T).await.unwrap();
     let third = grant(&db, ALPHA, "third").await;
     assert_eq!(claim(db.pool(), third).await, 10);
     assert!(release(&db, third, ReleaseOutcome::Completed, HOUR).await);
@@ -482,6 +485,123 @@ async fn pause_stops_the_holder_at_once_and_unpause_leaves_the_cooldown_alone() 
             Acquired::Granted(_)
         ),
         "due at the next ACQUIRE after unpause"
+    );
+}
+
+/// A pause then an unpause does not hand the role on while the paused holder may still work
+/// without a claim: the pause sets `not_before` to the held lease's expiry, and ACQUIRE waits for
+/// it as it waits for a crashed holder's expiry. Both pause paths (`leader_pause` directly, and
+/// through `pause_if_unpaused`, leaderctl's) set it; a role held by nobody gets no floor.
+#[tokio::test]
+async fn after_a_pause_and_unpause_acquire_waits_for_the_paused_lease_to_expire() {
+    let db = database().await;
+    // A lease far longer than the test, so that its expiry is ahead whatever the machine's load.
+    let long = Timings::scaled_to_ttl(HOUR).unwrap();
+    let Acquired::Granted(held) = lease::acquire(db.pool(), ALPHA, "paused", HOUR, &long)
+        .await
+        .unwrap()
+    else {
+        panic!("a fresh role is granted");
+    };
+    lease::pause(db.pool(), "alpha", "ops", Some("floor"), T)
+        .await
+        .unwrap();
+    let row = lease(&db, ALPHA).await;
+    assert!(row.holder_id.is_none() && row.expires_at.is_none());
+    assert_eq!(
+        row.not_before,
+        Some(held.expires_at),
+        "the pause keeps the held lease's expiry as the floor"
+    );
+    lease::unpause(db.pool(), "alpha", T).await.unwrap();
+    assert_eq!(lease(&db, ALPHA).await.not_before, Some(held.expires_at));
+    let refused = refusal(&db, ALPHA, Duration::from_millis(1)).await;
+    assert_eq!(refused.reason, RefusalReason::CoolingDown, "{refused:?}");
+    let until_expiry = (held.expires_at - refused.db_now).to_std().unwrap();
+    let wait = refused.retry_after.unwrap();
+    assert!(
+        wait.abs_diff(until_expiry) <= Duration::from_millis(1),
+        "the next claimable time is the paused lease's expiry: {wait:?} vs {until_expiry:?}"
+    );
+    let status: (String, Option<chrono::DateTime<chrono::Utc>>) =
+        sqlx::query_as("SELECT state, cooldown_until FROM leader_status WHERE role = 'alpha'")
+            .fetch_one(db.admin())
+            .await
+            .unwrap();
+    assert_eq!(status, ("cooldown".into(), Some(held.expires_at)));
+
+    // Through pause_if_unpaused, and with a real expiry: the floor is the lease's expiry, and once
+    // the database clock has passed it the next ACQUIRE is granted. Nothing here races the clock:
+    // the test waits for the floor to pass before it asks.
+    let Acquired::Granted(short) = acquire(&db, BETA, "paused", Duration::from_millis(1)).await
+    else {
+        panic!("a fresh role is granted");
+    };
+    assert_eq!(
+        lease::pause_if_unpaused(db.pool(), "beta", "ops", None, T)
+            .await
+            .unwrap(),
+        lease::PauseOutcome::Paused
+    );
+    assert_eq!(lease(&db, BETA).await.not_before, Some(short.expires_at));
+    lease::unpause(db.pool(), "beta", T).await.unwrap();
+    assert!(
+        db.eventually(
+            "SELECT count(*) FROM leader_leases WHERE role = 'beta' AND not_before < now()",
+            FAST.ttl() * 10
+        )
+        .await,
+        "the floor passes on the database clock"
+    );
+    assert!(
+        matches!(
+            acquire(&db, BETA, "next", Duration::from_millis(1)).await,
+            Acquired::Granted(_)
+        ),
+        "granted once the paused lease's expiry has passed"
+    );
+
+    // No live lease, no floor: pausing an unheld or a paused role leaves not_before as it was, a
+    // cooldown included; an expired lease's expiry is past, so it holds nothing off.
+    db.exec("UPDATE leader_leases SET not_before = now() + interval '1 hour' WHERE role = 'gamma'")
+        .await;
+    let cooldown = lease(&db, GAMMA).await.not_before;
+    lease::pause(db.pool(), "gamma", "ops", None, T)
+        .await
+        .unwrap();
+    assert_eq!(lease(&db, GAMMA).await.not_before, cooldown, "unheld");
+    lease::pause(db.pool(), "gamma", "ops", Some("again"), T)
+        .await
+        .unwrap();
+    assert_eq!(
+        lease(&db, GAMMA).await.not_before,
+        cooldown,
+        "already paused"
+    );
+    lease::unpause(db.pool(), "gamma", T).await.unwrap();
+    db.exec("UPDATE leader_leases SET not_before = NULL WHERE role = 'gamma'")
+        .await;
+    lease::pause(db.pool(), "gamma", "ops", None, T)
+        .await
+        .unwrap();
+    assert_eq!(
+        lease(&db, GAMMA).await.not_before,
+        None,
+        "unheld, no cooldown"
+    );
+    lease::unpause(db.pool(), "gamma", T).await.unwrap();
+    let _expired = grant(&db, GAMMA, "expired").await;
+    expire(&db, GAMMA).await;
+    lease::pause(db.pool(), "gamma", "ops", None, T)
+        .await
+        .unwrap();
+    lease::unpause(db.pool(), "gamma", T).await.unwrap();
+    assert!(
+        matches!(
+            acquire(&db, GAMMA, "next", HOUR).await,
+            Acquired::Granted(_)
+        ),
+        "an expired lease's expiry delays nothing"
     );
 }
 
