@@ -6,7 +6,7 @@
 //! | ACQUIRE | new token, holder, `expires_at = now() + ttl` | unpaused, unheld or expired, past `not_before`, last completed tick at least one interval ago |
 //! | RENEW | `expires_at = now() + ttl` | this token holds the role, unpaused and unexpired |
 //! | RELEASE | clears the holder; stamps `last_tick_*` or sets `not_before` by [`ReleaseOutcome`]; with [`release_waking`], also `NOTIFY leader_released` | this token holds the role |
-//! | PAUSE | clears the holder, sets `paused_*` | the role exists (`leader_pause`) |
+//! | PAUSE | clears the holder, sets `paused_*`, raises `not_before` to the held lease's expiry | the role exists (`leader_pause`) |
 //! | UNPAUSE | clears `paused_*` | the role exists (`leader_unpause`) |
 //! | CLEAR COOLDOWN | clears `not_before` | the role exists (`leader_clear_cooldown`) |
 //!
@@ -88,7 +88,8 @@ pub enum RefusalReason {
     Held,
     /// An operator paused the role.
     Paused,
-    /// A tick that did not complete set a cooldown (`not_before`) that has not passed.
+    /// `not_before` has not passed: the cooldown a tick that did not complete set, or the floor a
+    /// pause of a held role set (the paused lease's expiry).
     CoolingDown,
     /// The last completed tick ended less than one interval ago.
     NotDue,
@@ -594,7 +595,10 @@ fn unknown_role(role: &str) -> impl FnOnce(Error) -> Error + '_ {
 
 /// PAUSE: pauses `role` cluster-wide through `leader_pause`: the holder is cleared (its fence is
 /// false from this commit on and its next RENEW reports [`LossReason::Paused`]) and ACQUIRE
-/// refuses until [`unpause`]. `who` is required and recorded with `why`.
+/// refuses until [`unpause`], and after it until the lease the pause took away would have
+/// expired (`not_before` is raised to that expiry): until its next RENEW the paused holder may
+/// still work without a claim, and its heartbeat cancels its tick by then. `who` is required and
+/// recorded with `why`.
 ///
 /// # Errors
 ///
@@ -623,7 +627,7 @@ pub async fn pause<'e>(
 }
 
 /// UNPAUSE: lifts a pause through `leader_unpause`. The role is due at the next ACQUIRE, subject
-/// to its interval and any cooldown (`not_before` is left alone).
+/// to its interval and any cooldown (`not_before`, a pause's floor included, is left alone).
 ///
 /// # Errors
 ///
@@ -732,8 +736,9 @@ pub async fn pause_if_unpaused<'e>(
 }
 
 /// CLEAR COOLDOWN: clears the cooldown (`not_before`) a tick that did not complete set on `role`,
-/// through `leader_clear_cooldown`, so its next ACQUIRE is not refused for it: for after a fix
-/// has shipped. A pause, a held lease and the interval since the last completed tick still apply.
+/// or a pause's floor, through `leader_clear_cooldown`, so its next ACQUIRE is not refused for
+/// it: for after a fix has shipped, or after an unpause when the paused holder is known to be
+/// gone. A pause, a held lease and the interval since the last completed tick still apply.
 ///
 /// # Errors
 ///

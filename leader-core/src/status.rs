@@ -22,7 +22,8 @@ pub enum State {
     Leading,
     /// Held, but the holder's lease ran out (the holder went silent).
     Expired,
-    /// Unheld, in the cooldown a tick that did not complete set.
+    /// Unheld, before `not_before`: the cooldown a tick that did not complete set, or the floor a
+    /// pause of a held role set (until that lease would have expired).
     Cooldown,
     /// Paused by an operator.
     Paused,

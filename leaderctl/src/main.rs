@@ -76,6 +76,9 @@ enum Command {
         reason: Option<String>,
     },
     /// Lift a pause: the role is due at the next ACQUIRE, subject to its interval and cooldown.
+    ///
+    /// A pause of a held role left a cooldown until that lease would have expired (at most one
+    /// TTL after the pause): until its next RENEW the paused holder may still be working.
     #[command(after_help = EXIT_CODES)]
     Unpause {
         #[command(flatten)]
@@ -84,6 +87,9 @@ enum Command {
         role: String,
     },
     /// Clear the cooldown a failed, panicked or lost tick set, e.g. once a fix has shipped.
+    ///
+    /// It clears the wait a pause of a held role left as well, for when the paused holder is
+    /// known to be gone.
     #[command(after_help = EXIT_CODES)]
     ClearCooldown {
         #[command(flatten)]

@@ -255,8 +255,8 @@ impl Config {
     }
 
     /// Every fault at once: pause and unpause, a failover, slow clocks, one frozen replica and
-    /// one delayed (or lost) statement. Horizon 6 ticks. (Fast clocks too would take 23 million
-    /// states and two minutes; `clocks_and_delays` checks them.)
+    /// one delayed (or lost) statement. Horizon 6 ticks. (Fast clocks too take 9.4 million states
+    /// and half a minute; `clocks_and_delays` checks them.)
     pub const fn all_faults(replicas: u8) -> Config {
         let mut config = Config::operator_and_failover(replicas);
         config.clock_drift_every = Some(4);
