@@ -4,6 +4,7 @@
 //! (a PL/pgSQL function that updates a table, `SELECT … FOR UPDATE` in its body). So a claim may
 //! call only the functions listed here, unqualified or qualified with `pg_catalog`, and
 //! `leader_fence`. Anything else is refused: compute the value before the claim and bind it.
+//! A call written in attribute notation (`t.f`, `(t).f`) is a call too: see `names`.
 
 /// A built-in function a claim may call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,6 +126,11 @@ pub const KNOWN_FUNCTIONS: &[KnownFunction] = &[
     scalar("to_jsonb"),
     scalar("to_json"),
     scalar("gen_random_uuid"),
+    // Transaction-level advisory locks: they lock no row and end with the transaction.
+    scalar("pg_advisory_xact_lock"),
+    scalar("pg_advisory_xact_lock_shared"),
+    scalar("pg_try_advisory_xact_lock"),
+    scalar("pg_try_advisory_xact_lock_shared"),
     // Window functions (they never add rows).
     scalar("row_number"),
     scalar("rank"),
@@ -165,7 +171,8 @@ pub fn known(name: &[String]) -> Option<KnownFunction> {
     KNOWN_FUNCTIONS.iter().copied().find(|f| f.name == bare)
 }
 
-/// Whether `name` is the fence.
+/// Whether `name` is the fence: `leader_fence`, or `leader_fence` in the schema the
+/// framework's migrations were applied to (`public.leader_fence`).
 pub fn is_fence(name: &[String]) -> bool {
-    matches!(name, [bare] if bare == "leader_fence")
+    matches!(name, [bare] | [_, bare] if bare == "leader_fence")
 }

@@ -2,47 +2,81 @@
 //!
 //! # The contract
 //!
-//! [`check`] accepts a statement only if, run with a superseded fence token, it changes no row
-//! and locks no row, and returns nothing. It parses the SQL with PostgreSQL's own parser
-//! (`pg_query`, the server's grammar compiled as a library), so what it analyses is what the
-//! server will run. A statement it cannot analyse is an error that says what it can analyse.
+//! A **claim** is a statement that changes or locks rows, or may: an `UPDATE`, `DELETE`,
+//! `INSERT` or `MERGE` anywhere in it, a locking clause (`FOR UPDATE`, `FOR NO KEY UPDATE`,
+//! `FOR SHARE`, `FOR KEY SHARE`), a call of a function the rules cannot see into, or a statement
+//! of another kind they do not analyse. [`check`] accepts a claim only if, run with a
+//! superseded fence token, it changes no row, locks no row and returns no row. Statements that
+//! only read (and transaction control, `SET`, `SHOW`) are not claims and are accepted as they
+//! are. The SQL is parsed with PostgreSQL's own parser (`pg_query`, the server's grammar
+//! compiled as a library), so what is analysed is what the server runs.
 //!
-//! A query node is **gated** when a false `leader_fence($i, $j)` empties its row set:
+//! # The boundary, in terms of what PostgreSQL does
 //!
-//! * the fence is a top-level `AND` conjunct of its own `WHERE` (not under `OR`, `NOT`, `CASE`
-//!   or any other expression), or
-//! * a top-level conjunct empties the row set when a gated sub-query returns nothing:
-//!   `x IN (gated)`, `x = ANY (gated)`, `x = ANY (ARRAY (gated))`, `EXISTS (gated)`, or
-//! * an item of its `FROM` (of `UPDATE … FROM`, of `DELETE … USING`) is gated: a gated
-//!   sub-select, a gated `WITH` query named there, or a join that an empty side or a fenced
-//!   `ON` empties (an inner join with either side gated, a left join with its left side gated,
-//!   a right join with its right side, a full join with both);
-//! * a set operation is gated when its result is empty: `UNION` of two gated queries,
-//!   `INTERSECT` with one, `EXCEPT` with a gated left side;
-//! * `INSERT … SELECT` is gated when its `SELECT` is; `MERGE` when its `USING` source is gated
-//!   and it has no `WHEN NOT MATCHED BY SOURCE`, or when every `WHEN` condition is gated.
+//! **A node that changes or locks rows is accepted only if PostgreSQL evaluates a gate that
+//! proves the fence before that node changes or locks any row.** Whatever the rules cannot
+//! place in PostgreSQL's order of evaluation is refused, with a message that says why and shows
+//! the accepted shape. PostgreSQL evaluates a statement as a tree of query levels (the
+//! statement, each `WITH` query, each sub-select, each arm of a set operation), and:
 //!
-//! A `SELECT` that aggregates without `GROUP BY` (`count(*)`, `HAVING`) returns a row even
-//! when its `WHERE` matches nothing, so it is never gated; neither is `VALUES`.
+//! * **A one-time fence.** `leader_fence($i, $j)` as a top-level `AND` conjunct of a level's own
+//!   `WHERE` reads no column and takes bind parameters, so PostgreSQL evaluates it once, as a
+//!   One-Time Filter above everything the level reads: when it is false the level reads no row,
+//!   and nothing evaluated on its rows (its `FROM` items, the sub-selects of conditions on its
+//!   columns, its select list, `SET` and `RETURNING`) runs. Not covered: its `LIMIT` and
+//!   `OFFSET` (evaluated before it), its `WITH` queries (evaluated wherever they are read), and
+//!   conditions that read no column of the level (PostgreSQL may evaluate them up front, beside
+//!   the fence, in any order).
+//! * **A gate on rows.** A level produces and changes no row when a top-level conjunct of its
+//!   `WHERE` is false or null for every row: the fence; `x IN (q)`, `x op ANY (q)`,
+//!   `EXISTS (q)`, `x op ANY (ARRAY (q))`, or `x op (q)` with a comparison operator (an empty
+//!   scalar sub-select is null), where `q` returns no row; or when an inner-joined `FROM` item
+//!   returns no row (a gated sub-select or `WITH` query; a join an empty side or a fenced `ON`
+//!   empties). Such a level may still *read* rows while it finds that out.
+//! * **Rows from no rows.** A `SELECT` returns a row from an empty input when it aggregates
+//!   without `GROUP BY` (an aggregate, or `HAVING`), when its grouping sets include the empty set
+//!   (`GROUP BY ()`, `ROLLUP`, `CUBE`), and when a sub-select in its select list holds an
+//!   aggregate whose arguments may all be its columns (the aggregate is then its). Such a level
+//!   returns no row only if it is never evaluated.
 //!
 //! The rules:
 //!
-//! 1. Every node that changes or locks rows is gated, wherever it stands: the top level, any
-//!    `WITH` query (PostgreSQL runs a data-modifying `WITH` query to completion whatever the
-//!    rest of the statement does), a sub-select, a `FROM` item, `INSERT … SELECT`, `MERGE`.
-//!    Those nodes are `UPDATE`, `DELETE`, `INSERT`, `MERGE` and any `SELECT … FOR UPDATE |
-//!    FOR NO KEY UPDATE | FOR SHARE | FOR KEY SHARE`.
-//! 2. The statement itself is gated: a superseded leader's claim returns nothing.
-//! 3. A claim is `SELECT`, `UPDATE`, `DELETE`, `INSERT` or `MERGE`; anything else (DDL, `COPY`,
-//!    `CALL`, `DO`, `EXPLAIN`, transaction control, `SELECT … INTO`) is refused.
-//! 4. Functions it cannot see into are refused, since a function can change or lock rows:
-//!    only the built-in functions in [`KNOWN_FUNCTIONS`] and `leader_fence` may be called.
-//! 5. `leader_fence` takes two bind parameters (`$i`, `$j`, optionally cast), never literals;
-//!    the caller checks that they are bound to the fence's role and token ([`FenceCall`]).
+//! 1. **Changes.** An `UPDATE`, `DELETE`, `INSERT … SELECT` or `MERGE` (at the top or in a `WITH`
+//!    query, which PostgreSQL runs to completion whatever the rest of the statement does) is
+//!    gated on its rows: it changes only rows that pass every condition of its level.
+//!    `INSERT … SELECT` is gated when its `SELECT` returns no row; `MERGE` when its source is
+//!    empty and it has no `WHEN NOT MATCHED BY SOURCE`, or when every `WHEN` condition is gated.
+//!    `INSERT … VALUES` never is.
+//! 2. **Locks, where PostgreSQL takes them.** A locking clause locks the rows of the tables of
+//!    its level as the level reads them, and pushes itself into each sub-select of its `FROM`,
+//!    which locks its rows as *it* reads them, before any condition of the outer level removes
+//!    them; a table may be a view PostgreSQL cannot flatten, locked the same way. So every level
+//!    a lock lands in must read no row for a superseded leader: it has a one-time fence, or it
+//!    is never evaluated (an enclosing level's one-time fence covers it). A gate on rows (`IN`, a
+//!    join) is too late for a lock.
+//! 3. **The result.** A claim returns no row to a superseded leader.
+//! 4. **Calls.** A function can change or lock rows, so a statement may call only the built-ins
+//!    in [`KNOWN_FUNCTIONS`] and `leader_fence` (bare or schema-qualified). PostgreSQL also calls
+//!    a function without a call in the text: `t.f` and `(t).f` are the column `f` of `t` where
+//!    `t` has one, and a call `f(t)` otherwise (attribute notation). Without the schema that
+//!    cannot be told apart, so such a reference is refused wherever PostgreSQL may evaluate it
+//!    for a superseded leader, except where `t` is a sub-select or `WITH` query that names `f`
+//!    among its columns.
+//! 5. **Fence arguments.** `leader_fence` takes two bind parameters (`$i`, `$j`, optionally
+//!    cast), never literals; the caller checks what is bound to them ([`FenceCall`]).
+//! 6. **Other statements.** A claim is a `SELECT`, `UPDATE`, `DELETE`, `INSERT` or `MERGE`;
+//!    any other statement that may change rows (DDL, `COPY`, `CALL`, `DO`, `EXPLAIN ANALYZE`,
+//!    `TRUNCATE`, `SELECT … INTO`) is refused.
 //!
 //! What lies outside: triggers (a statement-level trigger fires even when no row qualifies),
-//! rules, user-defined operators and casts with side effects, and a `leader_fence` other than
-//! the framework's earlier on the `search_path`.
+//! rules, user-defined operators and casts with side effects, a `leader_fence` that is not the
+//! framework's (earlier on the `search_path`, or in the schema named), functions that lie about
+//! their volatility in C, and the SQL of the functions the caller's code calls.
+//!
+//! `tests/tests/fenced_sql.rs` runs every accepted case and funnel against PostgreSQL with a
+//! superseded token, and `fence-differential` runs generated statements through [`check`] and
+//! through PostgreSQL as a superseded leader: any statement accepted here that changes, locks or
+//! returns a row there is a failure.
 //!
 //! # Example
 //!
@@ -67,8 +101,12 @@
 //! ```
 
 mod functions;
-mod gate;
+mod levels;
+mod messages;
+mod names;
 mod position;
+mod props;
+mod rules;
 mod tree;
 
 use std::ops::Range;
@@ -98,10 +136,14 @@ pub struct SqlError {
 
 /// The result of [`check`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Checked {
     /// How many statements the text holds (`sqlx::raw_sql` may send several, a prepared
     /// statement only one).
     pub statements: usize,
+    /// How many of them are claims: they change or lock rows, or may (through a function
+    /// call, or a statement kind the rules do not analyse). The others only read.
+    pub claims: usize,
     /// Every `leader_fence` call, for the caller to check what is bound to it.
     pub fences: Vec<FenceCall>,
     /// Every broken rule; empty when every statement is gated.
@@ -111,9 +153,22 @@ pub struct Checked {
 /// Checks every statement of `sql` against the fence rules (see the crate docs).
 pub fn check(sql: &str) -> Checked {
     match tree::parse(sql) {
-        Ok(statements) => gate::check_statements(sql, &statements),
+        Ok(statements) => {
+            let mut checked = Checked {
+                statements: statements.len(),
+                ..Checked::default()
+            };
+            for statement in &statements {
+                let outcome = rules::check(sql, statement);
+                checked.claims += usize::from(outcome.claim);
+                checked.fences.extend(outcome.fences);
+                checked.errors.extend(outcome.errors);
+            }
+            checked
+        }
         Err(message) => Checked {
             statements: 0,
+            claims: 0,
             fences: Vec::new(),
             errors: vec![SqlError {
                 message: format!("the claim's SQL does not parse as PostgreSQL: {message}"),
@@ -135,6 +190,14 @@ pub fn check(sql: &str) -> Checked {
 /// assert!(leader_fence_check::row_locking_queries("SELECT 1").unwrap().is_empty());
 /// ```
 pub fn row_locking_queries(sql: &str) -> Result<Vec<Range<usize>>, String> {
-    let statements = tree::parse(sql)?;
-    Ok(gate::row_locking_queries(sql, &statements))
+    let mut found = Vec::new();
+    for statement in tree::parse(sql)? {
+        messages::for_each_node(&statement.kind, &statement.fields, &mut |kind, fields| {
+            if kind == "SelectStmt" && tree::has(fields, "locking_clause") {
+                let at = messages::first_table(fields).unwrap_or(0);
+                found.push(position::word(sql, at));
+            }
+        });
+    }
+    Ok(found)
 }

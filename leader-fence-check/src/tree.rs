@@ -111,6 +111,24 @@ pub fn function_name(call: &Fields) -> Vec<String> {
         .collect()
 }
 
+/// Calls `f` on every function call below `fields`, sub-queries included.
+pub fn for_each_call(fields: &Fields, f: &mut dyn FnMut(&Fields)) {
+    fn visit(value: &Value, f: &mut dyn FnMut(&Fields)) {
+        if let Some((kind, fields)) = node(value) {
+            if kind == "FuncCall" {
+                f(fields);
+            }
+            return fields.values().for_each(|v| visit(v, f));
+        }
+        match value {
+            Value::Array(items) => items.iter().for_each(|item| visit(item, f)),
+            Value::Object(fields) => fields.values().for_each(|v| visit(v, f)),
+            _ => {}
+        }
+    }
+    fields.values().for_each(|v| visit(v, f));
+}
+
 /// The enum values of the tree that the rules read (PostgreSQL's `nodes/*.h`, as numbered by
 /// `pg_query`'s protobuf).
 pub mod enums {
@@ -125,9 +143,16 @@ pub mod enums {
 
     pub const EXISTS_SUBLINK: i64 = 1;
     pub const ANY_SUBLINK: i64 = 3;
+    pub const EXPR_SUBLINK: i64 = 5;
     pub const ARRAY_SUBLINK: i64 = 7;
 
+    pub const AEXPR_OP: i64 = 1;
     pub const AEXPR_OP_ANY: i64 = 2;
+
+    pub const GROUPING_SET_EMPTY: i64 = 1;
+    pub const GROUPING_SET_ROLLUP: i64 = 3;
+    pub const GROUPING_SET_CUBE: i64 = 4;
+    pub const GROUPING_SET_SETS: i64 = 5;
 
     pub const JOIN_INNER: i64 = 1;
     pub const JOIN_LEFT: i64 = 2;
@@ -159,8 +184,26 @@ mod tests {
         assert_eq!(NOT_EXPR, pb::BoolExprType::NotExpr as i64);
         assert_eq!(EXISTS_SUBLINK, pb::SubLinkType::ExistsSublink as i64);
         assert_eq!(ANY_SUBLINK, pb::SubLinkType::AnySublink as i64);
+        assert_eq!(EXPR_SUBLINK, pb::SubLinkType::ExprSublink as i64);
         assert_eq!(ARRAY_SUBLINK, pb::SubLinkType::ArraySublink as i64);
+        assert_eq!(AEXPR_OP, pb::AExprKind::AexprOp as i64);
         assert_eq!(AEXPR_OP_ANY, pb::AExprKind::AexprOpAny as i64);
+        assert_eq!(
+            GROUPING_SET_EMPTY,
+            pb::GroupingSetKind::GroupingSetEmpty as i64
+        );
+        assert_eq!(
+            GROUPING_SET_ROLLUP,
+            pb::GroupingSetKind::GroupingSetRollup as i64
+        );
+        assert_eq!(
+            GROUPING_SET_CUBE,
+            pb::GroupingSetKind::GroupingSetCube as i64
+        );
+        assert_eq!(
+            GROUPING_SET_SETS,
+            pb::GroupingSetKind::GroupingSetSets as i64
+        );
         assert_eq!(JOIN_INNER, pb::JoinType::JoinInner as i64);
         assert_eq!(JOIN_LEFT, pb::JoinType::JoinLeft as i64);
         assert_eq!(JOIN_FULL, pb::JoinType::JoinFull as i64);

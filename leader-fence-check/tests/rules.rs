@@ -87,14 +87,24 @@ fn cte_that_locks_then_update_from_it() {
         accepted(
             "WITH c AS (SELECT id FROM outbox WHERE status = 'pending' AND leader_fence($1, $2)
                          ORDER BY id LIMIT 10 FOR UPDATE SKIP LOCKED)
-             UPDATE outbox o SET status = 'sending' FROM c WHERE o.id = c.id RETURNING o.id"
+             UPDATE outbox o SET status = 'sending' FROM c
+              WHERE o.id = c.id AND leader_fence($1, $2) RETURNING o.id"
         ),
-        [(1, 2)]
+        [(1, 2), (1, 2)]
     );
     accepted(
         "WITH c AS (SELECT id FROM outbox WHERE leader_fence($1, $2) FOR UPDATE SKIP LOCKED)
-         DELETE FROM outbox o USING c WHERE o.id = c.id",
+         DELETE FROM outbox USING c WHERE id = c.id",
     );
+    // `o.id` is read on outbox's rows while the join finds `c` empty; without the schema it
+    // may be a call of a function `id(outbox)`.
+    let e = refused(
+        "WITH c AS (SELECT id FROM outbox WHERE leader_fence($1, $2) FOR UPDATE SKIP LOCKED)
+         UPDATE outbox o SET status = 'sending' FROM c WHERE o.id = c.id RETURNING o.id",
+    );
+    assert!(e.contains("`o.id` may call a function `id(o)`"), "{e}");
+    assert!(e.contains("write `id` without `o.`"), "{e}");
+    assert!(!e.contains("`c.id` may call"), "{e}");
 }
 
 #[test]
@@ -106,7 +116,8 @@ fn data_modifying_cte_with_its_own_fence() {
     );
     accepted(
         "WITH picked AS (SELECT id FROM jobs WHERE leader_fence($1, $2) LIMIT 5 FOR UPDATE SKIP LOCKED),
-              claimed AS (UPDATE jobs SET owner = $2 FROM picked WHERE jobs.id = picked.id RETURNING jobs.id)
+              claimed AS (UPDATE jobs SET owner = $2 FROM picked
+                           WHERE jobs.id = picked.id AND leader_fence($1, $2) RETURNING jobs.id)
          SELECT id FROM claimed",
     );
 }
@@ -197,7 +208,7 @@ fn fence_only_in_set_values_select_list_or_returning() {
 #[test]
 fn locking_sub_select_needs_its_own_fence() {
     let e = refused(
-        "UPDATE t SET a = 1 WHERE leader_fence($1, $2) AND id IN
+        "UPDATE t SET a = 1 WHERE id IN (SELECT id FROM u WHERE leader_fence($1, $2)) AND id IN
            (SELECT id FROM t WHERE b FOR UPDATE SKIP LOCKED)",
     );
     assert!(
@@ -211,34 +222,54 @@ fn locking_sub_select_needs_its_own_fence() {
     assert!(e.contains("line 2 of the SQL"), "{e}");
     refused(
         "WITH c AS (SELECT id FROM t FOR UPDATE) UPDATE t SET a = 1 FROM c
-          WHERE t.id = c.id AND leader_fence($1, $2)",
+          WHERE id = c.id AND leader_fence($1, $2)",
     );
-    refused("SELECT * FROM (SELECT id FROM t FOR UPDATE) s WHERE leader_fence($1, $2)");
-    refused("SELECT id FROM t WHERE leader_fence($1, $2) AND id IN (SELECT id FROM u FOR SHARE)");
+    // A one-time fence of the enclosing query stops everything that reads its rows, a
+    // sub-select in its FROM or in a condition on its columns included.
+    accepted("SELECT * FROM (SELECT id FROM t FOR UPDATE) s WHERE leader_fence($1, $2)");
+    accepted("SELECT id FROM t WHERE leader_fence($1, $2) AND id IN (SELECT id FROM u FOR SHARE)");
+    accepted(
+        "UPDATE t SET a = 1 WHERE leader_fence($1, $2) AND id IN
+           (SELECT id FROM t WHERE b FOR UPDATE SKIP LOCKED)",
+    );
+    // But not a condition that reads none of its columns: PostgreSQL may evaluate that once,
+    // up front, beside the fence and before it.
+    let e = refused(
+        "SELECT id FROM t WHERE leader_fence($1, $2) AND EXISTS (SELECT 1 FROM u FOR UPDATE)",
+    );
+    assert!(e.contains("may evaluate once up front"), "{e}");
+    // Nor a LIMIT, which PostgreSQL evaluates before the query it limits reads a row.
+    let e = refused(
+        "SELECT id FROM t WHERE leader_fence($1, $2)
+          LIMIT (SELECT count(*) FROM (SELECT 1 FROM u FOR UPDATE) l)",
+    );
+    assert!(e.contains("LIMIT or OFFSET"), "{e}");
 }
-
 #[test]
 fn gated_from_items_and_joins() {
+    // A join empties the rows of a query that changes them...
     accepted(
+        "UPDATE t SET a = 1 FROM (SELECT id FROM u WHERE leader_fence($1, $2)) g WHERE id = g.id",
+    );
+    accepted(
+        "WITH g AS (SELECT id FROM u WHERE leader_fence($1, $2))
+         DELETE FROM t USING g WHERE id = g.id",
+    );
+    // ...but the gated side is the optional one of a left join: every row of t comes through.
+    refused(
+        "WITH g AS (SELECT gid FROM u WHERE leader_fence($1, $2))
+         DELETE FROM t USING t AS x LEFT JOIN g ON x.id = g.gid WHERE x.id = t.id",
+    );
+    // A join does not stop a lock: PostgreSQL may lock t's rows (in a view it cannot
+    // flatten, as it reads them) before the join finds the gated side empty.
+    let e = refused(
         "SELECT t.id FROM t JOIN (SELECT id FROM u WHERE leader_fence($1, $2)) g ON g.id = t.id
           FOR UPDATE OF t",
     );
-    accepted("SELECT t.id FROM t JOIN u ON u.id = t.id AND leader_fence($1, $2) FOR UPDATE OF t");
-    accepted(
-        "WITH g AS (SELECT id FROM u WHERE leader_fence($1, $2))
-         SELECT t.id FROM g LEFT JOIN t ON t.id = g.id FOR UPDATE OF t",
-    );
-    // The gated side is the optional one: every row of t comes through.
-    refused(
-        "WITH g AS (SELECT id FROM u WHERE leader_fence($1, $2))
-         SELECT t.id FROM t LEFT JOIN g ON t.id = g.id FOR UPDATE OF t",
-    );
-    refused(
-        "SELECT t.id FROM t FULL JOIN (SELECT id FROM u WHERE leader_fence($1, $2)) g ON g.id = t.id
-          FOR UPDATE OF t",
-    );
+    assert!(e.contains("a view PostgreSQL cannot flatten"), "{e}");
+    refused("SELECT t.id FROM t JOIN u ON u.id = t.id AND leader_fence($1, $2) FOR UPDATE OF t");
+    accepted("SELECT t.id FROM t JOIN u ON u.id = t.id WHERE leader_fence($1, $2) FOR UPDATE OF t");
 }
-
 #[test]
 fn set_operations() {
     accepted(
@@ -268,19 +299,62 @@ fn aggregates_return_a_row_from_nothing() {
     refused(
         "UPDATE t SET a = 1 WHERE id IN (SELECT coalesce(max(id), 0) FROM u WHERE leader_fence($1, $2))",
     );
-    refused("SELECT 1 FROM u WHERE leader_fence($1, $2) HAVING true");
+    refused("INSERT INTO log SELECT 1 FROM u WHERE leader_fence($1, $2) HAVING true");
     accepted(
         "UPDATE t SET a = 1 WHERE id IN (SELECT max(id) FROM u WHERE leader_fence($1, $2) GROUP BY k)",
     );
-    accepted("SELECT id, row_number() OVER () FROM u WHERE leader_fence($1, $2)");
+    accepted("SELECT id, row_number() OVER () FROM u WHERE leader_fence($1, $2) FOR UPDATE");
 }
 
+#[test]
+fn grouping_sets_with_the_empty_set_return_a_row_from_nothing() {
+    for groups in [
+        "()",
+        "ROLLUP (k)",
+        "CUBE (k)",
+        "GROUPING SETS ((k), ())",
+        "(), ()",
+    ] {
+        let e = refused(&format!(
+            "INSERT INTO log (k) SELECT 1 FROM u WHERE leader_fence($1, $2) GROUP BY {groups}"
+        ));
+        assert!(
+            e.contains("grouping sets include the empty set"),
+            "{groups}: {e}"
+        );
+    }
+    for groups in ["k", "k, ROLLUP (j)", "GROUPING SETS ((k), (j))"] {
+        accepted(&format!(
+            "INSERT INTO log (k) SELECT 1 FROM u WHERE leader_fence($1, $2) GROUP BY {groups}"
+        ));
+    }
+}
+
+#[test]
+fn an_aggregate_of_the_outer_query_written_in_a_sub_select() {
+    // `max(u.id)` reads only the outer query's column, so it is the outer query's aggregate:
+    // the outer query returns a row from no rows.
+    let e =
+        refused("INSERT INTO log (k) SELECT (SELECT max(u.id)) FROM u WHERE leader_fence($1, $2)");
+    assert!(e.contains("an aggregate in one of its sub-selects"), "{e}");
+    // An unqualified column may be the outer query's too.
+    refused("INSERT INTO log (k) SELECT (SELECT max(id) FROM v) FROM u WHERE leader_fence($1, $2)");
+    // Qualified with the sub-select's own table, it is the sub-select's.
+    accepted(
+        "INSERT INTO log (k) SELECT (SELECT max(v.id) FROM v) FROM u WHERE leader_fence($1, $2)",
+    );
+    accepted(
+        "INSERT INTO log (k) SELECT (SELECT count(*) FROM v) FROM u WHERE leader_fence($1, $2)",
+    );
+    // In WHERE an aggregate cannot be the outer query's (PostgreSQL refuses it there).
+    accepted("UPDATE t SET a = 1 WHERE leader_fence($1, $2) AND id > (SELECT max(id) FROM v)");
+}
 #[test]
 fn insert_select_and_merge() {
     accepted("INSERT INTO log (job_id) SELECT id FROM jobs WHERE leader_fence($1, $2) FOR UPDATE");
     accepted(
-        "INSERT INTO log (job_id) SELECT id FROM jobs WHERE leader_fence($1, $2)
-         ON CONFLICT (job_id) DO UPDATE SET seen = now()",
+        "INSERT INTO log AS l (job_id) SELECT id FROM jobs WHERE leader_fence($1, $2)
+         ON CONFLICT (job_id) DO UPDATE SET seen = excluded.seen WHERE l.seen < excluded.seen",
     );
     let e = refused("INSERT INTO log (job_id) VALUES ($1)");
     assert!(e.contains("`INSERT INTO log` is not gated"), "{e}");
@@ -290,32 +364,50 @@ fn insert_select_and_merge() {
         "{e}"
     );
     accepted(
-        "MERGE INTO jobs j USING (SELECT id FROM queue WHERE leader_fence($1, $2)) q ON j.id = q.id
+        "MERGE INTO jobs j USING (SELECT id AS queue_id FROM queue WHERE leader_fence($1, $2)) q
+            ON id = q.queue_id
          WHEN MATCHED THEN UPDATE SET runs = j.runs + 1
-         WHEN NOT MATCHED THEN INSERT (id) VALUES (q.id)",
+         WHEN NOT MATCHED THEN INSERT (id) VALUES (q.queue_id)",
     );
+    // The join condition is read on the target's rows whatever the source holds.
+    let e = refused(
+        "MERGE INTO jobs j USING (SELECT id FROM queue WHERE leader_fence($1, $2)) q ON j.id = q.id
+         WHEN MATCHED THEN UPDATE SET runs = j.runs + 1",
+    );
+    assert!(e.contains("`j.id` may call a function `id(j)`"), "{e}");
     let e = refused(
         "MERGE INTO jobs j USING queue q ON j.id = q.id AND leader_fence($1, $2)
          WHEN NOT MATCHED THEN INSERT (id) VALUES (q.id)",
     );
     assert!(e.contains("`MERGE INTO jobs` is not gated"), "{e}");
     accepted(
-        "MERGE INTO jobs j USING queue q ON j.id = q.id
-         WHEN MATCHED AND leader_fence($1, $2) THEN UPDATE SET runs = j.runs + 1",
+        "MERGE INTO jobs USING (SELECT id AS qid FROM queue) q ON id = q.qid
+         WHEN MATCHED AND leader_fence($1, $2) THEN UPDATE SET runs = runs + 1",
     );
 }
-
 #[test]
-fn plain_select_claims_need_the_fence_too() {
-    accepted("SELECT id FROM jobs WHERE leader_fence($1, $2)");
-    let e = refused("SELECT id FROM jobs WHERE due");
+fn reads_are_not_claims_but_their_result_is_gated_when_they_claim() {
+    // A plain read neither changes nor locks rows: it is not a claim.
+    let read = check("SELECT id FROM jobs WHERE due");
+    assert!(read.errors.is_empty() && read.claims == 0, "{read:?}");
+    assert_eq!(check("SELECT pg_advisory_xact_lock($1)").errors, []);
+    assert_eq!(
+        check("SELECT id FROM jobs WHERE leader_fence($1, $2)").claims,
+        0
+    );
+    // A statement that changes rows returns nothing to a superseded leader.
+    let e = refused(
+        "WITH done AS (UPDATE jobs SET a = 1 WHERE leader_fence($1, $2) RETURNING id)
+         SELECT count(*) FROM done",
+    );
     assert!(
-        e.contains("the claim `SELECT … FROM jobs` is not gated"),
+        e.contains("the claim `SELECT … FROM done` is not gated"),
         "{e}"
     );
-    assert!(e.contains("add `AND leader_fence($1, $2)`"), "{e}");
+    assert!(e.contains("aggregates without GROUP BY"), "{e}");
+    let claim = check("SELECT id FROM jobs WHERE leader_fence($1, $2) FOR UPDATE");
+    assert_eq!((claim.claims, claim.errors.len()), (1, 0));
 }
-
 #[test]
 fn missing_fence_and_the_suggested_placeholders() {
     let e = refused("UPDATE jobs SET a = 1 WHERE id = $1");
@@ -341,7 +433,7 @@ fn fence_in_a_comment_or_a_string_fences_nothing() {
     }
     // With a real fence elsewhere, the hint is not the comment one.
     let e = refused(
-        "UPDATE t SET a = 1 WHERE leader_fence($1, $2) AND id IN (SELECT id FROM t FOR UPDATE) -- leader_fence",
+        "UPDATE t SET a = 1 WHERE leader_fence($1, $2) AND EXISTS (SELECT 1 FROM t FOR UPDATE) -- leader_fence",
     );
     assert!(!e.contains("comment"), "{e}");
 }
@@ -382,7 +474,6 @@ fn other_statements_are_refused() {
         ("CREATE TABLE x (id int)", "CREATE"),
         ("CALL do_work()", "CALL"),
         ("DO $$ BEGIN END $$", "DO"),
-        ("BEGIN", "TRANSACTION"),
         ("COPY t FROM STDIN", "COPY"),
         ("EXPLAIN ANALYZE DELETE FROM t", "EXPLAIN"),
         ("TRUNCATE t", "TRUNCATE"),
@@ -392,8 +483,20 @@ fn other_statements_are_refused() {
     }
     let e = refused("SELECT id INTO copy FROM t WHERE leader_fence($1, $2)");
     assert!(e.contains("`SELECT … INTO` creates a table"), "{e}");
+    // Statements that touch no row of the application's tables may stand beside a claim.
+    for sql in [
+        "BEGIN",
+        "COMMIT",
+        "SET LOCAL lock_timeout = '1s'",
+        "SHOW lock_timeout",
+    ] {
+        let checked = check(sql);
+        assert!(
+            checked.errors.is_empty() && checked.claims == 0,
+            "{sql}: {checked:?}"
+        );
+    }
 }
-
 #[test]
 fn parse_errors_and_statement_counts() {
     let e = refused("UPDATE t SET WHERE");
@@ -464,4 +567,101 @@ fn error_ranges_point_at_the_node() {
     let checked = check(sql);
     let at = checked.errors[0].at.clone().expect("a location");
     assert_eq!(&sql[at], "leader_fence('r', 1)");
+}
+
+#[test]
+fn locks_land_where_postgresql_takes_them() {
+    // The locking clause applies to the sub-select, which PostgreSQL cannot flatten (LIMIT):
+    // it locks rows as it reads them, before the outer IN removes them.
+    let e = refused(
+        "SELECT s.id FROM (SELECT id FROM jobs ORDER BY id LIMIT 8) s
+          WHERE s.id IN (SELECT id FROM jobs WHERE leader_fence($1, $2)) FOR UPDATE",
+    );
+    assert!(
+        e.contains("applies to the sub-select `s` in its FROM"),
+        "{e}"
+    );
+    refused(
+        "SELECT id FROM (SELECT id FROM jobs LIMIT 8) s
+          WHERE id = ANY (ARRAY (SELECT id FROM jobs WHERE leader_fence($1, $2))) FOR UPDATE",
+    );
+    // With the fence in the sub-select, or as a one-time filter of the locking query, no row
+    // is read at all.
+    accepted(
+        "SELECT id FROM (SELECT id FROM jobs WHERE leader_fence($1, $2) LIMIT 8) s FOR UPDATE",
+    );
+    accepted(
+        "SELECT id FROM (SELECT id FROM jobs LIMIT 8) s WHERE leader_fence($1, $2) FOR UPDATE",
+    );
+    // A table may be a view PostgreSQL cannot flatten: a gate on the rows it reads is too late.
+    let e = refused(
+        "SELECT id FROM jobs_view WHERE id IN (SELECT id FROM jobs WHERE leader_fence($1, $2))
+          FOR UPDATE",
+    );
+    assert!(e.contains("a view PostgreSQL cannot flatten"), "{e}");
+    assert!(e.contains("evaluates once before it reads any row"), "{e}");
+}
+
+#[test]
+fn attribute_notation_is_a_call() {
+    // In a LIMIT, evaluated before the fence of the query it limits.
+    let e = refused(
+        "SELECT id FROM jobs WHERE leader_fence($1, $2)
+          LIMIT (SELECT q.take_budget FROM queue q LIMIT 1) FOR UPDATE",
+    );
+    assert!(
+        e.contains("`q.take_budget` may call a function `take_budget(q)`"),
+        "{e}"
+    );
+    assert!(e.contains("LIMIT or OFFSET"), "{e}");
+    let e = refused(
+        "SELECT id FROM jobs WHERE leader_fence($1, $2)
+          LIMIT (SELECT (q).take_budget FROM queue q LIMIT 1) FOR UPDATE",
+    );
+    assert!(e.contains("`(…).take_budget` may call a function"), "{e}");
+    // On the rows of a query that reads none when the fence is false, it is never evaluated.
+    accepted(
+        "SELECT j.id, j.due FROM jobs j WHERE leader_fence($1, $2) AND j.due < now() FOR UPDATE",
+    );
+    // A column the sub-select names is a column.
+    accepted(
+        "UPDATE jobs SET a = 1 FROM (SELECT id AS jid FROM jobs WHERE leader_fence($1, $2)) s
+          WHERE id = s.jid",
+    );
+    // A read is a claim if it may call a function.
+    let read = check("SELECT q.take_budget FROM queue q");
+    assert_eq!(read.claims, 1, "{read:?}");
+    assert!(
+        read.errors[0].message.contains("`q.take_budget` may call"),
+        "{read:?}"
+    );
+    assert!(check("SELECT q.* FROM queue q").errors.is_empty());
+}
+
+#[test]
+fn the_queue_pop() {
+    // An empty scalar sub-select is null, and `id = null` is never true.
+    accepted(
+        "UPDATE jobs SET owner = $3
+          WHERE id = (SELECT id FROM jobs WHERE owner IS NULL AND leader_fence($1, $2)
+                       ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
+         RETURNING id",
+    );
+    accepted(
+        "DELETE FROM jobs
+          WHERE (SELECT id FROM jobs WHERE leader_fence($1, $2) LIMIT 1 FOR UPDATE SKIP LOCKED) = id",
+    );
+    // Not through an operator that is true for null.
+    refused(
+        "UPDATE jobs SET owner = $3
+          WHERE id IS NOT DISTINCT FROM (SELECT id FROM jobs WHERE leader_fence($1, $2) LIMIT 1)",
+    );
+}
+
+#[test]
+fn the_fence_may_be_schema_qualified() {
+    assert_eq!(
+        accepted("SELECT id FROM jobs WHERE public.leader_fence($1, $2) FOR UPDATE SKIP LOCKED"),
+        [(1, 2)]
+    );
 }

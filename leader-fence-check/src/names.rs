@@ -1,0 +1,150 @@
+//! What a column reference means, as far as the SQL alone tells: which level's `FROM` item a
+//! qualified name resolves to (innermost first, as PostgreSQL resolves it), which columns a
+//! sub-select or `WITH` query gives, and which references PostgreSQL may read as a call.
+//!
+//! PostgreSQL reads `t.f` (and `(t).f`) as the column `f` of `t` when `t` has one, and
+//! otherwise as a call of a function `f(t)` (attribute notation). Without the schema, `t.f` on a
+//! table or view may be either, so it is a *possible call*; on a sub-select or `WITH` query
+//! whose columns the SQL names, it is a column when `f` is one of them.
+
+use serde_json::Value;
+
+use crate::levels::{Kind, Level, Levels, Ref, Source, strings};
+use crate::tree::{child, children, node, text};
+
+/// The level and item a name resolves to, searching from `level` outwards.
+pub fn resolve(levels: &Levels, level: usize, name: &str) -> Option<(usize, usize)> {
+    levels.chain(level).find_map(|l| {
+        levels.levels[l]
+            .items
+            .iter()
+            .rposition(|item| item.visible && item.name == name)
+            .map(|item| (l, item))
+    })
+}
+
+/// The level a reference written in `level` certainly reads a column of, if the SQL says so:
+/// a qualified name that resolves, a bare name that is a visible item (a whole-row
+/// reference), or a bare name in a statement with no enclosing query.
+pub fn reads_level(levels: &Levels, level: usize, r: &Ref) -> Option<usize> {
+    if r.selection {
+        return None;
+    }
+    match r.names.as_slice() {
+        [single] if single != "*" => match resolve(levels, level, single) {
+            Some((found, _)) => Some(found),
+            None if levels.levels[level].parent.is_none() => Some(level),
+            None => None,
+        },
+        [qualifier, ..] => resolve(levels, level, qualifier).map(|(found, _)| found),
+        [] => None,
+    }
+}
+
+/// Whether PostgreSQL may read `r`, written in `level`, as a call of a function (attribute
+/// notation), and if so the function's name.
+pub fn possible_call<'r>(levels: &Levels, level: usize, r: &'r Ref) -> Option<&'r str> {
+    let last = r.names.last()?;
+    if r.selection {
+        return Some(last);
+    }
+    if last == "*" {
+        return None;
+    }
+    match r.names.as_slice() {
+        [_] => None,
+        [qualifier, column] => {
+            let known = resolve(levels, level, qualifier)
+                .and_then(|(l, item)| item_columns(levels, &levels.levels[l].items[item].source));
+            match known {
+                Some(columns) if columns.iter().any(|c| c == column) => None,
+                _ => Some(column),
+            }
+        }
+        _ => Some(last),
+    }
+}
+
+/// The columns a `FROM` item gives, where the SQL names them all.
+fn item_columns(levels: &Levels, source: &Source) -> Option<Vec<String>> {
+    match *source {
+        Source::Subquery(level) => outputs(levels, level),
+        Source::Cte(Some(level)) => {
+            let cte = levels
+                .levels
+                .iter()
+                .flat_map(|l| l.ctes.iter())
+                .find(|c| c.level == level)?;
+            let mut columns = outputs(levels, level)?;
+            for (n, name) in cte.columns.iter().enumerate() {
+                if let Some(column) = columns.get_mut(n) {
+                    column.clone_from(name);
+                }
+            }
+            Some(columns)
+        }
+        _ => None,
+    }
+}
+
+/// The column names a level returns, where every one is known.
+pub fn outputs(levels: &Levels, level: usize) -> Option<Vec<String>> {
+    let l: &Level = &levels.levels[level];
+    match l.kind {
+        Kind::SetOp(_) => {
+            let left = l.fields.get("larg").and_then(Value::as_object)?;
+            outputs(levels, levels.of(left)?)
+        }
+        Kind::Values => {
+            let first = l.fields.get("values_lists")?.as_array()?.first()?;
+            let (_, list) = node(first)?;
+            let n = list.get("items")?.as_array()?.len();
+            Some((1..=n).map(|i| format!("column{i}")).collect())
+        }
+        Kind::Select => target_names(l.fields.get("target_list")),
+        Kind::Update | Kind::Delete | Kind::Insert => {
+            let returning = l
+                .fields
+                .get("returning_clause")
+                .and_then(Value::as_object)
+                .and_then(|r| r.get("exprs"))
+                .or_else(|| l.fields.get("returning_list"));
+            target_names(returning)
+        }
+        Kind::Merge => None,
+    }
+}
+
+/// The names of a target list, or `None` if one is unknown (a star).
+fn target_names(list: Option<&Value>) -> Option<Vec<String>> {
+    let mut names = Vec::new();
+    for item in list.and_then(Value::as_array).into_iter().flatten() {
+        let (_, target) = node(item)?;
+        let name = text(target, "name");
+        if !name.is_empty() {
+            names.push(name.to_owned());
+            continue;
+        }
+        names.push(match child(target, "val") {
+            Some(("ColumnRef", column)) => {
+                let fields = children(column, "fields").collect::<Vec<_>>();
+                match fields.last() {
+                    Some(("String", last)) => text(last, "sval").to_owned(),
+                    _ => return None,
+                }
+            }
+            Some(("FuncCall", call)) => strings(call.get("funcname")).pop().unwrap_or_default(),
+            _ => "?column?".to_owned(),
+        });
+    }
+    Some(names)
+}
+
+/// The text a reference was written as, for messages: `t.f`, `(…).f`.
+pub fn shown(r: &Ref) -> String {
+    if r.selection {
+        format!("(…).{}", r.names.join("."))
+    } else {
+        r.names.join(".")
+    }
+}

@@ -1,0 +1,468 @@
+//! What PostgreSQL does with each level when the fence is false.
+//!
+//! * **One-time gate** ([`Props::one_time`]): `leader_fence($i, $j)` is a top-level `AND`
+//!   conjunct of the level's own `WHERE`. Its arguments are bind parameters and it reads no
+//!   column, so PostgreSQL evaluates it once, as a One-Time Filter above everything the level
+//!   reads: false, and the level reads no row at all.
+//! * **Gated** ([`Props::gated`]): a conjunct of the level's `WHERE` is false or null, or an
+//!   inner-joined `FROM` item is empty, for every row: the fence itself; `x IN (q)`,
+//!   `x op ANY (q)`, `EXISTS (q)`, `x op ANY (ARRAY (q))`, `x op (q)` with a comparison
+//!   operator (an empty scalar sub-select is null), where `q` returns no row. The level then
+//!   produces (and changes) no row, but it may still *read* rows while it finds that out.
+//! * **Empty** ([`Props::empty`]): the level returns no row: gated, and no form that makes a
+//!   row from no rows ([`Props::rows_from_nothing`]).
+//! * **Reached** ([`Props::reached`]): PostgreSQL may evaluate the level at all. Inside a
+//!   one-time-gated level only `LIMIT`, `OFFSET`, `WITH` queries and conjuncts that read no
+//!   column of the level (which PostgreSQL may evaluate up front beside the fence, in any order)
+//!   are evaluated; inside a gated level, what it evaluates per output row is not.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::functions;
+use crate::levels::{ConjunctOf, Kind, Levels, Pos, Source};
+use crate::names::reads_level;
+use crate::tree::enums::*;
+use crate::tree::{Fields, child, children, function_name, int, node, text};
+
+/// The comparison operators that are null when either side is (an empty scalar sub-select).
+const STRICT_COMPARISONS: [&str; 7] = ["=", "<>", "!=", "<", ">", "<=", ">="];
+
+/// The levels each aggregate (by its level and index there) may belong to.
+type AggregateOwners = HashMap<(usize, usize), Vec<usize>>;
+
+/// The properties of a statement's levels, computed on demand.
+pub struct Props<'l, 'a> {
+    pub levels: &'l Levels<'a>,
+    gated: RefCell<Vec<Option<bool>>>,
+    /// Levels an aggregate written in a nested sub-select may belong to.
+    outer_aggregates: Vec<bool>,
+    /// The levels each aggregate (by its level and index there) may belong to.
+    aggregate_owners: AggregateOwners,
+}
+
+impl<'l, 'a> Props<'l, 'a> {
+    pub fn new(levels: &'l Levels<'a>) -> Self {
+        let n = levels.levels.len();
+        let mut props = Props {
+            levels,
+            gated: RefCell::new(vec![None; n]),
+            outer_aggregates: vec![false; n],
+            aggregate_owners: HashMap::new(),
+        };
+        (props.outer_aggregates, props.aggregate_owners) = props.find_outer_aggregates();
+        props
+    }
+
+    /// Whether the fence is a top-level conjunct of the level's own `WHERE`.
+    pub fn one_time(&self, level: usize) -> bool {
+        let l = &self.levels.levels[level];
+        matches!(l.kind, Kind::Select | Kind::Update | Kind::Delete)
+            && l.conjuncts
+                .iter()
+                .any(|(of, c)| *of == ConjunctOf::Where && is_fence_call(c))
+    }
+
+    /// Whether the level produces (and changes) no row when the fence is false.
+    pub fn gated(&self, level: usize) -> bool {
+        if let Some(known) = self.gated.borrow()[level] {
+            return known;
+        }
+        // A level that reaches itself (a recursive `WITH`) is not gated through itself.
+        self.gated.borrow_mut()[level] = Some(false);
+        let gated = self.compute_gated(level);
+        self.gated.borrow_mut()[level] = Some(gated);
+        gated
+    }
+
+    fn compute_gated(&self, level: usize) -> bool {
+        let l = &self.levels.levels[level];
+        let fields = l.fields;
+        match l.kind {
+            Kind::SetOp(op) => {
+                let arm = |name: &str| {
+                    fields
+                        .get(name)
+                        .and_then(Value::as_object)
+                        .and_then(|arm| self.levels.of(arm))
+                        .is_some_and(|arm| self.empty(arm))
+                };
+                match op {
+                    SETOP_UNION => arm("larg") && arm("rarg"),
+                    SETOP_INTERSECT => arm("larg") || arm("rarg"),
+                    SETOP_EXCEPT => arm("larg"),
+                    _ => false,
+                }
+            }
+            Kind::Values => false,
+            Kind::Select | Kind::Update | Kind::Delete => {
+                let list = match l.kind {
+                    Kind::Delete => "using_clause",
+                    _ => "from_clause",
+                };
+                let where_gates = l
+                    .conjuncts
+                    .iter()
+                    .any(|(of, c)| *of == ConjunctOf::Where && self.conjunct_gates(c));
+                where_gates || self.list_empty(fields.get(list))
+            }
+            Kind::Insert => match child(fields, "select_stmt") {
+                Some((_, source)) => self.levels.of(source).is_some_and(|s| self.empty(s)),
+                None => false,
+            },
+            Kind::Merge => {
+                let (source_empty, by_source) = self.merge_source(level);
+                let whens: Vec<&Fields> = children(fields, "merge_when_clauses")
+                    .map(|(_, w)| w)
+                    .collect();
+                let every_when = !whens.is_empty()
+                    && whens.iter().all(|when| {
+                        let mut conjuncts = Vec::new();
+                        if let Some(condition) = when.get("condition") {
+                            crate::levels::split_and(condition, &mut conjuncts);
+                        }
+                        conjuncts.iter().any(|c| self.conjunct_gates(c))
+                    });
+                (source_empty && !by_source) || every_when
+            }
+        }
+    }
+
+    /// Whether a `MERGE`'s source is empty when the fence is false, and whether it has a
+    /// `WHEN NOT MATCHED BY SOURCE` (which acts on target rows even then).
+    pub fn merge_source(&self, level: usize) -> (bool, bool) {
+        let fields = self.levels.levels[level].fields;
+        let empty = fields
+            .get("source_relation")
+            .is_some_and(|item| self.item_empty(item));
+        let by_source = children(fields, "merge_when_clauses")
+            .any(|(_, when)| int(when, "match_kind") == MERGE_WHEN_NOT_MATCHED_BY_SOURCE);
+        (empty, by_source)
+    }
+
+    /// Whether the level returns no row when the fence is false.
+    pub fn empty(&self, level: usize) -> bool {
+        match self.levels.levels[level].kind {
+            Kind::Select => self.gated(level) && !self.rows_from_nothing(level),
+            _ => self.gated(level),
+        }
+    }
+
+    /// Whether a `SELECT` returns a row even when its `WHERE` matches none: it aggregates
+    /// without `GROUP BY` (an aggregate, or `HAVING`), its grouping sets include the empty
+    /// set, or an aggregate written in a sub-select may belong to it.
+    pub fn rows_from_nothing(&self, level: usize) -> bool {
+        self.why_rows_from_nothing(level).is_some()
+    }
+
+    /// Why [`Self::rows_from_nothing`] holds, for messages.
+    pub fn why_rows_from_nothing(&self, level: usize) -> Option<&'static str> {
+        let l = &self.levels.levels[level];
+        if l.kind != Kind::Select {
+            return None;
+        }
+        let groups: Vec<&Value> = l
+            .fields
+            .get("group_clause")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .collect();
+        if !groups.is_empty() {
+            return groups.iter().all(|g| has_empty_set(g)).then_some(
+                "its grouping sets include the empty set (`GROUP BY ()`, `ROLLUP`, `CUBE`), which \
+                 makes a row from no rows",
+            );
+        }
+        let own = l
+            .aggregates
+            .iter()
+            .any(|a| matches!(a.pos, Pos::Output | Pos::Having(_)));
+        if own || !l.having.is_empty() {
+            return Some(
+                "it aggregates without GROUP BY, so it returns a row even when its WHERE matches \
+                 nothing",
+            );
+        }
+        self.outer_aggregates[level].then_some(
+            "an aggregate in one of its sub-selects may take only this query's columns, which \
+             makes it an aggregate of this query, returning a row even when its WHERE matches \
+             nothing: qualify the aggregate's columns with the sub-select's own table",
+        )
+    }
+
+    /// Marks the levels an aggregate written in a sub-select may belong to: PostgreSQL gives an
+    /// aggregate to the innermost level whose columns its arguments read.
+    fn find_outer_aggregates(&self) -> (Vec<bool>, AggregateOwners) {
+        let levels = self.levels;
+        let mut marked = vec![false; levels.levels.len()];
+        let mut owners = HashMap::new();
+        for (w, level) in levels.levels.iter().enumerate() {
+            for a in 0..level.aggregates.len() {
+                let mut reads_here = false;
+                let mut unknown = false;
+                let mut outer: Option<usize> = None;
+                for (at, r) in self.refs_in_aggregate(w, a) {
+                    match reads_level(levels, at, r) {
+                        Some(l) if l == w => reads_here = true,
+                        Some(l) if levels.within(w, l) => {
+                            // `l` encloses `w`: the innermost such level is the candidate.
+                            if outer.is_none_or(|o| levels.within(l, o)) {
+                                outer = Some(l);
+                            }
+                        }
+                        Some(_) => {}
+                        None => unknown = true,
+                    }
+                }
+                if reads_here || (!unknown && outer.is_none()) {
+                    owners.insert((w, a), vec![w]);
+                    continue;
+                }
+                let mut candidates: Vec<usize> = unknown.then_some(w).into_iter().collect();
+                candidates.extend(outer);
+                // PostgreSQL allows an aggregate of a query only in its select list, HAVING,
+                // ORDER BY and WINDOW: a level entered any other way cannot own it.
+                let mut at = w;
+                while let Some(parent) = levels.levels[at].parent {
+                    let owner = unknown || Some(parent.level) == outer;
+                    if owner
+                        && matches!(parent.pos, Pos::Output | Pos::Having(_))
+                        && levels.levels[parent.level].kind == Kind::Select
+                    {
+                        marked[parent.level] = true;
+                        candidates.push(parent.level);
+                    }
+                    if !unknown && Some(parent.level) == outer {
+                        break;
+                    }
+                    at = parent.level;
+                }
+                owners.insert((w, a), candidates);
+            }
+        }
+        (marked, owners)
+    }
+
+    /// Whether PostgreSQL may evaluate the arguments of aggregate `a` of `level` for a
+    /// superseded leader: it evaluates them on the input rows of the level that owns the
+    /// aggregate that pass that level's conditions, and on none when they are empty.
+    pub fn aggregate_arguments_live(&self, level: usize, a: usize) -> bool {
+        self.aggregate_owners.get(&(level, a)).is_none_or(|owners| {
+            owners
+                .iter()
+                .any(|&owner| self.reached(owner) && !self.gated(owner))
+        })
+    }
+
+    /// The references inside aggregate `a` of level `w`, with the level each is written in.
+    fn refs_in_aggregate(&self, w: usize, a: usize) -> Vec<(usize, &crate::levels::Ref)> {
+        let levels = self.levels;
+        let mut found: Vec<(usize, &crate::levels::Ref)> = levels.levels[w]
+            .refs
+            .iter()
+            .filter(|r| r.aggregate == Some(a))
+            .map(|r| (w, r))
+            .collect();
+        for (d, level) in levels.levels.iter().enumerate() {
+            if d != w && self.under_aggregate(d, w, a) {
+                found.extend(level.refs.iter().map(|r| (d, r)));
+            }
+        }
+        found
+    }
+
+    /// Whether level `d` lies inside aggregate `a` of level `w`.
+    fn under_aggregate(&self, d: usize, w: usize, a: usize) -> bool {
+        let mut at = d;
+        while let Some(parent) = self.levels.levels[at].parent {
+            if parent.level == w {
+                return parent.aggregate == Some(a);
+            }
+            at = parent.level;
+        }
+        false
+    }
+
+    /// Whether a top-level conjunct is false or null for every row when the fence is false.
+    pub fn conjunct_gates(&self, conjunct: &Value) -> bool {
+        let Some((kind, fields)) = node(conjunct) else {
+            return false;
+        };
+        match kind {
+            "FuncCall" => functions::is_fence(&function_name(fields)),
+            "SubLink" => match int(fields, "sub_link_type") {
+                EXISTS_SUBLINK | ANY_SUBLINK | EXPR_SUBLINK => self.sub_select_empty(fields),
+                _ => false,
+            },
+            "A_Expr" | "AExpr" => match int(fields, "kind") {
+                AEXPR_OP_ANY => match child(fields, "rexpr") {
+                    Some(("SubLink", link)) if int(link, "sub_link_type") == ARRAY_SUBLINK => {
+                        self.sub_select_empty(link)
+                    }
+                    _ => false,
+                },
+                AEXPR_OP if is_strict_comparison(fields) => ["lexpr", "rexpr"].iter().any(|side| {
+                    matches!(child(fields, side),
+                        Some(("SubLink", link)) if int(link, "sub_link_type") == EXPR_SUBLINK
+                            && self.sub_select_empty(link))
+                }),
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
+    fn sub_select_empty(&self, link: &Fields) -> bool {
+        child(link, "subselect")
+            .and_then(|(_, query)| self.levels.of(query))
+            .is_some_and(|level| self.empty(level))
+    }
+
+    /// Whether a `FROM` list (its items cross-joined) is empty when the fence is false.
+    fn list_empty(&self, list: Option<&Value>) -> bool {
+        list.and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .any(|item| self.item_empty(item))
+    }
+
+    /// Whether a `FROM` item is empty when the fence is false.
+    pub fn item_empty(&self, item: &Value) -> bool {
+        let Some((kind, fields)) = node(item) else {
+            return false;
+        };
+        match kind {
+            "RangeVar" => match self.levels.range_vars.get(&(fields as *const Fields)) {
+                Some(Source::Cte(Some(level))) => self.empty(*level),
+                _ => false,
+            },
+            "RangeSubselect" => child(fields, "subquery")
+                .and_then(|(_, query)| self.levels.of(query))
+                .is_some_and(|level| self.empty(level)),
+            "JoinExpr" => {
+                let side = |name: &str| fields.get(name).is_some_and(|s| self.item_empty(s));
+                let (left, right) = (side("larg"), side("rarg"));
+                let mut on = Vec::new();
+                if let Some(quals) = fields.get("quals") {
+                    crate::levels::split_and(quals, &mut on);
+                }
+                let on = on.iter().any(|c| self.conjunct_gates(c));
+                match int(fields, "jointype") {
+                    JOIN_INNER => left || right || on,
+                    JOIN_LEFT => left,
+                    JOIN_RIGHT => right,
+                    JOIN_FULL => left && right,
+                    _ => false,
+                }
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether PostgreSQL may evaluate the level at all when the fence is false.
+    pub fn reached(&self, level: usize) -> bool {
+        match self.levels.levels[level].parent {
+            None => true,
+            Some(parent) => self.reached(parent.level) && self.live(parent.level, parent.pos),
+        }
+    }
+
+    /// Whether PostgreSQL may evaluate what stands at `pos` of a reached level when the fence
+    /// is false.
+    pub fn live(&self, level: usize, pos: Pos) -> bool {
+        match pos {
+            Pos::Head | Pos::With => true,
+            Pos::Input => !self.one_time(level),
+            Pos::Conjunct(n) => {
+                !self.one_time(level) || !self.conjunct_reads_level(level, n, false)
+            }
+            Pos::Having(n) => {
+                !self.gated(level)
+                    || self.rows_from_nothing(level)
+                    || !self.conjunct_reads_level(level, n, true)
+            }
+            Pos::Output => !self.gated(level) || self.rows_from_nothing(level),
+            Pos::MergeCondition => {
+                let (source_empty, by_source) = self.merge_source(level);
+                !source_empty || by_source
+            }
+        }
+    }
+
+    /// Whether a conjunct (of `WHERE`/`ON`, or of `HAVING`) reads a column of its own level
+    /// (or, in `HAVING`, an aggregate of it), so that PostgreSQL can only evaluate it on the
+    /// level's rows, never up front.
+    fn conjunct_reads_level(&self, level: usize, n: usize, having: bool) -> bool {
+        let levels = self.levels;
+        let pos = if having {
+            Pos::Having(n)
+        } else {
+            Pos::Conjunct(n)
+        };
+        let l = &levels.levels[level];
+        if having && l.aggregates.iter().any(|a| a.pos == pos) {
+            return true;
+        }
+        let here = l
+            .refs
+            .iter()
+            .filter(|r| r.pos == pos)
+            .any(|r| reads_level(levels, level, r) == Some(level));
+        here || levels.levels.iter().enumerate().any(|(d, nested)| {
+            self.hangs_at(d, level, pos)
+                && nested
+                    .refs
+                    .iter()
+                    .any(|r| r.names.len() > 1 && reads_level(levels, d, r) == Some(level))
+        })
+    }
+
+    /// Whether level `d` lies inside what stands at `pos` of `level`.
+    fn hangs_at(&self, d: usize, level: usize, pos: Pos) -> bool {
+        let mut at = d;
+        while let Some(parent) = self.levels.levels[at].parent {
+            if parent.level == level {
+                return parent.pos == pos;
+            }
+            at = parent.level;
+        }
+        false
+    }
+}
+
+/// Whether a conjunct is a call of the fence (any schema).
+pub fn is_fence_call(conjunct: &Value) -> bool {
+    matches!(node(conjunct), Some(("FuncCall", call)) if functions::is_fence(&function_name(call)))
+}
+
+fn is_strict_comparison(expr: &Fields) -> bool {
+    let name: Vec<String> = children(expr, "name")
+        .filter(|(kind, _)| *kind == "String")
+        .map(|(_, s)| text(s, "sval").to_owned())
+        .collect();
+    match name.as_slice() {
+        [op] => STRICT_COMPARISONS.contains(&op.as_str()),
+        [schema, op] => schema == "pg_catalog" && STRICT_COMPARISONS.contains(&op.as_str()),
+        _ => false,
+    }
+}
+
+/// Whether an element of a `GROUP BY` list can be the empty grouping set.
+fn has_empty_set(element: &Value) -> bool {
+    match node(element) {
+        Some(("GroupingSet", set)) => match int(set, "kind") {
+            GROUPING_SET_EMPTY | GROUPING_SET_ROLLUP | GROUPING_SET_CUBE => true,
+            GROUPING_SET_SETS => set
+                .get("content")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .any(has_empty_set),
+            _ => false,
+        },
+        _ => false,
+    }
+}

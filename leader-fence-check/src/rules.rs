@@ -1,0 +1,358 @@
+//! The rules, stated in the crate docs, applied to one statement's levels: each node that
+//! changes or locks rows is checked against what PostgreSQL evaluates before it
+//! ([`crate::props`]), and each call against the functions a claim may call.
+
+use std::ops::Range;
+
+use serde_json::Value;
+
+use crate::levels::{Kind, Levels, Pos, Source};
+use crate::messages::{Effect, Messages};
+use crate::names::{possible_call, shown};
+use crate::props::Props;
+use crate::tree::{Fields, Statement, child, children, function_name, has, int, location, node};
+use crate::{FenceCall, SqlError, functions, position};
+
+/// Statements that neither read nor change rows of the application's tables: a `#[fenced]`
+/// function may send them beside its claims.
+const HARMLESS_STATEMENTS: [&str; 7] = [
+    "TransactionStmt",
+    "VariableSetStmt",
+    "VariableShowStmt",
+    "ListenStmt",
+    "UnlistenStmt",
+    "NotifyStmt",
+    "DiscardStmt",
+];
+
+/// What checking one statement found.
+pub struct Outcome {
+    /// Whether it changes or locks rows, or may (through a function), so that it is a claim.
+    pub claim: bool,
+    pub fences: Vec<FenceCall>,
+    pub errors: Vec<SqlError>,
+}
+
+/// Checks one statement.
+pub fn check(sql: &str, statement: &Statement) -> Outcome {
+    let (kind, fields) = (statement.kind.as_str(), &statement.fields);
+    let messages = Messages::new(sql, statement);
+    if !crate::levels::QUERY_KINDS.contains(&kind) {
+        let harmless = HARMLESS_STATEMENTS.contains(&kind);
+        let errors = if harmless {
+            Vec::new()
+        } else {
+            vec![messages.other_statement(kind)]
+        };
+        return Outcome {
+            claim: !harmless,
+            fences: Vec::new(),
+            errors,
+        };
+    }
+    let levels = Levels::build(kind, fields);
+    let props = Props::new(&levels);
+    let mut rules = Rules {
+        sql,
+        levels: &levels,
+        props: &props,
+        messages,
+        claim: false,
+        fences: Vec::new(),
+        errors: Vec::new(),
+    };
+    rules.run();
+    Outcome {
+        claim: rules.claim,
+        fences: rules.fences,
+        errors: rules.errors,
+    }
+}
+
+struct Rules<'s, 'l, 'a> {
+    sql: &'s str,
+    levels: &'l Levels<'a>,
+    props: &'l Props<'l, 'a>,
+    messages: Messages<'s>,
+    claim: bool,
+    fences: Vec<FenceCall>,
+    errors: Vec<SqlError>,
+}
+
+impl Rules<'_, '_, '_> {
+    fn run(&mut self) {
+        for level in 0..self.levels.levels.len() {
+            self.calls(level);
+            self.possible_calls(level);
+            self.changes(level);
+            self.locks(level);
+        }
+        let top = &self.levels.levels[0];
+        if has(top.fields, "into_clause") {
+            self.claim = true;
+            self.errors.push(self.messages.select_into());
+        }
+        // A locking query's result is the rows it locks: the lock's error says it already.
+        let result_is_locked = !top.locking.is_empty();
+        if self.claim
+            && !result_is_locked
+            && matches!(top.kind, Kind::Select | Kind::SetOp(_) | Kind::Values)
+            && !self.props.empty(0)
+        {
+            let why = self.props.why_rows_from_nothing(0);
+            let error = self.messages.ungated(
+                self.levels,
+                self.props,
+                0,
+                Effect::Result,
+                why.map(str::to_owned),
+            );
+            self.errors.push(error);
+        }
+    }
+
+    /// Rule 4 and 5: every function call is the fence, with two bind parameters, or a known
+    /// built-in.
+    fn calls(&mut self, level: usize) {
+        for call in &self.levels.levels[level].calls {
+            let name = function_name(call.fields);
+            let at = position::call(self.sql, location(call.fields).unwrap_or(0));
+            if functions::is_fence(&name) {
+                match fence_params(call.fields).as_slice() {
+                    [Some(role), Some(token)] => self.fences.push(FenceCall {
+                        role: *role,
+                        token: *token,
+                        at,
+                    }),
+                    _ => self.errors.push(self.messages.fence_arguments(at)),
+                }
+            } else if functions::known(&name).is_none() {
+                self.claim = true;
+                self.errors.push(self.messages.unknown_function(&name, at));
+            }
+        }
+    }
+
+    /// A reference PostgreSQL may read as a call is refused wherever PostgreSQL may evaluate it
+    /// for a superseded leader.
+    fn possible_calls(&mut self, level: usize) {
+        if !self.props.reached(level) {
+            return;
+        }
+        for r in &self.levels.levels[level].refs {
+            let Some(function) = possible_call(self.levels, level, r) else {
+                continue;
+            };
+            let live = match r.aggregate {
+                Some(a) => self.props.aggregate_arguments_live(level, a),
+                None => self.props.live(level, r.pos),
+            };
+            if !live {
+                continue;
+            }
+            self.claim = true;
+            let at = r.at.map(|start| self.reference_range(start, r));
+            let why = self.why_evaluated(level, r.pos);
+            self.errors
+                .push(self.messages.possible_call(&shown(r), function, at, why));
+        }
+    }
+
+    /// The byte range of a reference in the SQL.
+    fn reference_range(&self, start: usize, r: &crate::levels::Ref) -> Range<usize> {
+        if r.selection {
+            return position::call(self.sql, start);
+        }
+        let mut end = start;
+        for _ in 0..r.names.len() {
+            end = position::word(self.sql, end).end;
+            if self.sql[end..].starts_with('.') {
+                end += 1;
+            }
+        }
+        start..end.max(start + 1).min(self.sql.len())
+    }
+
+    /// Rule 1 for nodes that change rows.
+    fn changes(&mut self, level: usize) {
+        let l = &self.levels.levels[level];
+        let effect = match l.kind {
+            Kind::Update => Effect::Update,
+            Kind::Delete => Effect::Delete,
+            Kind::Insert => Effect::Insert,
+            Kind::Merge => Effect::Merge,
+            _ => return,
+        };
+        self.claim = true;
+        if !self.props.reached(level) || self.props.gated(level) {
+            return;
+        }
+        let why = match effect {
+            Effect::Insert => self.insert_why(l.fields),
+            Effect::Merge => {
+                let (source_empty, by_source) = self.props.merge_source(level);
+                (source_empty && by_source).then(|| {
+                    "`WHEN NOT MATCHED BY SOURCE` acts on target rows even when the source is empty"
+                        .to_owned()
+                })
+            }
+            _ => None,
+        };
+        let error = self
+            .messages
+            .ungated(self.levels, self.props, level, effect, why);
+        self.errors.push(error);
+    }
+
+    fn insert_why(&self, fields: &Fields) -> Option<String> {
+        match child(fields, "select_stmt") {
+            Some((_, select)) if !has(select, "values_lists") => {
+                let source = self.levels.of(select)?;
+                self.props
+                    .why_rows_from_nothing(source)
+                    .map(|why| format!("its SELECT returns a row from no rows: {why}"))
+            }
+            _ => Some("`INSERT … VALUES` always inserts its rows".to_owned()),
+        }
+    }
+
+    /// Rule 1 for row locks: each lock is taken at the level PostgreSQL takes it (the
+    /// locking query's own, or, for a sub-select in its FROM, that sub-select's, recursively),
+    /// and is protected only if that level reads no row when the fence is false.
+    fn locks(&mut self, level: usize) {
+        let l = &self.levels.levels[level];
+        if l.locking.is_empty() {
+            return;
+        }
+        self.claim = true;
+        let mut unsafe_at: Option<(usize, Option<String>)> = None;
+        for clause in &l.locking {
+            let named: Vec<String> = children(clause, "locked_rels")
+                .filter(|(kind, _)| *kind == "RangeVar")
+                .map(|(_, rel)| crate::tree::text(rel, "relname").to_owned())
+                .collect();
+            for item in &l.items {
+                if !(named.is_empty() || item.visible && named.contains(&item.name)) {
+                    continue;
+                }
+                let found = match item.source {
+                    Source::Table => (!self.reads_nothing(level)).then_some((level, None)),
+                    Source::Subquery(sub) => self.pushed_lock(sub, &item.name),
+                    _ => None,
+                };
+                if unsafe_at.is_none() {
+                    unsafe_at = found;
+                }
+            }
+        }
+        if matches!(l.kind, Kind::SetOp(_)) && !self.reads_nothing(level) {
+            unsafe_at.get_or_insert((level, None));
+        }
+        if let Some((at, via)) = unsafe_at {
+            let why = self.lock_why(at, via);
+            let error = self
+                .messages
+                .ungated(self.levels, self.props, level, Effect::Lock, why);
+            self.errors.push(error);
+        }
+    }
+
+    /// Where a lock pushed into sub-select `sub` lands unprotected, if it does.
+    fn pushed_lock(&self, sub: usize, name: &str) -> Option<(usize, Option<String>)> {
+        if self.reads_nothing(sub) {
+            return None;
+        }
+        let s = &self.levels.levels[sub];
+        for item in &s.items {
+            let found = match item.source {
+                Source::Table => Some((sub, Some(name.to_owned()))),
+                Source::Subquery(deeper) => self.pushed_lock(deeper, name),
+                _ => None,
+            };
+            if found.is_some() {
+                return found;
+            }
+        }
+        matches!(s.kind, Kind::SetOp(_) | Kind::Values).then(|| (sub, Some(name.to_owned())))
+    }
+
+    /// Whether a level reads no row when the fence is false.
+    fn reads_nothing(&self, level: usize) -> bool {
+        !self.props.reached(level) || self.props.one_time(level)
+    }
+
+    fn lock_why(&self, at: usize, via: Option<String>) -> Option<String> {
+        if let Some(sub) = via {
+            return Some(format!(
+                "its locking clause applies to the sub-select `{sub}` in its FROM, which \
+                 PostgreSQL runs as a query of its own unless it can flatten it, locking each \
+                 row as it reads it, before any condition of this query removes it"
+            ));
+        }
+        if let Some(why) = self.why_evaluated(at, Pos::Input) {
+            return Some(why);
+        }
+        self.props.gated(at).then(|| {
+            "it is gated only by a condition PostgreSQL evaluates on the rows it reads (`IN`, \
+             `EXISTS`, `= ANY`, a scalar sub-select or a join), and a table it locks may be a \
+             view PostgreSQL cannot flatten, whose rows are locked as they are read, before that \
+             condition removes them"
+                .to_owned()
+        })
+    }
+
+    /// Why PostgreSQL may evaluate what stands at `pos` of `level` for a superseded leader,
+    /// where an enclosing fence would suggest otherwise.
+    fn why_evaluated(&self, level: usize, pos: Pos) -> Option<String> {
+        let (mut at, mut pos) = (level, pos);
+        loop {
+            if self.props.one_time(at) {
+                return Some(
+                    match pos {
+                        Pos::Head => {
+                            "it is in a LIMIT or OFFSET, which PostgreSQL evaluates before the \
+                             fence of the query it limits"
+                        }
+                        Pos::With => {
+                            "it is in a WITH query, which PostgreSQL evaluates wherever it is \
+                             read, whatever fences the rest of the statement"
+                        }
+                        Pos::Conjunct(_) | Pos::Having(_) => {
+                            "it is in a condition that reads no column of the query it filters, \
+                             which PostgreSQL may evaluate once up front, before that query's \
+                             fence"
+                        }
+                        Pos::Output => {
+                            "it is in the select list of a query that returns a row from no rows"
+                        }
+                        Pos::Input | Pos::MergeCondition => return None,
+                    }
+                    .to_owned(),
+                );
+            }
+            let parent = self.levels.levels[at].parent?;
+            (at, pos) = (parent.level, parent.pos);
+        }
+    }
+}
+
+/// The placeholder number of each argument of a call (`None` for one that is not `$n`).
+pub fn fence_params(call: &Fields) -> Vec<Option<usize>> {
+    call.get("args")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(param_number)
+        .collect()
+}
+
+/// `$n` (optionally cast) → `n`.
+fn param_number(arg: &Value) -> Option<usize> {
+    match node(arg)? {
+        ("ParamRef", fields) => usize::try_from(int(fields, "number"))
+            .ok()
+            .filter(|&n| n > 0),
+        ("TypeCast", fields) => param_number(fields.get("arg")?),
+        _ => None,
+    }
+}
