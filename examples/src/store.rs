@@ -264,6 +264,11 @@ impl Store {
     }
 
     /// Claim funnel of `webhook_outbox`: stamps a batch of undispatched rows with the token.
+    ///
+    /// The fence is in the UPDATE too: its join reads `o.id` on outbox rows before it finds the
+    /// batch empty, and `#[fenced]` cannot tell from the SQL alone that `o.id` is a column and
+    /// not a call of a function `id(o)`; as a one-time filter it stops the UPDATE reading any
+    /// row for a superseded leader.
     #[fenced]
     pub async fn claim_webhooks(
         &self,
@@ -284,6 +289,7 @@ impl Store {
                 SET claimed_token = $2
                FROM batch
               WHERE o.id = batch.id
+                AND leader_fence($1, $2)
              RETURNING o.id, o.event",
         )
         .persistent(false)

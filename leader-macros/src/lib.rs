@@ -67,25 +67,35 @@ pub fn leader_role(args: TokenStream, item: TokenStream) -> TokenStream {
 
 /// Checks at compile time that every statement a function sends is fenced.
 ///
-/// **The contract.** A `#[fenced]` function compiles only if every SQL statement it can send is
-/// one the macro has checked, and every checked statement, run with a superseded token, changes
-/// no row, locks no row and returns nothing. What the macro cannot check is a compile error that
-/// shows the form it can check.
+/// **The contract.** A `#[fenced]` function compiles only if every claim in it (a statement that
+/// changes or locks rows, or may) is one the macro has proven, run with a superseded token, to
+/// change no row, lock no row and return nothing. What the macro cannot prove is a compile error
+/// that says why and shows the form it can prove.
 ///
-/// * Every node of the SQL that changes or locks rows (`UPDATE`, `DELETE`, `INSERT`, `MERGE`,
-///   `SELECT … FOR UPDATE | FOR NO KEY UPDATE | FOR SHARE | FOR KEY SHARE`, wherever it stands,
-///   data-modifying `WITH` queries included) is gated: `leader_fence($i, $j)` is a top-level
-///   `AND` conjunct of its own `WHERE`, or a top-level conjunct empties its rows when a gated
-///   sub-query is empty (`IN`, `= ANY (ARRAY (…))`, `EXISTS`), or it joins a gated `FROM` item.
-///   The statement itself is gated too. The full rules are `leader_fence_check`'s.
-/// * The SQL is parsed by PostgreSQL's own parser (`pg_query`).
-/// * Every way sqlx sends SQL is found in the body: `query`, `query_as`, `query_scalar` with
-///   their `.bind(..)` chains (also through a local rebound at the same block level), their
-///   `_with` forms, `raw_sql`, `QueryBuilder`, the `query!` family with `query_file!`, a string
-///   handed to an `Executor` method, and inside macro calls whose arguments are expressions.
-///   SQL or binds it cannot see are an error.
-/// * `$i` and `$j` are bound to the function's `Fence` parameter's `.role()` and `.token()`,
-///   and that parameter is never shadowed, reassigned or borrowed mutably.
+/// * **Claims are found by their SQL, not by how they are sent.** Every string literal in the
+///   body (nested items, closures, async blocks and macro arguments included, and `concat!` of
+///   literals) that parses as a claim is checked, wherever it goes. Plain reads, transaction
+///   control and `SET` are not claims.
+/// * **The SQL is checked against what PostgreSQL does** (parsed by PostgreSQL's own parser,
+///   `pg_query`): a node that changes or locks rows is accepted only if PostgreSQL evaluates a
+///   gate that proves the fence before that node changes or locks any row; locks count where
+///   PostgreSQL takes them (a locking clause pushes itself into sub-selects and views in its
+///   `FROM`); forms that make a row from no rows (aggregates, `GROUP BY ()`, `ROLLUP`, `CUBE`)
+///   gate nothing; only built-in functions may be called, attribute notation (`t.f`) included.
+///   The full rules are `leader_fence_check`'s crate docs.
+/// * **Binds are traced where the claim is sent**: `query`, `query_as`, `query_scalar` with
+///   their `.bind(..)` chains (also through a local rebound at the same block level), and the
+///   `query!` family with `query_file!`. `$i` and `$j` of each `leader_fence($i, $j)` must be
+///   bound to the fence parameter's `.role()` and `.token()`. A claim whose binds cannot be
+///   traced (sent through another name for sqlx's functions, a helper, a local passed on, a
+///   generic executor, `PgArguments`) is an error.
+/// * **SQL that is not a literal** (a variable, `format!`, `AssertSqlSafe`, `QueryBuilder`, a
+///   `const` defined elsewhere) is an error where sqlx's functions, macros and `Executor`
+///   methods are called by name; the macro cannot see SQL written outside the function.
+/// * **The fence parameter** is found by its type's name and confirmed by the compiler to be
+///   `leader_runtime::Fence` (or `&Fence`): a type of your own named `Fence` does not compile. It
+///   is never shadowed (except `let fence = fence;`, which `#[async_trait]` writes), reassigned
+///   or borrowed mutably.
 ///
 /// Each mistake is a compile error at the offending SQL, bind or call, naming the node, its
 /// line within the SQL, and the fix.
@@ -115,8 +125,15 @@ pub fn leader_role(args: TokenStream, item: TokenStream) -> TokenStream {
 ///
 /// # Equivalent code without the macro
 ///
-/// The function exactly as written: the macro adds no code, it only refuses to compile a claim
-/// that a stale leader could run.
+/// The function as written, with one line at the top of its body that has the compiler confirm
+/// the fence parameter's type (it does nothing at run time):
+///
+/// ```ignore
+/// async fn claim_batch(pool: &PgPool, fence: Fence, limit: i64) -> sqlx::Result<Vec<i64>> {
+///     ::leader_runtime::__private::assert_fence_parameter(&fence);
+///     sqlx::query_scalar(/* … as written … */)
+/// }
+/// ```
 #[proc_macro_attribute]
 pub fn fenced(args: TokenStream, item: TokenStream) -> TokenStream {
     fenced::fenced(args.into(), item.into()).into()

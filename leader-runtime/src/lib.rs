@@ -27,6 +27,7 @@
 
 pub mod cancel;
 pub mod context;
+mod fence_parameter;
 mod heartbeat;
 mod holder;
 pub mod metrics;
@@ -64,6 +65,7 @@ pub use runtime::{Runtime, RuntimeBuilder};
 /// Paths used by the macros' expansions. Not a public API: it can change in any release.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::fence_parameter::{FenceParameter, assert_fence_parameter};
     pub use crate::registry::{JobError, JobFuture, JobRegistration, JobResult};
     pub use core::time::Duration;
     pub use inventory;

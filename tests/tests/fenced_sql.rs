@@ -54,6 +54,13 @@ const RUN_JOBS: &str = "CREATE TABLE jobs (id bigserial PRIMARY KEY, due timesta
     CREATE TABLE runs (job_id bigint NOT NULL, started_at timestamptz);
     INSERT INTO jobs (due) SELECT now() - interval '1 hour' FROM generate_series(1, 5);
     INSERT INTO runs (job_id) VALUES (1), (2);";
+const QUEUE: &str = "CREATE TABLE queue (id bigserial PRIMARY KEY, taken_by bigint);
+    INSERT INTO queue (taken_by) SELECT NULL FROM generate_series(1, 5);";
+const TASKS: &str = "CREATE TABLE tasks (id bigserial PRIMARY KEY);
+    INSERT INTO tasks SELECT FROM generate_series(1, 5);";
+const TAKEN_JOBS: &str = "CREATE TABLE jobs (id bigserial PRIMARY KEY,
+        taken boolean NOT NULL DEFAULT false);
+    INSERT INTO jobs SELECT FROM generate_series(1, 5);";
 const BILLING: &str = concat!(
     include_str!("../../examples/migrations/20261201000200_billing.up.sql"),
     "
@@ -136,6 +143,36 @@ const CASES: &[Case] = &[
         marker: "MERGE INTO jobs j",
         setup: RUN_JOBS,
         tables: &["jobs", "runs"],
+        params: &[],
+    },
+    Case {
+        marker: "UPDATE queue SET taken_by = $2",
+        setup: QUEUE,
+        tables: &["queue"],
+        params: &[],
+    },
+    Case {
+        marker: "FROM tasks WHERE public.leader_fence($1, $2)",
+        setup: TASKS,
+        tables: &["tasks"],
+        params: &[],
+    },
+    Case {
+        marker: "FROM tasks WHERE leader_fence($1, $2) LIMIT $3",
+        setup: TASKS,
+        tables: &["tasks"],
+        params: &[(3, 5)],
+    },
+    Case {
+        marker: "FROM tasks WHERE leader_fence($1, $2) FOR UPDATE",
+        setup: TASKS,
+        tables: &["tasks"],
+        params: &[],
+    },
+    Case {
+        marker: "UPDATE jobs SET taken = true",
+        setup: TAKEN_JOBS,
+        tables: &["jobs"],
         params: &[],
     },
     // The reference application's funnels.

@@ -1,5 +1,6 @@
 //! `INSERT … SELECT` and `MERGE … USING` a fenced source, with a query kept in a local and
-//! bound at the level it is declared at.
+//! bound at the level it is declared at. `MERGE`'s join condition names the target's column
+//! unqualified: it is read on the target's rows whatever the source holds.
 use leader_runtime::{Fence, fenced};
 use sqlx::{Executor, PgPool};
 
@@ -18,7 +19,7 @@ async fn schedule(pool: &PgPool, fence: &Fence, limit: i64) -> sqlx::Result<u64>
     let merged = sqlx::query(
         "MERGE INTO jobs j
          USING (SELECT job_id FROM runs WHERE started_at IS NULL AND leader_fence($1, $2)) r
-            ON j.id = r.job_id
+            ON id = r.job_id
           WHEN MATCHED THEN UPDATE SET runs = j.runs + 1",
     )
     .bind(fence.role())

@@ -1,4 +1,6 @@
-//! The fence in the outer UPDATE, not in the row-locking sub-select.
+//! The fence in the outer UPDATE only: as a top-level condition with bind parameters, PostgreSQL
+//! evaluates it once (a One-Time Filter) before the UPDATE reads a row, so the row-locking
+//! sub-select of a condition on the UPDATE's rows never runs for a superseded leader.
 use leader_runtime::{Fence, fenced};
 use sqlx::PgPool;
 
@@ -16,4 +18,6 @@ async fn claim(pool: &PgPool, fence: Fence) -> sqlx::Result<Vec<i64>> {
     .await
 }
 
-fn main() {}
+fn main() {
+    let _ = claim;
+}

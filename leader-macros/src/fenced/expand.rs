@@ -1,16 +1,36 @@
-//! The expansion of `#[fenced]`: the function exactly as written.
+//! The expansion of `#[fenced]`: the function as written, with one line added at the top of its
+//! body that has the compiler confirm the fence parameter is the framework's `Fence` (the error,
+//! if it is not, points at the parameter's type).
 //!
-//! The macro only checks; it never rewrites the function. On errors the function is still
-//! emitted beside them, so the rest of the crate (and an IDE) keeps seeing it.
+//! The macro never rewrites what the function does. On errors the function is still emitted
+//! beside them, so the rest of the crate (and an IDE) keeps seeing it.
 
 use proc_macro2::TokenStream;
+use quote::{ToTokens, quote, quote_spanned};
+use syn::spanned::Spanned;
 
-pub fn expand(item: TokenStream, checked: syn::Result<()>) -> TokenStream {
-    match checked {
-        Ok(()) => item,
-        Err(errors) => {
-            let errors = errors.to_compile_error();
-            quote::quote! { #item #errors }
-        }
-    }
+use super::parse::Fenced;
+
+pub fn expand(fenced: Fenced, checked: syn::Result<()>) -> TokenStream {
+    let Fenced {
+        mut func,
+        fence_name,
+        fence_type,
+        ..
+    } = fenced;
+    let assertion = quote_spanned! {fence_type.span()=>
+        ::leader_runtime::__private::assert_fence_parameter(&#fence_name);
+    };
+    func.block
+        .stmts
+        .insert(0, syn::parse2(assertion).expect("a statement"));
+    let errors = checked.err().map(|e| e.to_compile_error());
+    let func = func.into_token_stream();
+    quote! { #func #errors }
+}
+
+/// The function exactly as written, beside the errors that stopped the macro reading it.
+pub fn fallback(item: TokenStream, error: syn::Error) -> TokenStream {
+    let errors = error.to_compile_error();
+    quote! { #item #errors }
 }

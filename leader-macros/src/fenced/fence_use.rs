@@ -1,6 +1,7 @@
 //! Rule 4's other half: the fence parameter keeps its value. A binding that shadows it, an
 //! assignment to it or a `&mut` borrow of it would let `fence.role()` / `fence.token()` mean
-//! something else than the fence the function was given.
+//! something else than the fence the function was given. One shadowing keeps it:
+//! `let fence = fence;`, which `#[async_trait]` writes at the top of every method's future.
 
 use syn::visit::{self, Visit};
 use syn::{Expr, Ident, Macro, Pat};
@@ -48,6 +49,21 @@ impl Misuses<'_> {
 }
 
 impl<'ast> Visit<'ast> for Misuses<'_> {
+    fn visit_local(&mut self, local: &'ast syn::Local) {
+        let rebinds_itself = matches!(&local.pat,
+            Pat::Ident(binding) if binding.ident == *self.fence
+                && binding.by_ref.is_none()
+                && binding.subpat.is_none())
+            && local.init.as_ref().is_some_and(|init| {
+                init.diverge.is_none()
+                    && matches!(&*init.expr, Expr::Path(p) if p.qself.is_none() && p.path.is_ident(self.fence))
+            });
+        if rebinds_itself {
+            return;
+        }
+        visit::visit_local(self, local);
+    }
+
     fn visit_pat(&mut self, pat: &'ast Pat) {
         if let Pat::Ident(binding) = pat
             && binding.ident == *self.fence

@@ -1,9 +1,11 @@
 //! `#[fenced]`: checks at compile time that every claim in a function carries the fence.
 //!
-//! Three steps: [`parse`] finds the `Fence` parameter, every way the body sends SQL
-//! ([`sends`]) and every change to the fence parameter ([`fence_use`]); [`validate`] checks each
-//! send's SQL against the fence rules (the `leader-fence-check` crate) and its binds
-//! ([`binds`]); [`expand`] emits the function unchanged (plus the errors, if any).
+//! Three steps: [`parse`] finds the `Fence` parameter, every way the body sends SQL and every
+//! string in it that no send takes ([`sends`]), and every change to the fence parameter
+//! ([`fence_use`]); [`validate`] checks each send's SQL against the fence rules (the
+//! `leader-fence-check` crate) and its binds ([`binds`]), and each other string that parses as
+//! a claim; [`expand`] emits the function with one added line, which has the compiler confirm
+//! the fence parameter's type (plus the errors, if any).
 
 mod binds;
 mod expand;
@@ -15,11 +17,14 @@ mod validate;
 use proc_macro2::TokenStream;
 
 pub fn fenced(args: TokenStream, item: TokenStream) -> TokenStream {
-    let checked = parse::no_args(args).and_then(|()| {
-        let fenced = parse::parse(item.clone())?;
-        validate::validate(fenced)
-    });
-    expand::expand(item, checked)
+    let read = parse::no_args(args).and_then(|()| parse::parse(item.clone()));
+    match read {
+        Ok(fenced) => {
+            let checked = validate::validate(&fenced);
+            expand::expand(fenced, checked)
+        }
+        Err(error) => expand::fallback(item, error),
+    }
 }
 
 #[cfg(test)]
@@ -32,7 +37,7 @@ mod tests {
             Ok(fenced) => fenced,
             Err(e) => return e.into_iter().map(|e| e.to_string()).collect(),
         };
-        match super::validate::validate(fenced) {
+        match super::validate::validate(&fenced) {
             Ok(()) => Vec::new(),
             Err(e) => e.into_iter().map(|e| e.to_string()).collect(),
         }
@@ -94,7 +99,8 @@ mod tests {
                 retry(sqlx::query_scalar("SELECT 1 FROM t WHERE c FOR UPDATE")).await;
             }
         };
-        assert_eq!(errors(item).len(), 2);
+        let errors = errors(item);
+        assert_eq!(errors.len(), 2, "{errors:#?}");
     }
 
     #[test]
@@ -345,6 +351,94 @@ mod tests {
                 }
             },
             "shadows the fence parameter",
+        );
+    }
+
+    #[test]
+    fn claims_are_found_by_their_sql_wherever_they_are_sent() {
+        // Through another name for sqlx's function, a generic executor, or a helper: the
+        // literal is a claim the macro cannot follow.
+        for body in [
+            quote! { sql("UPDATE t SET a = 1 WHERE leader_fence($1, $2)").bind(fence.role()).bind(fence.token()).execute(pool).await; },
+            quote! { E::execute(ex, "UPDATE t SET a = 1 WHERE leader_fence($1, $2)").await; },
+            quote! { Exec::execute(pool, "DELETE FROM t WHERE leader_fence($1, $2)").await; },
+            quote! { let claim = "UPDATE t SET a = 1 WHERE leader_fence($1, $2)"; run(pool, claim).await; },
+            quote! { fn nested() -> &'static str { "UPDATE t SET a = 1 WHERE leader_fence($1, $2)" } },
+            quote! { let f = async { helper("SELECT id FROM t WHERE leader_fence($1, $2) FOR UPDATE").await }; },
+            quote! { tracing::info!(target: "x", "DELETE FROM t WHERE leader_fence($1, $2)"); },
+            quote! { run(pool, concat!("UPDATE t SET a = 1 ", "WHERE leader_fence($1, $2)")).await; },
+        ] {
+            let item = quote! { async fn claim(pool: &PgPool, fence: Fence) { #body } };
+            let errors = errors(item);
+            assert!(
+                errors.len() == 1
+                    && errors[0].starts_with(
+                        "this claim is not sent where `#[fenced]` can see what is bound to it"
+                    ),
+                "{body}: {errors:#?}"
+            );
+        }
+        // Unfenced, the SQL's own error says what is wrong.
+        one_error_containing(
+            quote! { async fn claim(pool: &PgPool, fence: Fence) { sql("UPDATE t SET a = 1").execute(pool).await; } },
+            "`UPDATE t` is not gated",
+        );
+    }
+
+    #[test]
+    fn reads_and_other_strings_are_not_claims() {
+        let item = quote! {
+            async fn claim(pool: &PgPool, fence: Fence) -> sqlx::Result<()> {
+                sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(42_i64).execute(pool).await?;
+                let n: i64 = sqlx::query_scalar("SELECT count(*) FROM t").fetch_one(pool).await?;
+                tracing::info!("update the count: {n}");
+                sql("SELECT id FROM t WHERE due").fetch_all(pool).await?;
+                Ok(())
+            }
+        };
+        assert_eq!(errors(item), Vec::<String>::new());
+    }
+
+    #[test]
+    fn text_read_from_a_file_is_refused() {
+        one_error_containing(
+            quote! { async fn claim(pool: &PgPool, fence: Fence) { run(include_str!("claim.sql")).await; } },
+            "cannot check text read with `include_str!`",
+        );
+    }
+
+    #[test]
+    fn async_trait_rebinding_keeps_the_fence() {
+        let item = quote! {
+            fn claim<'a>(&'a self, fence: Fence) -> Pin<Box<dyn Future<Output = sqlx::Result<()>> + Send + 'a>> {
+                Box::pin(async move {
+                    let __self = self;
+                    let fence = fence;
+                    sqlx::query("DELETE FROM t WHERE leader_fence($1, $2)")
+                        .bind(fence.role()).bind(fence.token()).execute(&__self.pool).await?;
+                    Ok(())
+                })
+            }
+        };
+        assert_eq!(errors(item), Vec::<String>::new());
+        one_error_containing(
+            quote! { async fn claim(fence: Fence, other: Fence) { let fence = other; } },
+            "this binding shadows the fence parameter",
+        );
+    }
+
+    #[test]
+    fn the_expansion_asks_the_compiler_to_confirm_the_fence_type() {
+        let out = super::fenced(
+            quote!(),
+            quote!(
+                async fn claim(pool: &PgPool, f: &Fence) {}
+            ),
+        )
+        .to_string();
+        assert!(
+            out.contains(":: leader_runtime :: __private :: assert_fence_parameter (& f)"),
+            "{out}"
         );
     }
 }

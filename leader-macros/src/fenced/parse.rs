@@ -7,14 +7,20 @@ use syn::punctuated::Punctuated;
 use syn::{Expr, FnArg, Ident, ItemFn, Macro, Pat, Token, Type};
 
 use super::fence_use;
-use super::sends::{self, Send};
+use super::sends::{self, Loose, Send};
 
 /// A `#[fenced]` function, read.
 pub struct Fenced {
+    /// The function as written.
+    pub func: ItemFn,
     /// The name of the `Fence` parameter.
     pub fence_name: Ident,
+    /// Its type, where the compiler is asked to confirm it is the framework's `Fence`.
+    pub fence_type: Type,
     /// Every SQL send found in the body.
     pub sends: Vec<Send>,
+    /// Every string in the body no recognised send takes.
+    pub loose: Vec<Loose>,
     /// Problems found while reading the body: SQL the macro cannot see, query values it cannot
     /// follow, a fence parameter that is reassigned or shadowed.
     pub problems: Vec<syn::Error>,
@@ -23,26 +29,30 @@ pub struct Fenced {
 /// Parses the function and reads its fence parameter and body.
 pub fn parse(item: TokenStream) -> syn::Result<Fenced> {
     let func: ItemFn = syn::parse2(item)?;
-    let fence_name = fence_param(&func)?;
+    let (fence_name, fence_type) = fence_param(&func)?;
     let found = sends::find(&func.block);
     let mut problems = found.problems;
     problems.extend(fence_use::misuses(&func.block, &fence_name));
     Ok(Fenced {
+        func,
         fence_name,
+        fence_type,
         sends: found.sends,
+        loose: found.loose,
         problems,
     })
 }
 
-/// The name of the parameter of type `Fence` or `&Fence`.
-fn fence_param(func: &ItemFn) -> syn::Result<Ident> {
+/// The name and type of the parameter of type `Fence` or `&Fence` (by its type's name: the
+/// expansion has the compiler confirm it is the framework's).
+fn fence_param(func: &ItemFn) -> syn::Result<(Ident, Type)> {
     for input in &func.sig.inputs {
         let FnArg::Typed(typed) = input else { continue };
         if !is_fence_type(&typed.ty) {
             continue;
         }
         return match &*typed.pat {
-            Pat::Ident(pat) if pat.subpat.is_none() => Ok(pat.ident.clone()),
+            Pat::Ident(pat) if pat.subpat.is_none() => Ok((pat.ident.clone(), (*typed.ty).clone())),
             other => Err(syn::Error::new_spanned(
                 other,
                 "name the fence parameter so its claims can bind it, e.g. `fence: Fence`",

@@ -44,6 +44,8 @@ const TYPED_QUERY_MACROS: &[&str] = &[
     "query_file_as",
     "query_file_as_unchecked",
 ];
+/// Macros that read a file into the source: what they read cannot be checked here.
+const INCLUDE_MACROS: &[&str] = &["include_str", "include", "include_bytes"];
 /// `Executor`'s methods: what they are given is sent.
 const EXECUTOR_METHODS: &[&str] = &[
     "execute",
@@ -100,9 +102,20 @@ pub enum Via {
     Simple,
 }
 
+/// A string in the body that no recognised send takes as its SQL: a string literal anywhere
+/// (nested items, closures, async blocks and macro arguments included), or a `concat!` of
+/// literals. One that parses as a claim is an error: it may be sent some way the macro does not
+/// follow.
+pub struct Loose {
+    pub text: String,
+    pub lit: Option<LitStr>,
+    pub span: Span,
+}
+
 /// What [`find`] found.
 pub struct Found {
     pub sends: Vec<Send>,
+    pub loose: Vec<Loose>,
     pub problems: Vec<syn::Error>,
 }
 
@@ -110,6 +123,7 @@ pub struct Found {
 pub fn find(block: &syn::Block) -> Found {
     let mut finder = Finder {
         sends: Vec::new(),
+        loose: Vec::new(),
         problems: Vec::new(),
         locals: Vec::new(),
         depth: 0,
@@ -117,6 +131,7 @@ pub fn find(block: &syn::Block) -> Found {
     finder.visit_block(block);
     Found {
         sends: finder.sends,
+        loose: finder.loose,
         problems: finder.problems,
     }
 }
@@ -131,6 +146,7 @@ struct Local {
 
 struct Finder {
     sends: Vec<Send>,
+    loose: Vec<Loose>,
     problems: Vec<syn::Error>,
     locals: Vec<Local>,
     /// How deep in blocks, closures and match arms the walk is.
@@ -251,7 +267,9 @@ impl Finder {
                         binds.push(arg.clone());
                     }
                 }
-                None if EXECUTOR_METHODS.contains(&method.method.to_string().as_str()) => {
+                None if EXECUTOR_METHODS.contains(&method.method.to_string().as_str())
+                    && !built_from_literal(base) =>
+                {
                     self.sent_to_executor(arg, &method.method.to_string(), method.method.span());
                     continue;
                 }
@@ -494,6 +512,17 @@ impl<'ast> Visit<'ast> for Finder {
         self.nested(|f| visit::visit_arm(f, arm));
     }
 
+    fn visit_lit_str(&mut self, lit: &'ast LitStr) {
+        self.loose.push(Loose {
+            text: lit.value(),
+            lit: Some(lit.clone()),
+            span: lit.span(),
+        });
+    }
+
+    /// Attributes carry documentation and options, never a statement that is sent.
+    fn visit_attribute(&mut self, _: &'ast syn::Attribute) {}
+
     fn visit_macro(&mut self, mac: &'ast Macro) {
         let name = mac
             .path
@@ -504,19 +533,59 @@ impl<'ast> Visit<'ast> for Finder {
         if query_macro_name(mac).is_some() {
             return self.query_macro(mac, &name);
         }
+        if name == "concat"
+            && let Some(text) = concatenated(mac)
+        {
+            self.loose.push(Loose {
+                text,
+                lit: None,
+                span: mac.path.span(),
+            });
+            return;
+        }
+        if INCLUDE_MACROS.contains(&name.as_str()) {
+            self.problems.push(syn::Error::new_spanned(
+                &mac.path,
+                format!(
+                    "`#[fenced]` cannot check text read with `{name}!`, which may be a claim: \
+                     send a claim kept in a file with `sqlx::query_file!(\"…\", fence.role(), \
+                     fence.token())`, which it reads and checks"
+                ),
+            ));
+            return;
+        }
         match macro_exprs(mac) {
             Some(exprs) => exprs.iter().for_each(|expr| self.visit_expr(expr)),
-            None if mentions_sqlx(mac.tokens.clone()) => {
-                self.problems.push(syn::Error::new_spanned(
-                    &mac.path,
-                    format!(
-                        "`#[fenced]` cannot look inside this `{name}!`, whose arguments are not \
-                         expressions and mention sqlx: send the query outside the macro, e.g. \
-                         `let rows = query.fetch_all(&pool).await?;` before it"
-                    ),
-                ));
+            None => {
+                self.loose_in_tokens(mac.tokens.clone());
+                if mentions_sqlx(mac.tokens.clone()) {
+                    self.problems.push(syn::Error::new_spanned(
+                        &mac.path,
+                        format!(
+                            "`#[fenced]` cannot look inside this `{name}!`, whose arguments are \
+                             not expressions and mention sqlx: send the query outside the \
+                             macro, e.g. `let rows = query.fetch_all(&pool).await?;` before it"
+                        ),
+                    ));
+                }
             }
-            None => {}
+        }
+    }
+}
+
+impl Finder {
+    /// Every string literal in a token stream the macro cannot parse as expressions.
+    fn loose_in_tokens(&mut self, tokens: TokenStream) {
+        for token in tokens {
+            match token {
+                TokenTree::Literal(literal) => {
+                    if let Ok(lit) = syn::parse2::<LitStr>(TokenTree::Literal(literal).into()) {
+                        self.visit_lit_str(&lit);
+                    }
+                }
+                TokenTree::Group(group) => self.loose_in_tokens(group.stream()),
+                _ => {}
+            }
         }
     }
 }
@@ -586,6 +655,16 @@ fn holds_query(expr: &Expr) -> bool {
     }
 }
 
+/// Whether a chain's base is a call given a string literal first: a query built from literal
+/// SQL through a function the macro does not know (`sql("…")` after `use sqlx::query as sql`),
+/// whose `.execute(pool)` is given the executor, not SQL. The literal is checked as a claim on
+/// its own.
+fn built_from_literal(base: &Expr) -> bool {
+    matches!(base, Expr::Call(call)
+        if call.args.first().is_some_and(|arg| matches!(strip(arg),
+            Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(_), .. }))))
+}
+
 /// `base.m1(..).m2(..)` → `base` and the method calls, innermost first.
 fn unchain(expr: &Expr) -> (&Expr, Vec<&ExprMethodCall>) {
     let mut methods = Vec::new();
@@ -635,6 +714,25 @@ fn sql_arg(arg: &Expr) -> Sql {
         Expr::Paren(p) => sql_arg(&p.expr),
         other => Sql::Unseen(other.clone()),
     }
+}
+
+/// The text of `concat!(..)` when every argument is a literal.
+fn concatenated(mac: &Macro) -> Option<String> {
+    let mut text = String::new();
+    for arg in macro_exprs(mac)? {
+        let Expr::Lit(lit) = strip(&arg) else {
+            return None;
+        };
+        match &lit.lit {
+            syn::Lit::Str(s) => text.push_str(&s.value()),
+            syn::Lit::Int(i) => text.push_str(i.base10_digits()),
+            syn::Lit::Float(f) => text.push_str(f.base10_digits()),
+            syn::Lit::Bool(b) => text.push_str(if b.value { "true" } else { "false" }),
+            syn::Lit::Char(c) => text.push(c.value()),
+            _ => return None,
+        }
+    }
+    Some(text)
 }
 
 /// Every name a pattern binds.

@@ -8,17 +8,49 @@ use syn::LitStr;
 
 use super::binds;
 use super::parse::Fenced;
-use super::sends::{Send, Sql, Via};
+use super::sends::{Loose, Send, Sql, Via};
 use crate::errors::Errors;
 
 /// Checks every send; every problem is reported at once.
-pub fn validate(fenced: Fenced) -> syn::Result<()> {
+pub fn validate(fenced: &Fenced) -> syn::Result<()> {
     let mut errors = Errors::new();
-    errors.extend(fenced.problems);
+    errors.extend(fenced.problems.iter().cloned());
     for send in &fenced.sends {
         errors.extend(check_send(send, &fenced.fence_name));
     }
+    for loose in &fenced.loose {
+        errors.extend(check_loose(loose));
+    }
     errors.finish()
+}
+
+/// A string no recognised send takes: if it parses as a claim, the macro cannot follow what is
+/// bound to it, or whether and how it is sent.
+fn check_loose(loose: &Loose) -> Vec<syn::Error> {
+    let checked = leader_fence_check::check(&loose.text);
+    if checked.statements == 0 || checked.claims == 0 {
+        return Vec::new();
+    }
+    let place = match &loose.lit {
+        Some(lit) => Place::Literal(lit),
+        None => Place::Span(loose.span),
+    };
+    let errors: Vec<syn::Error> = checked
+        .errors
+        .iter()
+        .map(|e| syn::Error::new(place.span(&loose.text, e.at.clone()), &e.message))
+        .collect();
+    if !errors.is_empty() {
+        return errors;
+    }
+    vec![syn::Error::new(
+        place.span(&loose.text, None),
+        "this claim is not sent where `#[fenced]` can see what is bound to it: send it where it \
+         is written, with `sqlx::query(\"…\")` (or `query_as`, `query_scalar`) and its \
+         `.bind(..)` calls in one chain, or with a `query!` macro; a claim kept in a local, \
+         passed to a helper or sent through another name for sqlx's functions \
+         (`use sqlx::query as sql;`) is not followed",
+    )]
 }
 
 fn check_send(send: &Send, fence: &syn::Ident) -> Vec<syn::Error> {
@@ -76,6 +108,8 @@ enum Place<'a> {
     Literal(&'a LitStr),
     /// In a file named by this path literal: errors point at the path.
     File(&'a LitStr),
+    /// Somewhere without a literal of its own (a `concat!`).
+    Span(Span),
 }
 
 impl Place<'_> {
@@ -86,6 +120,7 @@ impl Place<'_> {
         let lit = match self {
             Place::Literal(lit) => lit,
             Place::File(path) => return path.span(),
+            Place::Span(span) => return *span,
         };
         let Some(at) = at else {
             return lit.span();
