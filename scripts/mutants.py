@@ -19,10 +19,13 @@ import sys
 
 os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-MIGRATION = "migrations/20261201000000_leader_leases.up.sql"
-LEASE = "leader-core/src/lease.rs"
-CLEAR_COOLDOWN = "migrations/20261202000000_leader_clear_cooldown.up.sql"
-PAUSE_FLOOR = "migrations/20261204000000_leader_pause_floor.up.sql"
+MIGRATION = "leader-core/migrations/20261201000000_leader_leases.up.sql"
+ACQUIRE = "leader-core/src/lease/acquire.rs"
+RENEW = "leader-core/src/lease/renew.rs"
+RELEASE = "leader-core/src/lease/release.rs"
+OPERATOR = "leader-core/src/operator.rs"
+CLEAR_COOLDOWN = "leader-core/migrations/20261202000000_leader_clear_cooldown.up.sql"
+PAUSE_FLOOR = "leader-core/migrations/20261204000000_leader_pause_floor.up.sql"
 
 
 def edit(path, old, new, count=1):
@@ -39,7 +42,7 @@ M = [
      [edit(MIGRATION, "expires_at > statement_timestamp()", "expires_at > now()")],
      "-p leader-tests --test protocol a_claim_in_a_transaction"),
     ("release ignores holder",
-     [edit(LEASE, "   AND holder_id IS NOT NULL\n   AND (SELECT applied FROM lock_bound)",
+     [edit(RELEASE, "   AND holder_id IS NOT NULL\n   AND (SELECT applied FROM lock_bound)",
            "   AND (SELECT applied FROM lock_bound)")],
      "-p leader-tests --test protocol the_fence_admits"),
     # leader_pause as the third migration re-creates it (the first migration's is replaced).
@@ -54,21 +57,21 @@ M = [
      [edit(PAUSE_FLOOR, "not_before = greatest(not_before, expires_at),", "not_before = expires_at,")],
      "-p leader-tests --test protocol after_a_pause_and_unpause"),
     ("token +1 only",
-     [edit(LEASE, "greatest(holder_token + 1, (extract(epoch FROM now()) * 1000)::bigint)",
+     [edit(ACQUIRE, "greatest(holder_token + 1, (extract(epoch FROM now()) * 1000)::bigint)",
            "holder_token + 1")],
      "-p leader-tests --test protocol a_promoted_standby"),
     ("acquire ignores not_before",
-     [edit(LEASE, "       AND (not_before IS NULL OR not_before <= now())\n", "")],
+     [edit(ACQUIRE, "       AND (not_before IS NULL OR not_before <= now())\n", "", count=2)],
      "-p leader-tests --test protocol each_release_outcome"),
     ("renew ignores token",
-     [edit(LEASE, "       AND holder_token = :token\n       AND (SELECT applied FROM lock_bound) IS NOT NULL\n"
+     [edit(RENEW, "       AND holder_token = :token\n       AND (SELECT applied FROM lock_bound) IS NOT NULL\n"
                   "       -- A released or paused row has no expiry",
            "       AND (SELECT applied FROM lock_bound) IS NOT NULL\n"
            "       -- A released or paused row has no expiry")],
      "-p leader-tests --test protocol renew_extends"),
     ("no server lock timeout",
-     [edit(LEASE, "set_config('lock_timeout', :lock_ms::text, true)",
-           "set_config('application_name', :lock_ms::text, true)", count=3)],
+     [edit(path, "set_config('lock_timeout', :lock_ms::text, true)",
+           "set_config('application_name', :lock_ms::text, true)") for path in (ACQUIRE, RENEW, RELEASE)],
      "-p leader-tests --test protocol renew_and_release_stop"),
     ("heartbeat waits for in-flight renew",
      [edit("leader-runtime/src/heartbeat.rs", "            _ = sleep_until(abandon_at) => {",
@@ -76,34 +79,39 @@ M = [
      "-p leader-runtime --lib heartbeat"),
     ("panic outranks shutdown",
      [edit("leader-runtime/src/tick.rs",
-           "        (Some(_), _) => (Some(ReleaseOutcome::Shutdown), \"interrupted\"),\n        (None, TickEnd::Panicked(_))",
-           "        (_, TickEnd::Panicked(_)) => (Some(ReleaseOutcome::Panicked), \"panicked\"),\n"
-           "        (Some(_), _) => (Some(ReleaseOutcome::Shutdown), \"interrupted\"),\n        (None, TickEnd::Panicked(_))")],
+           "        (Some(_), _) => (ReleaseOutcome::Shutdown, true),\n        (None, TickEnd::Panicked(_))",
+           "        (_, TickEnd::Panicked(_)) => (ReleaseOutcome::Panicked, true),\n"
+           "        (Some(_), _) => (ReleaseOutcome::Shutdown, true),\n        (None, TickEnd::Panicked(_))")],
      "-p leader-tests --test runtime a_panic_after_shutdown"),
     ("shutdown does not release",
      [edit("leader-runtime/src/tick.rs",
-           "        (Some(_), _) => (Some(ReleaseOutcome::Shutdown), \"interrupted\"),",
-           "        (Some(_), _) => (None, \"interrupted\"),")],
+           "        (Some(_), _) => (ReleaseOutcome::Shutdown, true),",
+           "        (Some(_), _) => (ReleaseOutcome::Shutdown, false),")],
      "-p leader-tests --test runtime a_clean_shutdown"),
+    ("runtime ignores a dead loop",
+     [edit("leader-runtime/src/runtime.rs",
+           "                        died.get_or_insert(RunError::LoopDied { what, reason });",
+           "                        let _ = (what, reason);")],
+     "-p leader-runtime --lib a_role_loop_that_dies"),
     ("shutdown release cools down",
-     [edit(LEASE, "           WHEN 'shutdown' THEN not_before\n", "")],
+     [edit(RELEASE, "           WHEN 'shutdown' THEN not_before\n", "")],
      "-p leader-tests --test protocol a_shutdown_release_leaves"),
-    ("runtime releases a shutdown as interrupted",
+    ("runtime releases a shutdown as failed",
      [edit("leader-runtime/src/tick.rs",
-           "        (Some(_), _) => (Some(ReleaseOutcome::Shutdown), \"interrupted\"),",
-           "        (Some(_), _) => (Some(ReleaseOutcome::Interrupted), \"interrupted\"),")],
+           "        (Some(_), _) => (ReleaseOutcome::Shutdown, true),",
+           "        (Some(_), _) => (ReleaseOutcome::Failed, true),")],
      "-p leader-tests --test runtime a_clean_shutdown"),
     ("batched acquire ignores expiry",
-     [edit("leader-core/src/batch.rs", "       AND (expires_at IS NULL OR expires_at <= now())\n", "", count=2)],
+     [edit(ACQUIRE, "       AND (expires_at IS NULL OR expires_at <= now())\n", "", count=2)],
      "-p leader-tests --test batch one_statement_grants_due_roles_once"),
     ("batched acquire takes every due role",
-     [edit("leader-core/src/batch.rs", "((SELECT live FROM others) + 1)", "1")],
+     [edit(ACQUIRE, "((SELECT live FROM others) + 1)", "1")],
      "-p leader-tests --test batch with_another_live_holder"),
     # The fence alone keeps a stale token's claims out of the ledger, so this grants a held role
     # again under the same token: only one holder per token keeps the two apart.
     ("scale: batched grant of a held role, token kept",
-     [edit("leader-core/src/batch.rs", "       AND (expires_at IS NULL OR expires_at <= now())\n", "", count=2),
-      edit("leader-core/src/batch.rs",
+     [edit(ACQUIRE, "       AND (expires_at IS NULL OR expires_at <= now())\n", "", count=2),
+      edit(ACQUIRE,
            "SET holder_token = greatest(holder_token + 1, (extract(epoch FROM now()) * 1000)::bigint)",
            "SET holder_token = holder_token")],
      "-p leader-tests --test scale"),
@@ -115,7 +123,7 @@ M = [
            "next_on_grid(grid, acquire_sent, timings.heartbeat())", "acquire_sent + timings.heartbeat()")],
      "-p leader-runtime --lib the_heartbeats_of_ticks_granted"),
     ("release never notifies",
-     [edit(LEASE, "WHERE :notify) AS sent", "WHERE false) AS sent")],
+     [edit(RELEASE, "WHERE :notify) AS sent", "WHERE false) AS sent")],
      "-p leader-tests --test wake with_wake_a_follower"),
     ("poller ignores wakes",
      [edit("leader-runtime/src/poll.rs", "heard = wake.recv(), if wake_open =>", "heard = wake.recv(), if false =>")],
@@ -260,13 +268,13 @@ M = [
            "leader_unpause(text) TO %I'")],
      "-p leaderctl --test cli an_app_role_granted"),
     ("pause of a paused role overwrites it",
-     [edit(LEASE, "CASE WHEN c.paused_at IS NULL THEN leader_pause", "CASE WHEN true THEN leader_pause")],
+     [edit(OPERATOR, "CASE WHEN c.paused_at IS NULL THEN leader_pause", "CASE WHEN true THEN leader_pause")],
      "-p leaderctl --test cli pause_records_who"),
     ("racing pauses look before the lock",
-     [edit(LEASE, "FROM leader_leases WHERE role = :role FOR UPDATE\n)", "FROM leader_leases WHERE role = :role\n)")],
+     [edit(OPERATOR, "FROM leader_leases WHERE role = :role FOR UPDATE\n)", "FROM leader_leases WHERE role = :role\n)")],
      "-p leader-tests --test protocol racing_pauses"),
     ("already paused not refused",
-     [edit(LEASE, "    let Some(since) = since else {\n        return Ok(PauseOutcome::Paused);",
+     [edit(OPERATOR, "    let Some(since) = since else {\n        return Ok(PauseOutcome::Paused);",
            "    let Some(since) = since.filter(|_| false) else {\n        return Ok(PauseOutcome::Paused);")],
      "-p leaderctl --test cli pause_records_who"),
     ("status counts expiry backwards",

@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use leader_runtime::{Runtime, Timings, status};
+use leader_runtime::protocol::{StatementError, operator, status};
+use leader_runtime::{Runtime, Timings};
 use sqlx::{PgPool, Row};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -49,7 +50,7 @@ impl DemoSummary {
 
 struct Replica {
     name: String,
-    handle: JoinHandle<Result<(), leader_runtime::Error>>,
+    handle: JoinHandle<Result<(), leader_runtime::RunError>>,
 }
 
 /// A replica: its own pool (as a separate process would have) and a runtime with every
@@ -71,14 +72,14 @@ async fn start_replica(
         .shutdown_grace(Duration::from_secs(5))
         .status_every(Duration::from_secs(1))
         .build()?;
-    let handle = tokio::spawn(runtime.run(shutdown.clone()));
+    let handle = tokio::spawn(runtime.run_until_cancelled(shutdown.clone()));
     Ok(Replica { name, handle })
 }
 
 async fn leaders(
     pool: &PgPool,
     timings: &Timings,
-) -> Result<BTreeMap<String, (String, Option<String>, i64)>, leader_runtime::Error> {
+) -> Result<BTreeMap<String, (String, Option<String>, i64)>, StatementError> {
     Ok(status::read(pool, timings)
         .await?
         .into_iter()
@@ -164,7 +165,7 @@ pub async fn drain(
                       WHERE s.billed_until + s.period_secs * interval '1 second' <= c.cutoff";
     wait_for_zero(admin, caught_up, drain_until).await?;
     for role in ["billing", "dunning"] {
-        leader_runtime::lease::pause(
+        operator::pause(
             admin,
             role,
             "billing-demo",

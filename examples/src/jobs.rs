@@ -2,7 +2,7 @@
 //! compare-and-set, fires the item's effect only when that write applied, and guards each item
 //! (or billing step) so one panicking row does not stop the rest.
 
-use leader_runtime::panic_guard::{Steps, run_batch};
+use leader_runtime::panic_guard::{BatchReport, Steps, run_batch};
 use leader_runtime::{JobError, TickContext, leader_role};
 
 use crate::audit::Audit;
@@ -20,7 +20,7 @@ fn store(tick: &TickContext) -> Store {
 /// The demo's audit trail (not part of the jobs' logic: see [`crate::audit`]). Records the grant.
 async fn audit(tick: &TickContext) -> sqlx::Result<Audit> {
     let audit = Audit::new(tick.pool().clone());
-    audit.grant(tick.fence(), tick.db_now()).await?;
+    audit.grant(tick.fence(), tick.granted_at()).await?;
     Ok(audit)
 }
 
@@ -98,11 +98,12 @@ pub async fn dispatch_webhooks(tick: TickContext) -> Result<(), JobError> {
     let claimed = audit
         .claim(fence, store.claim_webhooks(fence, QUEUE_BATCH))
         .await?;
-    run_batch("webhook_outbox", claimed, |row| {
+    let report = run_batch("webhook_outbox", claimed, |row| {
         let store = store.clone();
         async move { store.mark_dispatched(&row, fence.token()).await.map(drop) }
     })
     .await;
+    left_for_the_next_tick("webhook_outbox", report);
     audit.completed(fence).await?;
     Ok(())
 }
@@ -115,11 +116,12 @@ pub async fn send_emails(tick: TickContext) -> Result<(), JobError> {
     let claimed = audit
         .claim(fence, store.claim_emails(&fence, QUEUE_BATCH))
         .await?;
-    run_batch("email_outbox", claimed, |email| {
+    let report = run_batch("email_outbox", claimed, |email| {
         let store = store.clone();
         async move { store.mark_sent(&email, fence).await.map(drop) }
     })
     .await;
+    left_for_the_next_tick("email_outbox", report);
     audit.completed(fence).await?;
     Ok(())
 }
@@ -132,7 +134,7 @@ pub async fn deliver_webhooks(tick: TickContext) -> Result<(), JobError> {
     let due = audit
         .claim(fence, store.due_deliveries(fence, QUEUE_BATCH))
         .await?;
-    run_batch("webhook_delivery", due, |delivery| {
+    let report = run_batch("webhook_delivery", due, |delivery| {
         let store = store.clone();
         async move {
             let attempt = delivery.attempt + 1;
@@ -144,6 +146,15 @@ pub async fn deliver_webhooks(tick: TickContext) -> Result<(), JobError> {
         }
     })
     .await;
+    left_for_the_next_tick("webhook_delivery", report);
     audit.completed(fence).await?;
     Ok(())
+}
+
+/// An item whose completion failed stays unfinished, so the next tick claims it again: logged,
+/// one line per item, and the tick still counts as completed (the others were finished).
+fn left_for_the_next_tick(queue: &str, report: BatchReport<sqlx::Error>) {
+    for (item, error) in &report.failed {
+        tracing::warn!(queue, %item, %error, "left for the next tick");
+    }
 }

@@ -7,7 +7,7 @@ use billing_demo::demo::{DemoConfig, run_demo};
 use billing_demo::jobs;
 use billing_demo::seed::{SeedSize, seed};
 use billing_demo::store::Store;
-use leader_runtime::lease::{self, Acquired};
+use leader_runtime::protocol::lease::{self, Acquired};
 use leader_runtime::{Fence, Role, Runtime, Timings};
 use leader_testkit::TestDb;
 use tokio_util::sync::CancellationToken;
@@ -22,7 +22,7 @@ async fn app_db() -> TestDb {
 }
 
 async fn grant(db: &TestDb, role: Role) -> Fence {
-    match lease::acquire(
+    match lease::acquire_one(
         db.pool(),
         role,
         "test",
@@ -173,7 +173,7 @@ async fn a_panicking_subscription_does_not_stop_the_others_and_is_retried_after_
         .build()
         .unwrap();
     let shutdown = CancellationToken::new();
-    let handle = tokio::spawn(runtime.run(shutdown.clone()));
+    let handle = tokio::spawn(runtime.run_until_cancelled(shutdown.clone()));
 
     assert!(
         db.eventually(
@@ -218,7 +218,14 @@ async fn a_panicking_subscription_does_not_stop_the_others_and_is_retried_after_
 
 #[tokio::test]
 async fn every_job_is_registered_by_its_attribute() {
-    let mut roles: Vec<(&str, Duration)> = leader_runtime::registered_jobs()
+    let db = app_db().await;
+    let runtime = Runtime::builder(db.pool().clone())
+        .registered_jobs()
+        .build()
+        .unwrap();
+    let mut roles: Vec<(&str, Duration)> = runtime
+        .jobs()
+        .into_iter()
         .map(|job| (job.role.as_str(), job.every))
         .collect();
     roles.sort();
@@ -232,11 +239,7 @@ async fn every_job_is_registered_by_its_attribute() {
             ("webhook_outbox", Duration::from_millis(200)),
         ]
     );
-    let db = app_db().await;
-    let roles: Vec<Role> = leader_runtime::registered_jobs()
-        .map(|job| job.role)
-        .collect();
-    leader_runtime::check_schema_ready(db.pool(), &roles)
+    leader_runtime::schema::check_schema_ready(db.pool(), &runtime.roles())
         .await
         .unwrap();
 }

@@ -1,87 +1,125 @@
-//! The protocol's errors; each message says what to do.
+//! The error of one protocol statement, saying which statement, and what to do.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use crate::{Role, RoleNameError, TimingsError};
+use crate::{Role, RoleNameError, Statement};
 
-/// An error from the lease protocol.
-#[derive(Debug, thiserror::Error)]
+/// A protocol statement that did not do its work, and why.
+///
+/// `Clone`, so a batched statement's failure reaches every caller waiting on it whole: the
+/// driver's error (and its SQLSTATE, [`StatementError::sqlstate`]) is shared, not flattened into
+/// text.
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
-pub enum Error {
-    /// A role name breaks the naming rule.
-    #[error(transparent)]
-    RoleName(#[from] RoleNameError),
-
-    /// A timing combination is unsafe.
-    #[error(transparent)]
-    Timings(#[from] TimingsError),
-
-    /// A tick interval below one millisecond.
-    #[error(
-        "interval for role `{role}` is {interval:?}: it must be at least 1 ms (for example 90s, 5m, 1h)"
-    )]
-    Interval {
-        /// The role the interval was given for.
-        role: Role,
-        /// The rejected interval.
-        interval: Duration,
-    },
-
-    /// Two jobs were registered for the same role.
-    #[error(
-        "role `{role}` is led by two jobs, `{first}` and `{second}`: a role has exactly one job; \
-         rename one role (and register it in your roles migration) or remove one job"
-    )]
-    DuplicateRole {
-        /// The role claimed twice.
-        role: Role,
-        /// The first job registered for it.
-        first: String,
-        /// The second job registered for it.
-        second: String,
-    },
-
-    /// The role has no row in `leader_leases`.
-    #[error(
-        "role `{0}` has no row in leader_leases: register it in your roles migration, \
-         e.g. INSERT INTO leader_leases (role, holder_token) VALUES ('{0}', leader_seed_token()), \
-         and list it in the leader_leases_role_registered CHECK"
-    )]
-    RoleNotSeeded(Role),
-
-    /// `leader_pause` or `leader_unpause` was called for a role the table does not have.
-    #[error("unknown role `{0}`: SELECT role FROM leader_status lists the registered roles")]
-    UnknownRole(String),
-
-    /// The schema is missing or incomplete, or roles the code uses are not registered.
-    #[error("{0}")]
-    SchemaNotReady(crate::schema::SchemaReport),
-
-    /// A statement did not finish within the statement timeout.
+pub enum StatementError {
+    /// The statement did not finish within the statement timeout.
     #[error(
         "{statement} did not finish within {timeout:?}: the database is slow or a lock is held; \
          the protocol treats this as a missed beat and retries"
     )]
     Timeout {
-        /// The statement's label ([`crate::Statement::label`]).
-        statement: &'static str,
+        /// The statement.
+        statement: Statement,
         /// The bound that was exceeded.
         timeout: Duration,
     },
 
-    /// The database refused or failed a statement.
+    /// The database refused or failed the statement.
     #[error("{statement} failed: {source}")]
     Database {
-        /// The statement that failed.
-        statement: &'static str,
+        /// The statement.
+        statement: Statement,
         /// The driver's error.
         #[source]
-        source: sqlx::Error,
+        source: Arc<sqlx::Error>,
+    },
+
+    /// ACQUIRE asked for a role that has no row in `leader_leases`.
+    #[error(
+        "role `{role}` has no row in leader_leases: `leaderctl roles add {role} --dir migrations/` \
+         writes the migration that registers it (its row, and the leader_leases_role_registered \
+         CHECK entry if that is missing too)"
+    )]
+    RoleNotSeeded {
+        /// The role.
+        role: Role,
+    },
+
+    /// An operator's call named a role the table does not have.
+    #[error(
+        "{statement}: unknown role `{role}`: SELECT role FROM leader_status lists the registered \
+         roles"
+    )]
+    UnknownRole {
+        /// The statement.
+        statement: Statement,
+        /// The name given.
+        role: String,
+    },
+
+    /// An operator's call named a role that breaks the naming rule.
+    #[error("{statement}: {source}")]
+    RoleName {
+        /// The statement.
+        statement: Statement,
+        /// The rule it breaks.
+        #[source]
+        source: RoleNameError,
+    },
+
+    /// A tick interval below one millisecond.
+    #[error(
+        "{statement}: interval for role `{role}` is {interval:?}: it must be at least 1 ms (for \
+         example 90s, 5m, 1h)"
+    )]
+    Interval {
+        /// The statement.
+        statement: Statement,
+        /// The role the interval was given for.
+        role: Role,
+        /// The rejected interval.
+        interval: Duration,
     },
 }
 
-impl Error {
-    pub(crate) fn db(statement: &'static str) -> impl FnOnce(sqlx::Error) -> Error {
-        move |source| Error::Database { statement, source }
+impl StatementError {
+    /// The statement that failed.
+    pub fn statement(&self) -> Option<Statement> {
+        match self {
+            StatementError::Timeout { statement, .. }
+            | StatementError::Database { statement, .. }
+            | StatementError::UnknownRole { statement, .. }
+            | StatementError::RoleName { statement, .. }
+            | StatementError::Interval { statement, .. } => Some(*statement),
+            StatementError::RoleNotSeeded { .. } => Some(Statement::Acquire),
+        }
+    }
+
+    /// The SQLSTATE the server answered with, if it answered with an error.
+    ///
+    /// ```
+    /// use leader_core::{Statement, StatementError};
+    /// let timeout = StatementError::Timeout {
+    ///     statement: Statement::Renew,
+    ///     timeout: std::time::Duration::from_secs(2),
+    /// };
+    /// assert_eq!(timeout.sqlstate(), None);
+    /// ```
+    pub fn sqlstate(&self) -> Option<String> {
+        match self {
+            StatementError::Database { source, .. } => match source.as_ref() {
+                sqlx::Error::Database(db) => db.code().map(|code| code.into_owned()),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    pub(crate) fn database(statement: Statement) -> impl Fn(sqlx::Error) -> StatementError {
+        move |source| StatementError::Database {
+            statement,
+            source: Arc::new(source),
+        }
     }
 }

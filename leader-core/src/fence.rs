@@ -61,7 +61,7 @@ impl Fence {
 #[doc(hidden)]
 pub const FENCE_GUARDS: Guarded = Guarded {
     statement: "leader_fence",
-    sql: include_str!("../../migrations/20261201000000_leader_leases.up.sql"),
+    sql: include_str!("../migrations/20261201000000_leader_leases.up.sql"),
     where_after: "CREATE FUNCTION leader_fence(",
     guards: &[
         Guard {

@@ -1,11 +1,13 @@
 //! The lease protocol behind `leader-runtime`: leadership of a role is a row in `leader_leases`,
 //! claimed for one tick by a single statement on the database clock.
 //!
-//! * [`lease`]: the statements (ACQUIRE, RENEW, RELEASE, PAUSE, UNPAUSE, CLEAR COOLDOWN).
-//! * [`batch`]: ACQUIRE and RENEW over many roles in one statement.
+//! * [`lease`]: the statements a runtime sends (ACQUIRE, RENEW, RELEASE), each one text for any
+//!   number of roles.
+//! * [`operator`]: the operator's statements (PAUSE, UNPAUSE, CLEAR COOLDOWN).
 //! * [`Fence`]: the proof a claim query checks with `leader_fence(role, token)`.
 //! * [`Role`], [`Timings`], [`ReleaseOutcome`]: the protocol's vocabulary.
-//! * [`Statement`]: the name each statement carries in a leading SQL comment.
+//! * [`Statement`]: the name each statement carries in a leading SQL comment, and in its
+//!   [`StatementError`].
 //! * [`schema`]: the framework migrations and the start-up check [`check_schema_ready`].
 //! * [`status`]: `leader_status` as typed rows and the operator's table.
 //!
@@ -23,26 +25,27 @@
 
 #![warn(missing_docs)]
 
-pub mod batch;
 mod error;
 mod fence;
 #[doc(hidden)]
 pub mod guard;
 mod inline;
 pub mod lease;
+pub mod operator;
 mod outcome;
 mod role;
 pub mod schema;
+mod send;
 mod statement;
 pub mod status;
 mod timings;
 
-pub use error::Error;
+pub use error::StatementError;
 #[doc(hidden)]
 pub use fence::FENCE_GUARDS;
 pub use fence::Fence;
 pub use outcome::ReleaseOutcome;
 pub use role::{Role, RoleNameError, validate as validate_role_name};
-pub use schema::check_schema_ready;
+pub use schema::{SchemaError, check_schema_ready};
 pub use statement::Statement;
-pub use timings::{Timings, TimingsError};
+pub use timings::{TimingParts, Timings, TimingsError};

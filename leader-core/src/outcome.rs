@@ -8,26 +8,30 @@ use std::fmt;
 /// |---|---|---|
 /// | `Completed` | stamped with now and the holder | unchanged |
 /// | `Shutdown` | unchanged | unchanged |
-/// | `Interrupted` (job error) | unchanged | now + min(interval, 60 s) |
+/// | `Failed` (the job returned an error) | unchanged | now + min(interval, 60 s) |
 /// | `Lost` | unchanged | now + min(interval, 60 s) |
 /// | `Panicked` | unchanged | now + interval |
 ///
 /// Only a completed tick counts as done, so a role whose ticks keep failing ages its
-/// last-tick metric instead of looking healthy. The short cooldown after an interruption keeps a
+/// last-tick metric instead of looking healthy. The short cooldown after a failure keeps a
 /// slow database from turning an hourly job into a partial tick every few seconds; the full
 /// interval after a panic keeps a deterministic panic from re-running more than once an interval.
 /// A shutdown says nothing about the job or the database (it is a deploy or a scale-down), so
 /// it sets no cooldown: another replica may take the role at once, as it could after a crash
 /// once the TTL ran out.
+///
+/// The same word names the outcome in RELEASE, in the `outcome` label of
+/// `leader_tick_duration_seconds`, in the runtime's log line and in the docs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ReleaseOutcome {
     /// The work returned.
     Completed,
     /// The work was cancelled by the runtime's shutdown (even if it then panicked).
     Shutdown,
-    /// The work returned an error (or was otherwise cut short by something other than a
-    /// shutdown or a loss).
-    Interrupted,
+    /// The work returned an error (or did not stop within the grace period, for a cause other
+    /// than a shutdown or a loss).
+    Failed,
     /// The lease was lost during the tick (even if the work then panicked).
     Lost,
     /// The work panicked.
@@ -35,12 +39,13 @@ pub enum ReleaseOutcome {
 }
 
 impl ReleaseOutcome {
-    /// The name used in the RELEASE statement, logs and metric labels.
+    /// The name used in the RELEASE statement, logs and metric labels: `completed`, `shutdown`,
+    /// `failed`, `lost` or `panicked`.
     pub const fn as_str(self) -> &'static str {
         match self {
             ReleaseOutcome::Completed => "completed",
             ReleaseOutcome::Shutdown => "shutdown",
-            ReleaseOutcome::Interrupted => "interrupted",
+            ReleaseOutcome::Failed => "failed",
             ReleaseOutcome::Lost => "lost",
             ReleaseOutcome::Panicked => "panicked",
         }

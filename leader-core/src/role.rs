@@ -25,6 +25,7 @@ pub struct Role(&'static str);
 
 /// Why a string is not a valid [`Role`] name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RoleNameError {
     /// The name is empty.
     #[error("role name is empty: use a name such as `billing` (lowercase letters, digits, `_`)")]
@@ -207,7 +208,7 @@ mod tests {
 
     #[test]
     fn the_framework_migration_states_the_rule_in_sql() {
-        let migration = include_str!("../../migrations/20261201000000_leader_leases.up.sql");
+        let migration = include_str!("../migrations/20261201000000_leader_leases.up.sql");
         assert!(
             migration.contains(leader_role_name::SQL_CHECK),
             "leader_leases_role_format must be CHECK ({})",

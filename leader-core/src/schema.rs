@@ -4,9 +4,10 @@ use std::fmt;
 
 use sqlx::{PgExecutor, Row};
 
-use crate::{Error, Role};
+use crate::send::send;
+use crate::{Role, Statement, StatementError, Timings};
 
-/// The framework's migrations (`migrations/` at the repository root): the `leader_leases` table,
+/// The framework's migrations (this crate's `migrations/` folder): the `leader_leases` table,
 /// `leader_fence`, `leader_status`, `leader_pause`, `leader_unpause`, `leader_clear_cooldown`,
 /// `leader_seed_token` and `leader_grant_app_role`.
 ///
@@ -14,7 +15,7 @@ use crate::{Error, Role};
 /// that keeps every migration in one folder has these files written into it instead
 /// ([`MIGRATION_FILES`], `leaderctl migrations write DIR`), so that `sqlx migrate run` sees them
 /// too.
-pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 /// One file of the framework's migrations, embedded in the binary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,7 +30,7 @@ macro_rules! migration_files {
     ($($name:literal),* $(,)?) => {
         &[$(MigrationFile {
             name: $name,
-            sql: include_str!(concat!("../../migrations/", $name)),
+            sql: include_str!(concat!("../migrations/", $name)),
         }),*]
     };
 }
@@ -50,11 +51,23 @@ pub const MIGRATION_FILES: &[MigrationFile] = migration_files![
     "20261204000000_leader_pause_floor.up.sql",
 ];
 
-/// The name of the CHECK constraint that lists an application's roles.
-pub const ROLE_CONSTRAINT: &str = "leader_leases_role_registered";
+pub use leader_role_name::ROLE_CONSTRAINT;
+
+/// Why [`check_schema_ready`] refused.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchemaError {
+    /// The database lacks part of the framework's schema, or a role the code leads.
+    #[error("{0}")]
+    NotReady(SchemaReport),
+    /// The check's read of the catalog failed.
+    #[error(transparent)]
+    Statement(#[from] StatementError),
+}
 
 /// What [`check_schema_ready`] found wrong, one line per problem with its fix.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SchemaReport {
     /// Every problem found, in the order checked.
     pub problems: Vec<SchemaProblem>,
@@ -62,6 +75,7 @@ pub struct SchemaReport {
 
 /// One mismatch between the database and the code.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SchemaProblem {
     /// A framework object is missing: the framework migration has not run.
     MissingObject(&'static str),
@@ -92,9 +106,9 @@ impl fmt::Display for SchemaProblem {
         match self {
             SchemaProblem::MissingObject(what) => write!(
                 f,
-                "{what} is missing: apply the framework migrations (migrations/*.up.sql; \
-                 `leaderctl migrations write DIR` copies them into your migrations folder) \
-                 before starting"
+                "{what} is missing: apply the framework migrations before starting \
+                 (`leaderctl migrate` applies them; `leaderctl migrations write DIR` copies them \
+                 into your migrations folder)"
             ),
             SchemaProblem::OutOfDate {
                 object,
@@ -142,9 +156,6 @@ impl fmt::Display for SchemaReport {
     }
 }
 
-/// The statement name in this check's errors.
-const CHECK: &str = "the schema check";
-
 const OBJECTS: &str = "
 SELECT to_regclass('leader_leases') IS NOT NULL                         AS leader_leases,
        to_regclass('leader_status') IS NOT NULL                         AS leader_status,
@@ -164,17 +175,6 @@ SELECT to_regclass('leader_leases') IS NOT NULL                         AS leade
            AND conname = 'leader_leases_role_registered') AS role_check
 ";
 
-/// Extracts the quoted role names from a constraint definition such as
-/// `CHECK ((role = ANY (ARRAY['billing'::text, 'dunning'::text])))`.
-pub fn roles_in_check(definition: &str) -> Vec<String> {
-    definition
-        .split('\'')
-        .skip(1)
-        .step_by(2)
-        .map(str::to_owned)
-        .collect()
-}
-
 /// Refuses to start unless the database has the framework schema, as the latest framework
 /// migration leaves it, and every role in `roles` is listed in the role CHECK constraint and has
 /// a row.
@@ -184,18 +184,18 @@ pub fn roles_in_check(definition: &str) -> Vec<String> {
 ///
 /// # Errors
 ///
-/// [`Error::SchemaNotReady`] listing every problem with its fix, or [`Error::Database`].
-pub async fn check_schema_ready<'e, E>(db: E, roles: &[Role]) -> Result<(), Error>
+/// [`SchemaError::NotReady`] listing every problem with its fix, or [`SchemaError::Statement`].
+pub async fn check_schema_ready<'e, E>(db: E, roles: &[Role]) -> Result<(), SchemaError>
 where
     E: PgExecutor<'e> + Copy,
 {
     // Sent as simple queries (no bind parameters), like the lease statements, so the check works
     // through a transaction-mode pooler.
-    let objects = sqlx::raw_sql(OBJECTS)
-        .fetch_one(db)
-        .await
-        .map_err(Error::db(CHECK))?;
-    let get = |name: &str| objects.try_get::<bool, _>(name).map_err(Error::db(CHECK));
+    let timeout = Timings::DEFAULT.statement_timeout() * 5;
+    let field = StatementError::database(Statement::SchemaCheck);
+    let rows = send(db, Statement::SchemaCheck, timeout, OBJECTS.to_owned()).await?;
+    let objects = crate::send::single(Statement::SchemaCheck, rows)?;
+    let get = |name: &str| objects.try_get::<bool, _>(name).map_err(&field);
     let (table, view, fence, pause, unpause, clear_cooldown, not_before) = (
         get("leader_leases")?,
         get("leader_status")?,
@@ -206,7 +206,7 @@ where
         get("not_before")?,
     );
     let pause_floor = get("pause_floor")?;
-    let role_check: Option<String> = objects.try_get("role_check").map_err(Error::db(CHECK))?;
+    let role_check: Option<String> = objects.try_get("role_check").map_err(&field)?;
     let mut problems: Vec<SchemaProblem> = [
         (table, "table leader_leases"),
         (not_before, "column leader_leases.not_before"),
@@ -230,21 +230,25 @@ where
         });
     }
     if !table {
-        return Err(Error::SchemaNotReady(SchemaReport { problems }));
+        return Err(SchemaError::NotReady(SchemaReport { problems }));
     }
     let Some(role_check) = role_check else {
         problems.push(SchemaProblem::NoRoleConstraint);
-        return Err(Error::SchemaNotReady(SchemaReport { problems }));
+        return Err(SchemaError::NotReady(SchemaReport { problems }));
     };
-    let registered = roles_in_check(&role_check);
-    let seeded: Vec<String> = sqlx::raw_sql("SELECT role FROM leader_leases")
-        .fetch_all(db)
-        .await
-        .map_err(Error::db(CHECK))?
+    let registered = leader_role_name::roles_in_check(&role_check);
+    let rows = send(
+        db,
+        Statement::SchemaCheck,
+        timeout,
+        "SELECT role FROM leader_leases".to_owned(),
+    )
+    .await?;
+    let seeded: Vec<String> = rows
         .iter()
         .map(|row| row.try_get("role"))
         .collect::<Result<_, _>>()
-        .map_err(Error::db(CHECK))?;
+        .map_err(&field)?;
     for &role in roles {
         if !registered.iter().any(|r| r == role.as_str()) {
             problems.push(SchemaProblem::RoleNotInCheck {
@@ -258,17 +262,17 @@ where
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(Error::SchemaNotReady(SchemaReport { problems }))
+        Err(SchemaError::NotReady(SchemaReport { problems }))
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{MIGRATION_FILES, roles_in_check};
+    use super::MIGRATION_FILES;
 
     #[test]
     fn the_embedded_files_are_exactly_the_migrations_folder() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../migrations");
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/migrations");
         let mut on_disk: Vec<String> = std::fs::read_dir(dir)
             .unwrap()
             .map(|entry| entry.unwrap().file_name().into_string().unwrap())
@@ -279,12 +283,5 @@ mod tests {
             embedded, on_disk,
             "leader-core's MIGRATION_FILES must list every file of migrations/, sorted"
         );
-    }
-
-    #[test]
-    fn reads_roles_from_postgres_constraint_text() {
-        let def = "CHECK ((role = ANY (ARRAY['billing'::text, 'dunning'::text])))";
-        assert_eq!(roles_in_check(def), ["billing", "dunning"]);
-        assert_eq!(roles_in_check("CHECK ((role = 'solo'::text))"), ["solo"]);
     }
 }

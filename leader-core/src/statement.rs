@@ -8,6 +8,7 @@ use std::fmt;
 
 /// One of the statements the framework sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Statement {
     /// [`crate::lease::acquire`].
     Acquire,
@@ -15,23 +16,25 @@ pub enum Statement {
     Renew,
     /// [`crate::lease::release`].
     Release,
-    /// [`crate::lease::pause`].
+    /// [`crate::operator::pause`].
     Pause,
-    /// [`crate::lease::unpause`].
+    /// [`crate::operator::unpause`].
     Unpause,
-    /// [`crate::lease::clear_cooldown`].
+    /// [`crate::operator::clear_cooldown`].
     ClearCooldown,
     /// [`crate::status::read`]: the operator's read of `leader_status`.
     StatusView,
     /// The runtime's read of `leader_leases` for its status metrics.
     StatusRead,
+    /// [`crate::check_schema_ready`]: the start-up check's reads of the catalog.
+    SchemaCheck,
 }
 
 const PREFIX: &str = "/* leader:";
 
 impl Statement {
     /// Every statement.
-    pub const ALL: [Statement; 8] = [
+    pub const ALL: [Statement; 9] = [
         Statement::Acquire,
         Statement::Renew,
         Statement::Release,
@@ -40,10 +43,11 @@ impl Statement {
         Statement::ClearCooldown,
         Statement::StatusView,
         Statement::StatusRead,
+        Statement::SchemaCheck,
     ];
 
     /// The name in the statement's leading comment: `acquire`, `renew`, `release`, `pause`,
-    /// `unpause`, `clear_cooldown`, `status_view` or `status`.
+    /// `unpause`, `clear_cooldown`, `status_view`, `status` or `schema_check`.
     pub const fn name(self) -> &'static str {
         match self {
             Statement::Acquire => "acquire",
@@ -54,11 +58,12 @@ impl Statement {
             Statement::ClearCooldown => "clear_cooldown",
             Statement::StatusView => "status_view",
             Statement::StatusRead => "status",
+            Statement::SchemaCheck => "schema_check",
         }
     }
 
     /// The name in errors and logs: `ACQUIRE`, `RENEW`, `RELEASE`, `PAUSE`, `UNPAUSE`,
-    /// `CLEAR COOLDOWN`, `STATUS VIEW` or `STATUS`.
+    /// `CLEAR COOLDOWN`, `STATUS VIEW`, `STATUS` or `SCHEMA CHECK`.
     pub const fn label(self) -> &'static str {
         match self {
             Statement::Acquire => "ACQUIRE",
@@ -69,6 +74,7 @@ impl Statement {
             Statement::ClearCooldown => "CLEAR COOLDOWN",
             Statement::StatusView => "STATUS VIEW",
             Statement::StatusRead => "STATUS",
+            Statement::SchemaCheck => "SCHEMA CHECK",
         }
     }
 

@@ -12,11 +12,12 @@ use std::time::Duration;
 use chrono::{DateTime, TimeDelta, Utc};
 use sqlx::{PgExecutor, Row};
 
-use crate::lease::send;
-use crate::{Error, Statement, Timings};
+use crate::send::send;
+use crate::{Statement, StatementError, Timings};
 
 /// A role's state, as `leader_status.state` names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum State {
     /// Held by a live lease.
     Leading,
@@ -64,6 +65,7 @@ impl fmt::Display for State {
 
 /// One row of `leader_status`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RoleStatus {
     /// The role.
     pub role: String,
@@ -123,12 +125,12 @@ SELECT role, state, leader, token, leading_since, expires_at, last_tick_ended_at
 ///
 /// # Errors
 ///
-/// [`Error::Timeout`] after the statement timeout, [`Error::Database`] otherwise (a missing view
-/// included: run [`crate::check_schema_ready`] to say what is missing).
+/// [`StatementError::Timeout`] after the statement timeout, [`StatementError::Database`]
+/// otherwise (a missing view included: run [`crate::check_schema_ready`] to say what is missing).
 pub async fn read<'e>(
     db: impl PgExecutor<'e>,
     timings: &Timings,
-) -> Result<Vec<RoleStatus>, Error> {
+) -> Result<Vec<RoleStatus>, StatementError> {
     let rows = send(
         db,
         Statement::StatusView,
@@ -136,35 +138,30 @@ pub async fn read<'e>(
         READ.to_owned(),
     )
     .await?;
-    let label = Statement::StatusView.label();
+    let field = StatementError::database(Statement::StatusView);
     rows.iter()
         .map(|row| {
-            let field = |e| Error::Database {
-                statement: label,
-                source: e,
-            };
-            let word: String = row.try_get("state").map_err(field)?;
-            let state = State::parse(&word).ok_or_else(|| Error::Database {
-                statement: label,
-                source: sqlx::Error::Decode(
+            let word: String = row.try_get("state").map_err(&field)?;
+            let state = State::parse(&word).ok_or_else(|| {
+                field(sqlx::Error::Decode(
                     format!("leader_status.state is `{word}`, which this version does not know")
                         .into(),
-                ),
+                ))
             })?;
             Ok(RoleStatus {
-                role: row.try_get("role").map_err(field)?,
+                role: row.try_get("role").map_err(&field)?,
                 state,
-                leader: row.try_get("leader").map_err(field)?,
-                token: row.try_get("token").map_err(field)?,
-                leading_since: row.try_get("leading_since").map_err(field)?,
-                expires_at: row.try_get("expires_at").map_err(field)?,
-                last_tick_ended_at: row.try_get("last_tick_ended_at").map_err(field)?,
-                last_tick_holder: row.try_get("last_tick_holder").map_err(field)?,
-                cooldown_until: row.try_get("cooldown_until").map_err(field)?,
-                paused_at: row.try_get("paused_at").map_err(field)?,
-                paused_by: row.try_get("paused_by").map_err(field)?,
-                pause_reason: row.try_get("pause_reason").map_err(field)?,
-                db_now: row.try_get("db_now").map_err(field)?,
+                leader: row.try_get("leader").map_err(&field)?,
+                token: row.try_get("token").map_err(&field)?,
+                leading_since: row.try_get("leading_since").map_err(&field)?,
+                expires_at: row.try_get("expires_at").map_err(&field)?,
+                last_tick_ended_at: row.try_get("last_tick_ended_at").map_err(&field)?,
+                last_tick_holder: row.try_get("last_tick_holder").map_err(&field)?,
+                cooldown_until: row.try_get("cooldown_until").map_err(&field)?,
+                paused_at: row.try_get("paused_at").map_err(&field)?,
+                paused_by: row.try_get("paused_by").map_err(&field)?,
+                pause_reason: row.try_get("pause_reason").map_err(&field)?,
+                db_now: row.try_get("db_now").map_err(&field)?,
             })
         })
         .collect()
@@ -201,27 +198,29 @@ type Cell = Box<dyn Fn(&RoleStatus) -> String>;
 /// tick (time, UTC, and age), cooldown left, and who paused it and why, `-` where there is
 /// nothing; plus any columns added with [`Table::column`].
 ///
-/// ```
-/// use leader_core::status::{RoleStatus, State, Table};
+/// ```no_run
+/// # async fn show(pool: &sqlx::PgPool) -> Result<(), leader_core::StatementError> {
+/// use leader_core::status::{self, Table};
 ///
-/// let now = chrono::DateTime::from_timestamp(1_796_212_948, 0).unwrap();
-/// let row = RoleStatus {
-///     role: "billing".into(), state: State::Leading, leader: Some("replica-1".into()),
-///     token: 1_796_212_948_103, leading_since: Some(now), expires_at: Some(now + chrono::TimeDelta::seconds(8)),
-///     last_tick_ended_at: None, last_tick_holder: None, cooldown_until: None,
-///     paused_at: None, paused_by: None, pause_reason: None, db_now: now,
-/// };
-/// let rows = [row];
-/// let table = Table::new(&rows).column("ticks", |_| "7".into()).to_string();
-/// assert_eq!(
-///     table,
-///     "role     state    leader     token          expires_in  last_tick  age  cooldown  paused  ticks\n\
-///      billing  leading  replica-1  1796212948103  8.0s        never      -    -         -       7\n"
-/// );
+/// let rows = status::read(pool, &leader_core::Timings::DEFAULT).await?;
+/// print!("{}", Table::new(&rows).column("ticks", |_| "7".into()));
+/// # Ok(()) }
 /// ```
 pub struct Table<'a> {
     rows: &'a [RoleStatus],
     extra: Vec<(String, Cell)>,
+}
+
+impl fmt::Debug for Table<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Table")
+            .field("rows", &self.rows)
+            .field(
+                "extra_columns",
+                &self.extra.iter().map(|(h, _)| h).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
 }
 
 impl<'a> Table<'a> {
@@ -310,5 +309,39 @@ impl fmt::Display for Table<'_> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod table_tests {
+    use super::{RoleStatus, State, Table};
+
+    #[test]
+    fn a_leading_role_with_an_added_column() {
+        let now = chrono::DateTime::from_timestamp(1_796_212_948, 0).unwrap();
+        let row = RoleStatus {
+            role: "billing".into(),
+            state: State::Leading,
+            leader: Some("replica-1".into()),
+            token: 1_796_212_948_103,
+            leading_since: Some(now),
+            expires_at: Some(now + chrono::TimeDelta::seconds(8)),
+            last_tick_ended_at: None,
+            last_tick_holder: None,
+            cooldown_until: None,
+            paused_at: None,
+            paused_by: None,
+            pause_reason: None,
+            db_now: now,
+        };
+        let rows = [row];
+        let table = Table::new(&rows)
+            .column("ticks", |_| "7".into())
+            .to_string();
+        assert_eq!(
+            table,
+            "role     state    leader     token          expires_in  last_tick  age  cooldown  paused  ticks\n\
+             billing  leading  replica-1  1796212948103  8.0s        never      -    -         -       7\n"
+        );
     }
 }

@@ -24,30 +24,30 @@ use std::time::Duration;
 ///
 /// # Examples
 ///
-/// A `const` combination is checked at compile time:
+/// Built from named parts; a `const` combination is checked at compile time:
 ///
 /// ```
 /// use std::time::Duration;
-/// use leader_core::Timings;
+/// use leader_core::{TimingParts, Timings};
 ///
-/// const FAST: Timings = Timings::must(
-///     Duration::from_secs(3),        // ttl
-///     Duration::from_millis(900),    // heartbeat
-///     Duration::from_millis(600),    // statement timeout
-///     Duration::from_millis(1_800),  // abandon after
-///     Duration::from_millis(1_500),  // max poll
-/// );
+/// const FAST: Timings = Timings::new_or_panic(TimingParts {
+///     ttl: Duration::from_secs(3),
+///     heartbeat: Duration::from_millis(900),
+///     statement_timeout: Duration::from_millis(600),
+///     abandon_after: Duration::from_millis(1_800),
+///     max_poll: Duration::from_millis(1_500),
+/// });
 /// assert_eq!(FAST.ttl(), Duration::from_secs(3));
 /// ```
 ///
 /// ```compile_fail
 /// # use std::time::Duration;
-/// # use leader_core::Timings;
+/// # use leader_core::{TimingParts, Timings};
 /// // abandon (8 s) + statement timeout (2 s) is not below the TTL (10 s): does not compile.
-/// const BROKEN: Timings = Timings::must(
-///     Duration::from_secs(10), Duration::from_secs(3), Duration::from_secs(2),
-///     Duration::from_secs(8), Duration::from_secs(5),
-/// );
+/// const BROKEN: Timings = Timings::new_or_panic(TimingParts {
+///     abandon_after: Duration::from_secs(8),
+///     ..Timings::DEFAULT.parts()
+/// });
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timings {
@@ -58,8 +58,38 @@ pub struct Timings {
     max_poll: Duration,
 }
 
+/// The five timings by name, to build a [`Timings`] with [`Timings::new`] (which checks them).
+///
+/// Start from [`Timings::DEFAULT`]'s parts and change what you need:
+///
+/// ```
+/// use std::time::Duration;
+/// use leader_core::{TimingParts, Timings};
+///
+/// let timings = Timings::new(TimingParts {
+///     max_poll: Duration::from_secs(2),
+///     ..Timings::DEFAULT.parts()
+/// })?;
+/// assert_eq!(timings.max_poll(), Duration::from_secs(2));
+/// # Ok::<(), leader_core::TimingsError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimingParts {
+    /// How long a granted or renewed lease lasts.
+    pub ttl: Duration,
+    /// The RENEW period while a tick runs.
+    pub heartbeat: Duration,
+    /// The bound on each statement's round trip.
+    pub statement_timeout: Duration,
+    /// How long after the last acknowledged RENEW was sent the holder gives up its tick.
+    pub abandon_after: Duration,
+    /// The longest wait between two polls.
+    pub max_poll: Duration,
+}
+
 /// A [`Timings`] combination that would not be safe, with the rule it breaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum TimingsError {
     /// A timing is below one millisecond.
     #[error("timing `{0}` is below 1 ms: the lease statements work in whole milliseconds")]
@@ -110,26 +140,27 @@ const MS: Duration = Duration::from_millis(1);
 impl Timings {
     /// The reference values: TTL 10 s, heartbeat 3 s, statement timeout 2 s, abandon after 6 s,
     /// max poll 5 s.
-    pub const DEFAULT: Timings = Timings::must(
-        Duration::from_secs(10),
-        Duration::from_secs(3),
-        Duration::from_secs(2),
-        Duration::from_secs(6),
-        Duration::from_secs(5),
-    );
+    pub const DEFAULT: Timings = Timings::new_or_panic(TimingParts {
+        ttl: Duration::from_secs(10),
+        heartbeat: Duration::from_secs(3),
+        statement_timeout: Duration::from_secs(2),
+        abandon_after: Duration::from_secs(6),
+        max_poll: Duration::from_secs(5),
+    });
 
     /// Checks and builds a combination.
     ///
     /// # Errors
     ///
     /// [`TimingsError`] naming the inequality the values break.
-    pub const fn new(
-        ttl: Duration,
-        heartbeat: Duration,
-        statement_timeout: Duration,
-        abandon_after: Duration,
-        max_poll: Duration,
-    ) -> Result<Timings, TimingsError> {
+    pub const fn new(parts: TimingParts) -> Result<Timings, TimingsError> {
+        let TimingParts {
+            ttl,
+            heartbeat,
+            statement_timeout,
+            abandon_after,
+            max_poll,
+        } = parts;
         let named = [
             ("ttl", ttl),
             ("heartbeat", heartbeat),
@@ -166,22 +197,27 @@ impl Timings {
         })
     }
 
-    /// [`Timings::new`] for `const` items.
+    /// [`Timings::new`], panicking on a combination that breaks a rule: in a `const` item that
+    /// panic is a compile error, so an unsafe constant never builds.
     ///
     /// # Panics
     ///
-    /// Panics with the broken rule if the combination is unsafe; in a `const` item that is a
-    /// compile error.
-    pub const fn must(
-        ttl: Duration,
-        heartbeat: Duration,
-        statement_timeout: Duration,
-        abandon_after: Duration,
-        max_poll: Duration,
-    ) -> Timings {
-        match Timings::new(ttl, heartbeat, statement_timeout, abandon_after, max_poll) {
+    /// With the broken rule, if the combination is unsafe.
+    pub const fn new_or_panic(parts: TimingParts) -> Timings {
+        match Timings::new(parts) {
             Ok(timings) => timings,
             Err(err) => panic!("{}", err.short()),
+        }
+    }
+
+    /// The five timings by name, to change some and build again with [`Timings::new`].
+    pub const fn parts(&self) -> TimingParts {
+        TimingParts {
+            ttl: self.ttl,
+            heartbeat: self.heartbeat,
+            statement_timeout: self.statement_timeout,
+            abandon_after: self.abandon_after,
+            max_poll: self.max_poll,
         }
     }
 
@@ -193,13 +229,13 @@ impl Timings {
     /// [`TimingsError::TooSmall`] if `ttl` is so short a scaled value falls below 1 ms.
     pub const fn scaled_to_ttl(ttl: Duration) -> Result<Timings, TimingsError> {
         let ms = ttl.as_millis() as u64;
-        Timings::new(
-            Duration::from_millis(ms),
-            Duration::from_millis(ms * 3 / 10),
-            Duration::from_millis(ms * 2 / 10),
-            Duration::from_millis(ms * 6 / 10),
-            Duration::from_millis(ms * 5 / 10),
-        )
+        Timings::new(TimingParts {
+            ttl: Duration::from_millis(ms),
+            heartbeat: Duration::from_millis(ms * 3 / 10),
+            statement_timeout: Duration::from_millis(ms * 2 / 10),
+            abandon_after: Duration::from_millis(ms * 6 / 10),
+            max_poll: Duration::from_millis(ms * 5 / 10),
+        })
     }
 
     /// How long a granted or renewed lease lasts.
@@ -238,6 +274,22 @@ mod tests {
         Duration::from_secs(secs)
     }
 
+    fn timings(
+        ttl: Duration,
+        hb: Duration,
+        st: Duration,
+        ab: Duration,
+        mp: Duration,
+    ) -> Result<Timings, TimingsError> {
+        Timings::new(TimingParts {
+            ttl,
+            heartbeat: hb,
+            statement_timeout: st,
+            abandon_after: ab,
+            max_poll: mp,
+        })
+    }
+
     #[test]
     fn defaults_are_the_reference_values() {
         let t = Timings::DEFAULT;
@@ -255,21 +307,21 @@ mod tests {
 
     #[test]
     fn rejects_abandon_plus_timeout_at_or_above_ttl() {
-        let err = Timings::new(s(10), s(3), s(2), s(8), s(5)).unwrap_err();
+        let err = timings(s(10), s(3), s(2), s(8), s(5)).unwrap_err();
         assert!(matches!(err, TimingsError::AbandonNotBelowTtl { .. }));
         assert!(err.to_string().contains("raise the ttl"), "{err}");
-        assert!(Timings::new(s(10), s(3), s(3), s(7), s(5)).is_err());
+        assert!(timings(s(10), s(3), s(3), s(7), s(5)).is_err());
     }
 
     #[test]
     fn rejects_heartbeat_at_or_above_abandon() {
-        let err = Timings::new(s(20), s(6), s(2), s(6), s(5)).unwrap_err();
+        let err = timings(s(20), s(6), s(2), s(6), s(5)).unwrap_err();
         assert!(matches!(err, TimingsError::HeartbeatNotBelowAbandon { .. }));
     }
 
     #[test]
     fn rejects_sub_millisecond_values() {
-        let err = Timings::new(s(10), s(3), Duration::from_micros(10), s(6), s(5)).unwrap_err();
+        let err = timings(s(10), s(3), Duration::from_micros(10), s(6), s(5)).unwrap_err();
         assert_eq!(err, TimingsError::TooSmall("statement_timeout"));
     }
 

@@ -178,9 +178,24 @@ pub fn check(sql: &str) -> Checked {
     }
 }
 
+/// SQL that PostgreSQL's parser refuses, with its message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError {
+    /// The parser's message.
+    pub message: String,
+}
+
+impl std::fmt::Display for ParseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the SQL does not parse as PostgreSQL: {}", self.message)
+    }
+}
+
+impl std::error::Error for ParseError {}
+
 /// The byte ranges of every row-locking clause target (`FOR UPDATE`, `FOR NO KEY UPDATE`,
 /// `FOR SHARE`, `FOR KEY SHARE`) in `sql`, each given as the range of the locking query's first
-/// table; `Err` with PostgreSQL's message when `sql` does not parse.
+/// table; [`ParseError`] when `sql` does not parse.
 ///
 /// ```
 /// let found = leader_fence_check::row_locking_queries(
@@ -189,9 +204,10 @@ pub fn check(sql: &str) -> Checked {
 /// assert_eq!(found.unwrap().len(), 1);
 /// assert!(leader_fence_check::row_locking_queries("SELECT 1").unwrap().is_empty());
 /// ```
-pub fn row_locking_queries(sql: &str) -> Result<Vec<Range<usize>>, String> {
+pub fn row_locking_queries(sql: &str) -> Result<Vec<Range<usize>>, ParseError> {
     let mut found = Vec::new();
-    for statement in tree::parse(sql)? {
+    let statements = tree::parse(sql).map_err(|message| ParseError { message })?;
+    for statement in statements {
         messages::for_each_node(&statement.kind, &statement.fields, &mut |kind, fields| {
             if kind == "SelectStmt" && tree::has(fields, "locking_clause") {
                 let at = messages::first_table(fields).unwrap_or(0);

@@ -18,7 +18,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// The constraint's name, fixed by the framework's schema.
-pub const CONSTRAINT: &str = "leader_leases_role_registered";
+pub use leader_role_name::ROLE_CONSTRAINT as CONSTRAINT;
 
 /// The role CHECK constraint found in a migration.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,15 +31,61 @@ pub struct RoleCheck {
     pub roles: Vec<String>,
 }
 
+/// Why the migrations could not be read.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum RoleCheckError {
+    /// The folder, or a file in it, could not be read.
+    Read {
+        /// What could not be read: `the migrations folder`, or the file's name.
+        what: String,
+        /// The operating system's reason.
+        source: std::io::Error,
+    },
+    /// PostgreSQL's scanner could not split a file into tokens.
+    Scan {
+        /// The file's name.
+        file: String,
+        /// The scanner's message.
+        message: String,
+    },
+}
+
+impl std::fmt::Display for RoleCheckError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RoleCheckError::Read { what, source } => write!(f, "cannot read {what}: {source}"),
+            RoleCheckError::Scan { file, message } => write!(f, "cannot read `{file}`: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for RoleCheckError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RoleCheckError::Read { source, .. } => Some(source),
+            RoleCheckError::Scan { .. } => None,
+        }
+    }
+}
+
 /// Finds the last migration in `dir` that defines the role constraint.
 ///
 /// `Ok(None)` when the folder does not exist or no migration defines the constraint: there is
 /// then nothing to pin at compile time (the runtime's start-up check still runs).
-pub fn find_role_check(dir: &Path, manifest_dir: &Path) -> Result<Option<RoleCheck>, String> {
+pub fn find_role_check(
+    dir: &Path,
+    manifest_dir: &Path,
+) -> Result<Option<RoleCheck>, RoleCheckError> {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read the migrations folder: {e}")),
+        Err(source) => {
+            return Err(RoleCheckError::Read {
+                what: "the migrations folder".into(),
+                source,
+            });
+        }
     };
     let mut files: Vec<(String, PathBuf)> = entries
         .filter_map(Result::ok)
@@ -51,8 +97,14 @@ pub fn find_role_check(dir: &Path, manifest_dir: &Path) -> Result<Option<RoleChe
 
     let mut found = None;
     for (name, path) in files {
-        let sql = fs::read_to_string(&path).map_err(|e| format!("cannot read `{name}`: {e}"))?;
-        let roles = roles_in_sql(&sql).map_err(|e| format!("cannot read `{name}`: {e}"))?;
+        let sql = fs::read_to_string(&path).map_err(|source| RoleCheckError::Read {
+            what: format!("`{name}`"),
+            source,
+        })?;
+        let roles = roles_in_sql(&sql).map_err(|message| RoleCheckError::Scan {
+            file: name.clone(),
+            message,
+        })?;
         if let Some(roles) = roles {
             let shown = path
                 .strip_prefix(manifest_dir)
@@ -78,7 +130,7 @@ pub fn find_role_check(dir: &Path, manifest_dir: &Path) -> Result<Option<RoleChe
 /// # Errors
 ///
 /// The tokenizer's message, for SQL it cannot split (an unterminated string or comment).
-pub fn roles_in_sql(sql: &str) -> Result<Option<Vec<String>>, String> {
+fn roles_in_sql(sql: &str) -> Result<Option<Vec<String>>, String> {
     use pg_query::protobuf::Token as Kind;
     let scanned = pg_query::scan(sql).map_err(|e| e.to_string())?;
     let tokens: Vec<(i32, &str)> = scanned
@@ -107,8 +159,10 @@ pub fn roles_in_sql(sql: &str) -> Result<Option<Vec<String>>, String> {
             i += 1;
             continue;
         }
+        // The roles are read from the CHECK's string constants by the one reader the runtime's
+        // start-up check also uses on the constraint PostgreSQL prints.
         let mut depth = 0usize;
-        let mut roles = Vec::new();
+        let mut literals = String::new();
         let mut j = i + 3;
         while j < tokens.len() {
             let token = &tokens[j];
@@ -120,13 +174,12 @@ pub fn roles_in_sql(sql: &str) -> Result<Option<Vec<String>>, String> {
                     break;
                 }
             } else if is(token, Kind::Sconst) {
-                let text = token.1;
-                let inner = text.strip_prefix('\'').and_then(|t| t.strip_suffix('\''));
-                roles.push(inner.unwrap_or(text).replace("''", "'"));
+                literals.push_str(token.1);
+                literals.push(' ');
             }
             j += 1;
         }
-        found = Some(roles);
+        found = Some(leader_role_name::roles_in_check(&literals));
         i = j;
     }
     Ok(found)

@@ -1,5 +1,8 @@
 //! The role-name rule, written once: `leader-core` checks `Role` values with it, and
-//! `leader-macros` checks `#[leader_role("...")]` at compile time with it. The framework
+//! `leader-macros` checks `#[leader_role("...")]` at compile time with it. The role CHECK's
+//! name ([`ROLE_CONSTRAINT`]) and the reading of the roles it lists ([`roles_in_check`]) are
+//! here too, for the runtime's start-up check (on the constraint PostgreSQL prints) and for
+//! `#[leader_role]` and `leaderctl` (on the constraint a migration writes). The framework
 //! migration's `leader_leases_role_format` CHECK states the same rule in SQL ([`SQL_CHECK`]); the
 //! integration tests store names through it to prove the two agree.
 //!
@@ -16,6 +19,49 @@
 
 #![no_std]
 #![warn(missing_docs)]
+
+extern crate alloc;
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+/// The name of the CHECK constraint on `leader_leases.role` that lists an application's roles.
+pub const ROLE_CONSTRAINT: &str = "leader_leases_role_registered";
+
+/// The roles a role CHECK lists: every single-quoted string literal in `definition` (`''` is a
+/// quote inside one), in order. `definition` is the constraint's text from its `CHECK` on, as
+/// PostgreSQL prints it (`CHECK ((role = ANY (ARRAY['billing'::text, 'dunning'::text])))`) or as
+/// a migration writes it (`CHECK (role IN ('billing', 'dunning'))`).
+///
+/// ```
+/// use leader_role_name::roles_in_check;
+///
+/// let printed = "CHECK ((role = ANY (ARRAY['billing'::text, 'dunning'::text])))";
+/// assert_eq!(roles_in_check(printed), ["billing", "dunning"]);
+/// assert_eq!(roles_in_check("CHECK (role IN ('solo'))"), ["solo"]);
+/// assert_eq!(roles_in_check("CHECK (role IN ('o''neil'))"), ["o'neil"]);
+/// ```
+pub fn roles_in_check(definition: &str) -> Vec<String> {
+    let mut roles = Vec::new();
+    let mut chars = definition.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\'' {
+            continue;
+        }
+        let mut literal = String::new();
+        while let Some(c) = chars.next() {
+            if c != '\'' {
+                literal.push(c);
+            } else if chars.peek() == Some(&'\'') {
+                literal.push(chars.next().unwrap_or('\''));
+            } else {
+                break;
+            }
+        }
+        roles.push(literal);
+    }
+    roles
+}
 
 /// The longest role name, in bytes (PostgreSQL's identifier limit, so a role can name things).
 pub const MAX_LEN: usize = 63;

@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 /// Why a tick was cancelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum CancelCause {
     /// RENEW found the lease gone: taken over, released or expired.
     LeaseLost(LossReason),
@@ -51,16 +52,21 @@ impl fmt::Display for CancelCause {
     }
 }
 
-/// A [`CancellationToken`] that remembers why it was cancelled.
+/// A tick's cancellation, as its job sees it: whether and why the runtime cancelled the tick.
+///
+/// Read-only: only the runtime cancels a tick, with the cause it observed (a RENEW that found
+/// the lease gone, the heartbeat's timeout, the runtime's shutdown), so the cause that decides
+/// the RELEASE outcome and the lease-lost metric is always the runtime's. A job that needs a
+/// token to stop its own helpers takes a child with [`TickCancellation::token`]: cancelling the
+/// child stops whatever holds it and nothing else.
 ///
 /// The first cause wins: a tick lost to a takeover and then interrupted by shutdown reports the
 /// loss. Clones share the token and the cause.
 ///
 /// # Invariant
 ///
-/// The token is cancelled only by [`TickCancellation::cancel`], after it records the cause, so
-/// a cancelled `TickCancellation` always has a cause. [`TickCancellation::token`] hands out a
-/// child token: cancelling it stops whatever holds it and nothing else.
+/// The token is cancelled only by the runtime's `cancel`, after it records the cause, so a
+/// cancelled `TickCancellation` always has a cause.
 #[derive(Debug, Clone, Default)]
 pub struct TickCancellation {
     token: CancellationToken,
@@ -69,12 +75,17 @@ pub struct TickCancellation {
 
 impl TickCancellation {
     /// A token that is not cancelled.
-    pub fn new() -> TickCancellation {
+    pub(crate) fn new() -> TickCancellation {
         TickCancellation::default()
     }
 
+    /// The job's view of this cancellation (the same token and cause).
+    pub(crate) fn view(&self) -> TickCancellation {
+        self.clone()
+    }
+
     /// Cancels with `cause`, unless already cancelled. Returns true if this call set the cause.
-    pub fn cancel(&self, cause: CancelCause) -> bool {
+    pub(crate) fn cancel(&self, cause: CancelCause) -> bool {
         let first = self.cause.set(cause).is_ok();
         self.token.cancel();
         first
@@ -103,16 +114,11 @@ impl TickCancellation {
     /// work) does not cancel the tick.
     ///
     /// ```
-    /// use leader_runtime::{CancelCause, TickCancellation};
-    ///
-    /// let tick = TickCancellation::new();
-    /// let helper = tick.token();
-    /// helper.cancel();
+    /// # async fn job(tick: leader_runtime::TickContext) {
+    /// let helper = tick.cancellation().token();
+    /// helper.cancel(); // stops the helper, not the tick
     /// assert!(!tick.is_cancelled());
-    ///
-    /// let helper = tick.token();
-    /// tick.cancel(CancelCause::Shutdown);
-    /// assert!(helper.is_cancelled());
+    /// # }
     /// ```
     pub fn token(&self) -> CancellationToken {
         self.token.child_token()

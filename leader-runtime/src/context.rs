@@ -10,7 +10,8 @@ use crate::cancel::{CancelCause, TickCancellation};
 /// One granted tick of a role, handed to its job.
 ///
 /// It carries the [`Fence`] the job's claim queries must prove, the tick's cancellation (with
-/// its [`CancelCause`]), the database clock reading from ACQUIRE, and the runtime's pool.
+/// its [`CancelCause`]), when the lease was granted (database clock), and the runtime's pool.
+/// The application's own state comes as the job's second parameter, [`State`](crate::State).
 ///
 /// # Contract
 ///
@@ -23,7 +24,7 @@ use crate::cancel::{CancelCause, TickCancellation};
 pub struct TickContext {
     fence: Fence,
     cancellation: TickCancellation,
-    db_now: DateTime<Utc>,
+    granted_at: DateTime<Utc>,
     pool: PgPool,
 }
 
@@ -31,30 +32,32 @@ impl TickContext {
     pub(crate) fn new(
         fence: Fence,
         cancellation: TickCancellation,
-        db_now: DateTime<Utc>,
+        granted_at: DateTime<Utc>,
         pool: PgPool,
     ) -> TickContext {
         TickContext {
             fence,
             cancellation,
-            db_now,
+            granted_at,
             pool,
         }
     }
 
     /// The context the runtime would hand a job for `grant`, for calling a job directly in its
-    /// tests. Its cancellation starts uncancelled; cancel it through
-    /// [`TickContext::cancellation`] to test how the job stops.
+    /// tests. Its cancellation starts uncancelled; with the `test-support` feature,
+    /// [`TickContext::cancel_for_test`] cancels it to test how the job stops.
     ///
-    /// The grant comes from a real [`lease::acquire`](crate::lease::acquire) (the job's claims
-    /// then pass `leader_fence`), or is built around a fence from `Fence::forge` with the
-    /// `test-support` feature (its claims are then refused, as a replaced leader's are).
-    /// Nothing leads the role while the test runs the job: no heartbeat renews the lease, and
-    /// nothing releases it.
+    /// The grant comes from a real ACQUIRE ([`protocol::lease::acquire_one`]: the job's claims
+    /// then pass `leader_fence`), or is built with `Grant::forge` around a fence from
+    /// `Fence::forge` with the `test-support` feature (its claims are then refused, as a replaced
+    /// leader's are). Nothing leads the role while the test runs the job: no heartbeat renews
+    /// the lease, and nothing releases it.
+    ///
+    /// [`protocol::lease::acquire_one`]: crate::protocol::lease::acquire_one
     ///
     /// ```no_run
     /// use std::time::Duration;
-    /// use leader_runtime::lease::{self, Acquired};
+    /// use leader_runtime::protocol::lease::{self, Acquired};
     /// use leader_runtime::{JobError, Role, TickContext, Timings};
     ///
     /// async fn dispatch(tick: TickContext) -> Result<(), JobError> {
@@ -66,7 +69,7 @@ impl TickContext {
     /// let role = Role::from_static("email_outbox");
     /// let every = Duration::from_secs(5);
     /// let Acquired::Granted(grant) =
-    ///     lease::acquire(&pool, role, "job-test", every, &Timings::DEFAULT).await?
+    ///     lease::acquire_one(&pool, role, "job-test", every, &Timings::DEFAULT).await?
     /// else {
     ///     panic!("the role is free in a fresh test database");
     /// };
@@ -74,7 +77,15 @@ impl TickContext {
     /// # Ok(()) }
     /// ```
     pub fn from_grant(grant: Grant, pool: PgPool) -> TickContext {
-        TickContext::new(grant.fence, TickCancellation::new(), grant.db_now, pool)
+        TickContext::new(grant.fence, TickCancellation::new(), grant.granted_at, pool)
+    }
+
+    /// Cancels this context's tick with `cause`, as the runtime would, to test how a job stops.
+    /// Only with the `test-support` feature: in a running tick only the runtime cancels, with
+    /// the cause it observed.
+    #[cfg(feature = "test-support")]
+    pub fn cancel_for_test(&self, cause: CancelCause) {
+        self.cancellation.cancel(cause);
     }
 
     /// The fence to bind into this tick's claim queries.
@@ -87,9 +98,9 @@ impl TickContext {
         self.fence.role()
     }
 
-    /// The database clock when the lease was granted.
-    pub fn db_now(&self) -> DateTime<Utc> {
-        self.db_now
+    /// When the lease was granted (database clock).
+    pub fn granted_at(&self) -> DateTime<Utc> {
+        self.granted_at
     }
 
     /// The runtime's pool.
@@ -97,7 +108,8 @@ impl TickContext {
         &self.pool
     }
 
-    /// The tick's cancellation, to hand to helpers.
+    /// The tick's cancellation, read-only, to hand to helpers (which can take a child token
+    /// from it).
     pub fn cancellation(&self) -> &TickCancellation {
         &self.cancellation
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use chrono::Utc;
 use futures_util::future::BoxFuture;
 use leader_core::lease::{Acquired, Grant, Refusal, RefusalReason, Released, Renewed};
-use leader_core::{Error, Fence, ReleaseOutcome, Role};
+use leader_core::{Fence, ReleaseOutcome, Role, Statement, StatementError};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -26,51 +26,54 @@ pub(crate) enum Call {
 /// `epoch`.
 pub(crate) struct FakeStatements {
     pub epoch: Instant,
-    pub renews: Mutex<VecDeque<(Duration, Result<Renewed, Error>)>>,
-    pub acquires: Mutex<VecDeque<Result<Acquired, Error>>>,
+    pub renews: Mutex<VecDeque<(Duration, Result<Renewed, StatementError>)>>,
+    pub acquires: Mutex<VecDeque<Result<Acquired, StatementError>>>,
     pub acquires_done: CancellationToken,
     pub calls: Mutex<Vec<Call>>,
+    /// Makes RELEASE panic, as a bug in the runtime's own loop would.
+    pub release_panics: std::sync::atomic::AtomicBool,
 }
 
 pub(crate) fn refused(
     reason: RefusalReason,
     retry_after: Option<Duration>,
-) -> Result<Acquired, Error> {
-    Ok(Acquired::Refused(Refusal {
+) -> Result<Acquired, StatementError> {
+    Ok(Acquired::Refused(Refusal::forge(
         reason,
         retry_after,
-        holder_id: None,
-        db_now: Utc::now(),
-    }))
+        None,
+        Utc::now(),
+    )))
 }
 
-pub(crate) fn extended() -> Result<Renewed, Error> {
+pub(crate) fn extended() -> Result<Renewed, StatementError> {
     Ok(Renewed::Extended {
         expires_at: Utc::now(),
         db_now: Utc::now(),
     })
 }
 
-pub(crate) fn failed() -> Result<Renewed, Error> {
-    Err(Error::Timeout {
-        statement: "RENEW",
+pub(crate) fn failed() -> Result<Renewed, StatementError> {
+    Err(StatementError::Timeout {
+        statement: Statement::Renew,
         timeout: Duration::from_secs(2),
     })
 }
 
 impl FakeStatements {
-    pub fn new(script: Vec<(Duration, Result<Renewed, Error>)>) -> FakeStatements {
+    pub fn new(script: Vec<(Duration, Result<Renewed, StatementError>)>) -> FakeStatements {
         FakeStatements {
             epoch: Instant::now(),
             renews: Mutex::new(script.into()),
             acquires: Mutex::new(VecDeque::new()),
             acquires_done: CancellationToken::new(),
             calls: Mutex::new(Vec::new()),
+            release_panics: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
     /// A fake whose ACQUIREs answer `script`, in order.
-    pub fn acquiring(script: Vec<Result<Acquired, Error>>) -> FakeStatements {
+    pub fn acquiring(script: Vec<Result<Acquired, StatementError>>) -> FakeStatements {
         let fake = FakeStatements::new(vec![]);
         *fake.acquires.lock().unwrap() = script.into();
         fake
@@ -103,11 +106,11 @@ impl FakeStatements {
     }
 
     pub fn grant(role: &'static str) -> Grant {
-        Grant {
-            fence: Fence::forge(Role::from_static(role), 42),
-            db_now: Utc::now(),
-            expires_at: Utc::now(),
-        }
+        Grant::forge(
+            Fence::forge(Role::from_static(role), 42),
+            Utc::now(),
+            Utc::now(),
+        )
     }
 }
 
@@ -115,7 +118,7 @@ impl crate::statements::LeaseStatements for FakeStatements {
     fn acquire_many(
         &self,
         roles: Vec<(Role, Duration)>,
-    ) -> BoxFuture<'_, Result<Vec<Acquired>, Error>> {
+    ) -> BoxFuture<'_, Result<Vec<Acquired>, StatementError>> {
         let asked: Vec<Role> = roles.iter().map(|(role, _)| *role).collect();
         self.calls
             .lock()
@@ -136,7 +139,7 @@ impl crate::statements::LeaseStatements for FakeStatements {
         Box::pin(async move { Ok(answers) })
     }
 
-    fn renew(&self, _fence: Fence) -> BoxFuture<'_, Result<Renewed, Error>> {
+    fn renew(&self, _fence: Fence) -> BoxFuture<'_, Result<Renewed, StatementError>> {
         self.calls
             .lock()
             .unwrap()
@@ -158,11 +161,17 @@ impl crate::statements::LeaseStatements for FakeStatements {
         _fence: Fence,
         outcome: ReleaseOutcome,
         _interval: Duration,
-    ) -> BoxFuture<'_, Result<Released, Error>> {
+    ) -> BoxFuture<'_, Result<Released, StatementError>> {
         self.calls
             .lock()
             .unwrap()
             .push(Call::Release(self.epoch.elapsed(), outcome));
+        assert!(
+            !self
+                .release_panics
+                .load(std::sync::atomic::Ordering::SeqCst),
+            "a bug in the role loop"
+        );
         Box::pin(async { Ok(Released { changed: true }) })
     }
 }

@@ -89,8 +89,8 @@ pub(crate) async fn keep_alive(
 mod tests {
     use std::time::Duration;
 
-    use leader_core::Timings;
     use leader_core::lease::{LossReason, Renewed};
+    use leader_core::{TimingParts, Timings};
     use tokio::time::Instant;
 
     use super::keep_alive;
@@ -168,7 +168,13 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_statement_error_is_a_missed_beat_not_a_loss() {
-        let timings = Timings::must(s(5), s(1), s(1), ms(3_500), s(2));
+        let timings = Timings::new_or_panic(TimingParts {
+            ttl: s(5),
+            heartbeat: s(1),
+            statement_timeout: s(1),
+            abandon_after: ms(3_500),
+            max_poll: s(2),
+        });
         let fake = FakeStatements::new(vec![
             (ms(10), failed()),
             (ms(10), failed()),

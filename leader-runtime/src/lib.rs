@@ -25,21 +25,24 @@
 
 #![warn(missing_docs)]
 
-pub mod cancel;
-pub mod context;
+mod cancel;
+mod context;
+mod error;
 mod fence_parameter;
 mod heartbeat;
 mod holder;
+mod job;
 pub mod metrics;
 mod panic_capture;
 pub mod panic_guard;
 mod poll;
 #[cfg(feature = "prometheus")]
 pub mod prometheus;
-pub mod registry;
+mod registry;
 mod role_spec;
 mod runtime;
 pub mod shutdown;
+mod state;
 mod statements;
 mod tick;
 mod wake;
@@ -49,24 +52,47 @@ mod fake;
 
 pub use cancel::{CancelCause, TickCancellation};
 pub use context::TickContext;
-pub use leader_core::{
-    Error, Fence, ReleaseOutcome, Role, Statement, Timings, TimingsError, batch,
-    check_schema_ready, lease, schema, status,
-};
+pub use error::{BuildError, RunError};
+pub use job::Job;
+pub use leader_core::{Fence, Role, RoleNameError, TimingParts, Timings, TimingsError};
+#[cfg(feature = "macros")]
 pub use leader_macros::{fenced, leader_role, unfenced};
+pub use registry::JobError;
+pub use runtime::{JobInfo, Runtime, RuntimeBuilder};
+pub use state::State;
+
+/// The sqlx this crate is built with (0.9), so an application uses the same `PgPool` type:
+/// depend on it through here, or on `sqlx = "0.9"`. A pool from another sqlx version is a
+/// different type ("expected `Pool<Postgres>`, found a different `Pool<Postgres>`").
+pub use sqlx;
+
+/// The framework's migrations and the start-up check that the database matches the code.
+pub mod schema {
+    pub use leader_core::schema::*;
+    pub use leader_core::{SchemaError, check_schema_ready};
+}
+
+/// The protocol underneath, for tools (`leaderctl`, tests, benchmarks): the lease statements a
+/// runtime sends, the operator's statements, `leader_status` as typed rows, and their errors. A
+/// job author needs none of it.
+pub mod protocol {
+    pub use leader_core::{ReleaseOutcome, Statement, StatementError, lease, operator, status};
+}
 
 /// The whole-crate fence audit: every row-locking statement sits in a `#[fenced]` function or
 /// says why not (feature `audit`).
 #[cfg(feature = "audit")]
 pub use leader_audit as audit;
-pub use registry::{JobError, JobRegistration, registered_jobs};
-pub use runtime::{Runtime, RuntimeBuilder};
 
 /// Paths used by the macros' expansions. Not a public API: it can change in any release.
 #[doc(hidden)]
 pub mod __private {
     pub use crate::fence_parameter::{FenceParameter, assert_fence_parameter};
-    pub use crate::registry::{JobError, JobFuture, JobRegistration, JobResult};
+    pub use crate::job::call_with_state;
+    pub use crate::registry::{
+        JobFuture, JobRegistration, JobResult, RegisteredJob, registered_jobs,
+    };
+    pub use core::any::{Any, TypeId, type_name};
     pub use core::time::Duration;
     pub use inventory;
 }

@@ -8,7 +8,7 @@
 //! | `leader_paused_seconds` | gauge | `role` | how long the role has been paused, from `paused_at` on the database clock; 0 while not paused |
 //! | `leader_interval_seconds` | gauge | `role` | the role's interval: the least time between the ends of two completed ticks |
 //! | `leader_lease_lost_total` | counter | `role`, `reason` (`taken_over`, `paused`, `released`, `expired`, `heartbeat_timeout`, `panicked`) | ticks that ended without their lease; `panicked` is created at 0 at start so its first increase alerts |
-//! | `leader_tick_duration_seconds` | histogram | `role`, `outcome` (`completed`, `failed`, `panicked`, `interrupted`, `lost`) | how long each tick ran |
+//! | `leader_tick_duration_seconds` | histogram | `role`, `outcome` (`completed`, `failed`, `panicked`, `shutdown`, `lost`: [`ReleaseOutcome`](crate::protocol::ReleaseOutcome)'s names) | how long each tick ran |
 //! | `leader_database_read_only` | gauge | `role` | 1 while this replica's ACQUIRE for the role is refused because the server is read-only (a standby, a demoted primary), else 0 |
 //! | `leader_clock_drift_seconds` | gauge | — | database clock minus local clock, estimated from each ACQUIRE and RENEW; informational |
 //!
@@ -70,7 +70,7 @@ const DESCRIPTIONS: [(&str, Kind, Option<Unit>, &str); 9] = [
         "leader_tick_duration_seconds",
         Kind::Histogram,
         Some(Unit::Seconds),
-        "How long each tick ran, by outcome (completed, failed, panicked, interrupted, lost).",
+        "How long each tick ran, by outcome (completed, failed, panicked, shutdown, lost).",
     ),
     (
         "leader_database_read_only",
@@ -146,9 +146,9 @@ fn clock_drift_seconds(db_now: DateTime<Utc>, sent: Instant, answered: Instant) 
     (db_now - local).num_microseconds().unwrap_or(0) as f64 / 1e6
 }
 
-/// What the table says about one role, on the database clock.
+/// The ages the table gives one role, on the database clock.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct RoleStatus {
+pub(crate) struct LeaseAges {
     pub role: String,
     pub last_tick_age_seconds: Option<f64>,
     /// How long the role has been paused; `None` while not paused.
@@ -167,12 +167,12 @@ const STATUS_READ: &str = "/* leader:status */ SELECT role,
            FROM leader_leases";
 
 /// Reads the last completed tick's age and the pause age of every role from `leader_leases`.
-pub(crate) async fn read_status(pool: &PgPool) -> Result<Vec<RoleStatus>, sqlx::Error> {
+pub(crate) async fn read_status(pool: &PgPool) -> Result<Vec<LeaseAges>, sqlx::Error> {
     // A simple query (no bind parameters), so it works through a transaction-mode pooler.
     let rows = sqlx::raw_sql(STATUS_READ).fetch_all(pool).await?;
     rows.iter()
         .map(|row| {
-            Ok(RoleStatus {
+            Ok(LeaseAges {
                 role: row.try_get("role")?,
                 last_tick_age_seconds: row.try_get("age")?,
                 paused_seconds: row.try_get("paused_for")?,
@@ -182,7 +182,7 @@ pub(crate) async fn read_status(pool: &PgPool) -> Result<Vec<RoleStatus>, sqlx::
 }
 
 /// Publishes `status` (or the failure to read it) for `roles`.
-pub(crate) fn publish_status(roles: &[Role], status: Result<&[RoleStatus], ()>) {
+pub(crate) fn publish_status(roles: &[Role], status: Result<&[LeaseAges], ()>) {
     for &role in roles {
         let name = role.as_str();
         let found = status

@@ -47,7 +47,7 @@ impl fmt::Display for CaughtPanic {
 /// The payload a guard re-raises so the runner can still say where the first panic happened.
 pub(crate) struct Reraised(pub CaughtPanic);
 
-fn message_of(payload: &(dyn Any + Send)) -> String {
+pub(crate) fn message_of(payload: &(dyn Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         (*s).to_owned()
     } else if let Some(s) = payload.downcast_ref::<String>() {

@@ -96,6 +96,7 @@ impl Drop for Steps {
 
 /// What a guarded batch did, when no item panicked.
 #[derive(Debug)]
+#[must_use = "the items that failed are in the report's `failed`: dropped, their errors go unseen"]
 pub struct BatchReport<E> {
     /// Items whose work returned `Ok`.
     pub succeeded: usize,

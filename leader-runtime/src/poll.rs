@@ -38,14 +38,8 @@ pub(crate) fn next_poll_wait(retry_after: Option<Duration>, max_poll: Duration) 
 const READ_ONLY_SQL_TRANSACTION: &str = "25006";
 
 /// Whether `error` says the server cannot take writes (so no replica can lead through it).
-pub(crate) fn is_read_only(error: &leader_core::Error) -> bool {
-    match error {
-        leader_core::Error::Database {
-            source: sqlx::Error::Database(db),
-            ..
-        } => db.code().as_deref() == Some(READ_ONLY_SQL_TRANSACTION),
-        _ => false,
-    }
+pub(crate) fn is_read_only(error: &leader_core::StatementError) -> bool {
+    error.sqlstate().as_deref() == Some(READ_ONLY_SQL_TRANSACTION)
 }
 
 /// Whether the server this replica's ACQUIREs reach is read-only: logged once per role at each
@@ -153,7 +147,7 @@ pub(crate) async fn poll_roles(
                         let role = roles[i].role;
                         match answer {
                             Acquired::Granted(grant) => {
-                                crate::metrics::clock_drift(grant.db_now, sent, Instant::now());
+                                crate::metrics::clock_drift(grant.granted_at, sent, Instant::now());
                                 if roles[i].worker.try_send((grant, sent)).is_ok() {
                                     in_tick[i] = true;
                                 } else {
@@ -221,7 +215,7 @@ mod tests {
     use crate::registry::JobFuture;
     use crate::role_spec::RoleSpec;
     use leader_core::lease::RefusalReason;
-    use leader_core::{Error, Role, Timings};
+    use leader_core::{Role, Statement, StatementError, Timings};
     use sqlx::postgres::PgPoolOptions;
     use tokio_util::sync::CancellationToken;
 
@@ -337,8 +331,8 @@ mod tests {
             refused(RefusalReason::Contended, Some(Duration::ZERO)),
             refused(RefusalReason::Paused, None),
             refused(RefusalReason::NotDue, Some(Duration::from_secs(3_600))),
-            Err(Error::Timeout {
-                statement: "ACQUIRE",
+            Err(StatementError::Timeout {
+                statement: Statement::Acquire,
                 timeout: Duration::from_secs(2),
             }),
         ]);
@@ -402,7 +396,7 @@ mod tests {
         );
     }
 
-    fn granted(role: &'static str) -> Result<Acquired, Error> {
+    fn granted(role: &'static str) -> Result<Acquired, StatementError> {
         Ok(Acquired::Granted(FakeStatements::grant(role)))
     }
 

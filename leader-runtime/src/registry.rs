@@ -1,5 +1,9 @@
 //! Jobs registered by `#[leader_role]`, found by the runtime without a hand-written list.
+//!
+//! Macro plumbing: reachable only through `__private`, for the expansion. An application reads
+//! the registrations through [`crate::RuntimeBuilder::registered_jobs`].
 
+use std::any::{Any, TypeId};
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
@@ -19,7 +23,7 @@ pub type JobError = Box<dyn std::error::Error + Send + Sync + 'static>;
 #[diagnostic::on_unimplemented(
     message = "a leader job returns `Result<(), E>` with `E` convertible into `Box<dyn Error + Send + Sync>`, not `{Self}`",
     label = "not a `Result<(), E>` with `E: Into<JobError>`",
-    note = "a leader job is `async fn name(tick: TickContext) -> Result<(), E>`"
+    note = "a leader job is `async fn name(tick: TickContext) -> Result<(), E>`, or `async fn name(tick: TickContext, State(app): State<App>) -> Result<(), E>`"
 )]
 pub trait JobResult {
     /// The result with its error boxed.
@@ -35,18 +39,32 @@ impl<E: Into<JobError>> JobResult for Result<(), E> {
 /// The future of one tick of a job.
 pub type JobFuture = Pin<Box<dyn Future<Output = Result<(), JobError>> + Send + 'static>>;
 
+/// How a registered job is called.
+#[derive(Debug, Clone, Copy)]
+pub enum RegisteredJob {
+    /// `async fn(TickContext)`.
+    TickOnly(fn(TickContext) -> JobFuture),
+    /// `async fn(TickContext, State<S>)`: the state's type, and the call given the runtime's
+    /// state (checked at build to be an `S`).
+    WithState {
+        /// `TypeId::of::<S>()` (a function: `TypeId::of` is not yet usable in a `static`).
+        state: fn() -> TypeId,
+        /// `type_name::<S>()`, for the build's error (a function for the same reason).
+        state_name: fn() -> &'static str,
+        /// Starts a tick.
+        call: fn(TickContext, &(dyn Any + Send + Sync)) -> JobFuture,
+    },
+}
+
 /// One job registered by `#[leader_role]`.
-///
-/// Built by the macro's expansion; an application reads them through
-/// [`crate::RuntimeBuilder::registered_jobs`].
 #[derive(Debug, Clone, Copy)]
 pub struct JobRegistration {
     /// The role the job leads.
     pub role: Role,
     /// How often it runs: the least time between the ends of two completed ticks.
     pub every: Duration,
-    /// Starts one tick.
-    pub job: fn(TickContext) -> JobFuture,
+    /// The job.
+    pub job: RegisteredJob,
     /// The job function's path, for errors and logs.
     pub name: &'static str,
 }

@@ -1,25 +1,20 @@
 //! A role the runtime leads: its name, interval and job.
 
 use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
 use leader_core::Role;
 
-use crate::context::TickContext;
-use crate::registry::JobFuture;
-
-/// A job: starts one tick's future from its context.
-pub type JobFn = Arc<dyn Fn(TickContext) -> JobFuture + Send + Sync + 'static>;
+use crate::job::JobFn;
 
 /// One role as the runtime drives it.
 #[derive(Clone)]
-pub struct RoleSpec {
+pub(crate) struct RoleSpec {
     /// The role.
     pub role: Role,
     /// The least time between the ends of two completed ticks.
     pub every: Duration,
-    /// The job run on each granted tick.
+    /// The job run on each granted tick, with the runtime's state bound in.
     pub job: JobFn,
     /// The job's name, for logs and errors.
     pub name: String,

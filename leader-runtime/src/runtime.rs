@@ -1,27 +1,31 @@
 //! The runtime: leads every registered role until shutdown, polling for all of them with one
 //! statement and running each role's ticks on its own task.
 
+use std::any::{Any, TypeId};
+use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use leader_core::{Error, Role, Timings};
+use leader_core::{Role, Timings};
 use sqlx::PgPool;
 use sqlx::postgres::PgConnectOptions;
 use tokio::sync::mpsc;
-use tokio::task::JoinSet;
+use tokio::task::{Id, JoinSet};
 use tokio_util::sync::CancellationToken;
 
-use crate::context::TickContext;
+use crate::error::{BuildError, RunError};
+use crate::job::{Job, JobFn};
 use crate::poll::{Polled, poll_roles, work_role};
-use crate::registry::{JobError, registered_jobs};
+use crate::registry::{RegisteredJob, registered_jobs};
 use crate::role_spec::RoleSpec;
 use crate::statements::{LeaseStatements, PgStatements};
 use crate::tick::TickEnv;
 
-/// Builds a [`Runtime`]; see [`Runtime::builder`].
-#[must_use]
-pub struct RuntimeBuilder {
+/// Builds a [`Runtime`]; see [`Runtime::builder`]. `S` is the application's state, given with
+/// [`RuntimeBuilder::with_state`] and handed to the jobs that take [`State<S>`](crate::State).
+#[must_use = "a builder does nothing until `.build()` and `Runtime::run`"]
+pub struct RuntimeBuilder<S = ()> {
     pool: PgPool,
     timings: Timings,
     grace: Duration,
@@ -29,13 +33,29 @@ pub struct RuntimeBuilder {
     holder_id: Option<String>,
     roles: Vec<RoleSpec>,
     wake: Option<PgConnectOptions>,
-    error: Option<Error>,
+    state: S,
+    error: Option<BuildError>,
+}
+
+impl<S: fmt::Debug> fmt::Debug for RuntimeBuilder<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RuntimeBuilder")
+            .field("timings", &self.timings)
+            .field("grace", &self.grace)
+            .field("status_every", &self.status_every)
+            .field("holder_id", &self.holder_id)
+            .field("roles", &self.roles)
+            .field("wake_on_release", &self.wake.is_some())
+            .field("state", &self.state)
+            .field("error", &self.error)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Leads a set of roles on a PostgreSQL pool: polls for every role not in a tick with one ACQUIRE
-/// ([`batch::acquire_many`](crate::batch::acquire_many)), runs the job on each granted tick beside
-/// a heartbeat (the heartbeats of all its ticks renew in one statement), and releases with the
-/// tick's outcome.
+/// ([`protocol::lease::acquire`](crate::protocol::lease::acquire)), runs the job on each granted
+/// tick beside a heartbeat (the heartbeats of all its ticks renew in one statement), and releases
+/// with the tick's outcome.
 ///
 /// # Guarantees
 ///
@@ -47,7 +67,10 @@ pub struct RuntimeBuilder {
 ///   released with no cooldown ([`ReleaseOutcome::Shutdown`](crate::ReleaseOutcome::Shutdown)),
 ///   so another replica leads at its next poll.
 /// * Start-up refuses a database whose schema or registered roles do not match the roles here
-///   ([`check_schema_ready`](crate::check_schema_ready)), naming what to add.
+///   ([`schema::check_schema_ready`](crate::schema::check_schema_ready)), naming what to add.
+/// * If one of its loops dies (a bug: jobs' panics are caught), it stops the others as a
+///   shutdown does and [`Runtime::run`] returns [`RunError::LoopDied`] naming it: a process that
+///   no longer leads does not exit 0.
 ///
 /// It does not make a job's effects exactly-once: claims carry the fence, and completions land
 /// through compare-and-set writes (see the README).
@@ -81,7 +104,7 @@ pub struct RuntimeBuilder {
 /// Runtime::builder(pool)
 ///     .role(OUTBOX, Duration::from_secs(5), dispatch)
 ///     .build()?
-///     .run(leader_runtime::shutdown::on_signal())
+///     .run(leader_runtime::shutdown::signal())
 ///     .await?;
 /// # Ok(()) }
 /// ```
@@ -96,9 +119,34 @@ pub struct Runtime {
     wake: Option<PgConnectOptions>,
 }
 
+/// One job of a [`Runtime`], as [`Runtime::jobs`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct JobInfo {
+    /// The role it leads.
+    pub role: Role,
+    /// The least time between the ends of two completed ticks.
+    pub every: Duration,
+    /// The job's name: its function's path, for a `#[leader_role]` job.
+    pub name: String,
+}
+
+impl fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime")
+            .field("holder_id", &self.holder_id)
+            .field("roles", &self.roles)
+            .field("timings", &self.timings)
+            .field("grace", &self.grace)
+            .field("wake_on_release", &self.wake.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Runtime {
-    /// A builder with the default [`Timings`], a 10 s shutdown grace period and no roles.
-    pub fn builder(pool: PgPool) -> RuntimeBuilder {
+    /// A builder with the default [`Timings`], a 10 s shutdown grace period, no roles and no
+    /// state.
+    pub fn builder(pool: PgPool) -> RuntimeBuilder<()> {
         RuntimeBuilder {
             pool,
             timings: Timings::DEFAULT,
@@ -107,6 +155,7 @@ impl Runtime {
             holder_id: None,
             roles: Vec::new(),
             wake: None,
+            state: (),
             error: None,
         }
     }
@@ -121,83 +170,171 @@ impl Runtime {
         self.roles.iter().map(|spec| spec.role).collect()
     }
 
-    /// Checks the schema, then leads every role until `shutdown` is cancelled and every running
-    /// tick has been released.
+    /// The jobs this runtime leads: each role, how often it runs and the job's name.
+    pub fn jobs(&self) -> Vec<JobInfo> {
+        self.roles
+            .iter()
+            .map(|spec| JobInfo {
+                role: spec.role,
+                every: spec.every,
+                name: spec.name.clone(),
+            })
+            .collect()
+    }
+
+    /// Checks the schema, then leads every role until `shutdown` completes and every running
+    /// tick has been released: the graceful shutdown of a rolling deploy (pass
+    /// [`shutdown::signal()`](crate::shutdown::signal) for SIGTERM and Ctrl-C, or any future).
     ///
     /// Dropping (or aborting) the returned future stops every role at once *without* releasing,
     /// as a crashed process would: the leases then run out after their TTL.
     ///
     /// # Errors
     ///
-    /// [`Error::SchemaNotReady`] (or [`Error::Database`]) from the start-up check; nothing is
-    /// led then.
-    pub async fn run(self, shutdown: CancellationToken) -> Result<(), Error> {
+    /// [`RunError::Schema`] from the start-up check (nothing is led then), and
+    /// [`RunError::LoopDied`] if one of the runtime's loops died (every other was then stopped,
+    /// releasing its ticks, before this returns).
+    pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), RunError> {
         crate::panic_capture::install();
         let roles = self.roles();
         leader_core::check_schema_ready(&self.pool, &roles).await?;
+        self.lead(shutdown).await
+    }
+
+    /// [`Runtime::run`] until `token` is cancelled.
+    ///
+    /// # Errors
+    ///
+    /// As [`Runtime::run`].
+    pub async fn run_until_cancelled(self, token: CancellationToken) -> Result<(), RunError> {
+        self.run(token.cancelled_owned()).await
+    }
+
+    /// Leads every role until `shutdown` completes (the schema already checked).
+    async fn lead(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), RunError> {
+        let roles = self.roles();
         crate::metrics::describe();
         for spec in &self.roles {
             crate::metrics::register(spec.role, spec.every);
         }
         tracing::info!(holder = %self.holder_id, roles = ?roles, "leader runtime started");
         let this = Arc::new(self);
+        let stop = CancellationToken::new();
+        let mut loops = Loops::default();
+        let status = this.spawn_loops(&mut loops, &stop);
+        let _abort_status_on_drop = AbortOnDrop(status);
+        let died = loops.wait(shutdown, &stop).await;
+        tracing::info!(holder = %this.holder_id, "leader runtime stopped");
+        match died {
+            Some(died) => Err(died),
+            None => Ok(()),
+        }
+    }
+
+    /// Starts a task per role, the poller, the wake listener and the status reader.
+    fn spawn_loops(
+        self: &Arc<Self>,
+        loops: &mut Loops,
+        stop: &CancellationToken,
+    ) -> tokio::task::JoinHandle<()> {
         let beat_grid = tokio::time::Instant::now();
-        let mut tasks = JoinSet::new();
         let (done_tx, done_rx) = mpsc::unbounded_channel();
-        let mut polled = Vec::with_capacity(this.roles.len());
+        let mut polled = Vec::with_capacity(self.roles.len());
         // Each role's ticks run on their own task, so a job that hogs its thread delays no other.
-        for spec in &this.roles {
+        for spec in &self.roles {
             let (worker_tx, worker_rx) = mpsc::channel(1);
             polled.push(Polled {
                 role: spec.role,
                 every: spec.every,
                 worker: worker_tx,
             });
-            let (this, shutdown) = (this.clone(), shutdown.clone());
+            let (this, stop) = (self.clone(), stop.clone());
             let (spec, done) = (spec.clone(), done_tx.clone());
-            tasks.spawn(async move {
-                let env = this.tick_env(&shutdown, beat_grid);
+            let what = format!("the loop of role {}", spec.role);
+            loops.spawn(what, async move {
+                let env = this.tick_env(&stop, beat_grid);
                 work_role(&env, spec, worker_rx, done).await;
             });
         }
         drop(done_tx);
         let (wake_tx, wake_rx) = mpsc::unbounded_channel();
-        if let Some(options) = this.wake.clone() {
-            tasks.spawn(crate::wake::listen(options, wake_tx, shutdown.clone()));
+        if let Some(options) = self.wake.clone() {
+            let listener = crate::wake::listen(options, wake_tx, stop.clone());
+            loops.spawn("the wake listener".to_owned(), listener);
         } else {
             drop(wake_tx);
         }
-        {
-            let (this, shutdown) = (this.clone(), shutdown.clone());
-            tasks.spawn(async move {
-                let env = this.tick_env(&shutdown, beat_grid);
-                poll_roles(&env, polled, done_rx, wake_rx).await;
-            });
-        }
-        let status = {
-            let (this, shutdown) = (this.clone(), shutdown.clone());
-            tokio::spawn(async move {
-                loop {
-                    let read = crate::metrics::read_status(&this.pool).await;
-                    if let Err(error) = &read {
-                        tracing::debug!(%error, "could not read leader_leases for the metrics");
-                    }
-                    crate::metrics::publish_status(&roles, read.as_deref().map_err(|_| ()));
-                    tokio::select! {
-                        () = tokio::time::sleep(this.status_every) => {}
-                        () = shutdown.cancelled() => break,
-                    }
-                }
-            })
-        };
-        let _abort_status_on_drop = AbortOnDrop(status);
-        while let Some(joined) = tasks.join_next().await {
-            if let Err(error) = joined {
-                tracing::error!(%error, "a role loop ended abnormally");
+        let (this, poller_stop) = (self.clone(), stop.clone());
+        loops.spawn("the poller".to_owned(), async move {
+            let env = this.tick_env(&poller_stop, beat_grid);
+            poll_roles(&env, polled, done_rx, wake_rx).await;
+        });
+        let (this, stop) = (self.clone(), stop.clone());
+        tokio::spawn(async move { this.publish_status(stop).await })
+    }
+
+    /// Reads `leader_leases` every `status_every` for the status metrics, until `stop`.
+    async fn publish_status(&self, stop: CancellationToken) {
+        let roles = self.roles();
+        loop {
+            let read = crate::metrics::read_status(&self.pool).await;
+            if let Err(error) = &read {
+                tracing::debug!(%error, "could not read leader_leases for the metrics");
+            }
+            crate::metrics::publish_status(&roles, read.as_deref().map_err(|_| ()));
+            tokio::select! {
+                () = tokio::time::sleep(self.status_every) => {}
+                () = stop.cancelled() => break,
             }
         }
-        tracing::info!(holder = %this.holder_id, "leader runtime stopped");
-        Ok(())
+    }
+}
+
+/// The runtime's loops, each named for the error if it dies.
+#[derive(Default)]
+struct Loops {
+    tasks: JoinSet<()>,
+    names: Vec<(Id, String)>,
+}
+
+impl Loops {
+    fn spawn(&mut self, what: String, task: impl Future<Output = ()> + Send + 'static) {
+        let handle = self.tasks.spawn(task);
+        self.names.push((handle.id(), what));
+    }
+
+    /// Waits until every loop has ended: `stop` is cancelled when `shutdown` completes or when
+    /// a loop dies, which is returned.
+    async fn wait(
+        mut self,
+        shutdown: impl Future<Output = ()> + Send,
+        stop: &CancellationToken,
+    ) -> Option<RunError> {
+        let mut shutdown = std::pin::pin!(shutdown);
+        let mut died = None;
+        loop {
+            tokio::select! {
+                () = &mut shutdown, if !stop.is_cancelled() => stop.cancel(),
+                joined = self.tasks.join_next() => match joined {
+                    None => return died,
+                    Some(Ok(())) => {}
+                    Some(Err(error)) => {
+                        let what = self
+                            .names
+                            .iter()
+                            .find(|(id, _)| *id == error.id())
+                            .map_or_else(|| "a loop".to_owned(), |(_, what)| what.clone());
+                        let reason = match error.try_into_panic() {
+                            Ok(panic) => crate::panic_capture::message_of(panic.as_ref()),
+                            Err(error) => error.to_string(),
+                        };
+                        tracing::error!(loop_ = %what, %reason, "a loop of the runtime died; stopping every role");
+                        stop.cancel();
+                        died.get_or_insert(RunError::LoopDied { what, reason });
+                    }
+                },
+            }
+        }
     }
 }
 
@@ -227,22 +364,43 @@ impl Drop for AbortOnDrop {
     }
 }
 
-impl RuntimeBuilder {
+impl RuntimeBuilder<()> {
+    /// Gives the runtime the application's state: jobs that take [`State<S>`](crate::State)
+    /// as their second parameter get a clone of it each tick (make it cheap to clone: an `Arc`,
+    /// a pool, a client handle), as axum's `Router::with_state` does for handlers.
+    ///
+    /// Jobs added before keep working; call it before adding jobs that take the state.
+    pub fn with_state<S>(self, state: S) -> RuntimeBuilder<S>
+    where
+        S: Clone + Send + Sync + 'static,
+    {
+        RuntimeBuilder {
+            pool: self.pool,
+            timings: self.timings,
+            grace: self.grace,
+            status_every: self.status_every,
+            holder_id: self.holder_id,
+            roles: self.roles,
+            wake: self.wake,
+            state,
+            error: self.error,
+        }
+    }
+}
+
+impl<S: Clone + Send + Sync + 'static> RuntimeBuilder<S> {
     /// Adds `role`, led by `job` at most once every `every` (the least time between the ends of
-    /// two completed ticks).
+    /// two completed ticks). `job` is `async fn(TickContext) -> Result<(), E>`, or
+    /// `async fn(TickContext, State<S>) -> Result<(), E>` to receive the builder's state: a job
+    /// that takes another state does not compile here.
     ///
     /// A bad interval or a second job for the same role is reported by [`RuntimeBuilder::build`].
-    pub fn role<F, Fut, E>(self, role: Role, every: Duration, job: F) -> RuntimeBuilder
+    pub fn role<J, Args>(self, role: Role, every: Duration, job: J) -> RuntimeBuilder<S>
     where
-        F: Fn(TickContext) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<(), E>> + Send + 'static,
-        E: Into<JobError> + 'static,
+        J: Job<S, Args>,
     {
-        let name = std::any::type_name::<F>().to_owned();
-        let job = Arc::new(move |tick: TickContext| -> crate::registry::JobFuture {
-            let fut = job(tick);
-            Box::pin(async move { fut.await.map_err(Into::into) })
-        });
+        let name = std::any::type_name::<J>().to_owned();
+        let job = job.into_job_fn(self.state.clone());
         self.add(RoleSpec {
             role,
             every,
@@ -251,30 +409,54 @@ impl RuntimeBuilder {
         })
     }
 
-    /// Adds every job registered with `#[leader_role]` in this binary.
-    pub fn registered_jobs(mut self) -> RuntimeBuilder {
+    /// Adds every job registered with `#[leader_role]` in this binary. A job that takes
+    /// [`State<T>`](crate::State) needs this builder's state to be a `T`; otherwise
+    /// [`RuntimeBuilder::build`] refuses, naming the job and the `with_state` call to add.
+    pub fn registered_jobs(mut self) -> RuntimeBuilder<S> {
         let mut jobs: Vec<_> = registered_jobs().collect();
         jobs.sort_by_key(|job| (job.role, job.name));
         for job in jobs {
-            let run = job.job;
+            let run: JobFn = match job.job {
+                RegisteredJob::TickOnly(call) => Arc::new(call),
+                RegisteredJob::WithState {
+                    state,
+                    state_name,
+                    call,
+                } => {
+                    if state() != TypeId::of::<S>() {
+                        self.error.get_or_insert(BuildError::StateType {
+                            job: job.name.to_owned(),
+                            role: job.role,
+                            wanted: state_name(),
+                            given: std::any::type_name::<S>(),
+                        });
+                        continue;
+                    }
+                    let state: Arc<dyn Any + Send + Sync> = Arc::new(self.state.clone());
+                    Arc::new(move |tick| call(tick, state.as_ref()))
+                }
+            };
             self = self.add(RoleSpec {
                 role: job.role,
                 every: job.every,
-                job: Arc::new(run),
+                job: run,
                 name: job.name.to_owned(),
             });
         }
         self
     }
 
-    fn add(mut self, spec: RoleSpec) -> RuntimeBuilder {
+    fn add(mut self, spec: RoleSpec) -> RuntimeBuilder<S> {
         if self.error.is_some() {
             return self;
         }
-        if let Err(error) = leader_core::lease::check_interval(spec.role, spec.every) {
-            self.error = Some(error);
+        if spec.every < Duration::from_millis(1) {
+            self.error = Some(BuildError::Interval {
+                role: spec.role,
+                interval: spec.every,
+            });
         } else if let Some(first) = self.roles.iter().find(|r| r.role == spec.role) {
-            self.error = Some(Error::DuplicateRole {
+            self.error = Some(BuildError::DuplicateRole {
                 role: spec.role,
                 first: first.name.clone(),
                 second: spec.name,
@@ -286,25 +468,26 @@ impl RuntimeBuilder {
     }
 
     /// Sets the lease timings (default [`Timings::DEFAULT`]).
-    pub fn timings(mut self, timings: Timings) -> RuntimeBuilder {
+    pub fn timings(mut self, timings: Timings) -> RuntimeBuilder<S> {
         self.timings = timings;
         self
     }
 
     /// Sets how long a cancelled tick may take to return before it is dropped and released
     /// (default 10 s).
-    pub fn shutdown_grace(mut self, grace: Duration) -> RuntimeBuilder {
+    pub fn shutdown_grace(mut self, grace: Duration) -> RuntimeBuilder<S> {
         self.grace = grace;
         self
     }
 
     /// Sets how often the status metrics are read from the table (default 15 s).
-    pub fn status_every(mut self, every: Duration) -> RuntimeBuilder {
+    pub fn status_every(mut self, every: Duration) -> RuntimeBuilder<S> {
         self.status_every = every;
         self
     }
 
-    /// Turns on the wake channel: one dedicated connection made with `options` (directly to
+    /// Wakes followers on release, instead of leaving them to their next poll: one dedicated
+    /// connection made with `options` (directly to
     /// PostgreSQL, not through a transaction-mode pooler: `LISTEN` needs a session) listens on
     /// `leader_released`, every RELEASE this runtime sends also notifies it, and a release heard
     /// there makes this runtime poll at once for that role instead of at its next scheduled poll.
@@ -319,16 +502,16 @@ impl RuntimeBuilder {
     /// // The pool may go through PgBouncer; the wake connection goes to PostgreSQL itself.
     /// let pool = sqlx::PgPool::connect("postgres://app@pgbouncer:6432/app").await?;
     /// let direct: PgConnectOptions = "postgres://app@db:5432/app".parse()?;
-    /// let runtime = leader_runtime::Runtime::builder(pool).wake(direct).build()?;
+    /// let runtime = leader_runtime::Runtime::builder(pool).wake_on_release(direct).build()?;
     /// # Ok(()) }
     /// ```
-    pub fn wake(mut self, options: PgConnectOptions) -> RuntimeBuilder {
+    pub fn wake_on_release(mut self, options: PgConnectOptions) -> RuntimeBuilder<S> {
         self.wake = Some(options);
         self
     }
 
     /// Sets the holder id (default `hostname:pid:8hex`).
-    pub fn holder_id(mut self, holder_id: impl Into<String>) -> RuntimeBuilder {
+    pub fn holder_id(mut self, holder_id: impl Into<String>) -> RuntimeBuilder<S> {
         self.holder_id = Some(holder_id.into());
         self
     }
@@ -337,9 +520,10 @@ impl RuntimeBuilder {
     ///
     /// # Errors
     ///
-    /// [`Error::Interval`] for an interval below 1 ms, [`Error::DuplicateRole`] naming both
-    /// jobs of a role registered twice.
-    pub fn build(self) -> Result<Runtime, Error> {
+    /// [`BuildError::Interval`] for an interval below 1 ms, [`BuildError::DuplicateRole`]
+    /// naming both jobs of a role registered twice, [`BuildError::StateType`] for a
+    /// `#[leader_role]` job whose state this builder was not given.
+    pub fn build(self) -> Result<Runtime, BuildError> {
         if let Some(error) = self.error {
             return Err(error);
         }
@@ -359,5 +543,80 @@ impl RuntimeBuilder {
             holder_id,
             wake: self.wake,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+
+    use leader_core::{Role, Timings};
+    use sqlx::postgres::PgPoolOptions;
+
+    use super::Runtime;
+    use crate::error::RunError;
+    use crate::fake::FakeStatements;
+    use crate::job::Job;
+    use crate::role_spec::RoleSpec;
+
+    async fn quick(_: crate::TickContext) -> Result<(), crate::JobError> {
+        Ok(())
+    }
+
+    /// A runtime on `fake`, leading `alpha` with a job that returns at once.
+    fn runtime(fake: FakeStatements) -> Runtime {
+        let pool = PgPoolOptions::new()
+            .connect_lazy("postgres://unused@localhost:1/unused")
+            .unwrap();
+        Runtime {
+            pool,
+            timings: Timings::DEFAULT,
+            grace: Duration::from_secs(1),
+            status_every: Duration::from_secs(3600),
+            roles: vec![Arc::new(RoleSpec {
+                role: Role::from_static("alpha"),
+                every: Duration::from_secs(60),
+                job: Job::<(), _>::into_job_fn(quick, ()),
+                name: "quick".into(),
+            })],
+            statements: Arc::new(fake),
+            holder_id: "test-holder".into(),
+            wake: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_role_loop_that_dies_stops_the_runtime_with_an_error_naming_the_role() {
+        let fake = FakeStatements::acquiring(vec![Ok(leader_core::lease::Acquired::Granted(
+            FakeStatements::grant("alpha"),
+        ))]);
+        fake.release_panics.store(true, Ordering::SeqCst);
+        let ran = tokio::time::timeout(
+            Duration::from_secs(60),
+            runtime(fake).lead(std::future::pending()),
+        )
+        .await
+        .expect("the runtime stops once a loop died, without a shutdown");
+        match ran {
+            Err(RunError::LoopDied { what, reason }) => {
+                assert_eq!(what, "the loop of role alpha");
+                assert!(reason.contains("a bug in the role loop"), "{reason}");
+            }
+            other => panic!("expected the loop's death, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_shutdown_ends_the_runtime_cleanly() {
+        let fake = FakeStatements::acquiring(vec![]);
+        let ran = tokio::time::timeout(
+            Duration::from_secs(60),
+            runtime(fake).lead(std::future::ready(())),
+        )
+        .await
+        .expect("the runtime stops after its shutdown");
+        assert!(ran.is_ok(), "{ran:?}");
     }
 }

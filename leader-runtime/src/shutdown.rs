@@ -1,56 +1,91 @@
-//! Shutdown signals.
+//! Shutdown on a signal, for [`crate::Runtime::run`].
 
-use tokio_util::sync::CancellationToken;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
-/// A token cancelled on SIGTERM or Ctrl-C (SIGINT), for [`crate::Runtime::run`].
+use futures_util::future::BoxFuture;
+
+/// Resolves on SIGTERM or Ctrl-C (SIGINT): the graceful shutdown of a rolling deploy.
 ///
 /// Must be called inside a tokio runtime. The handlers are installed before this returns, so a
 /// signal that arrives right after is not lost; from then on these signals no longer end the
-/// process by themselves. If a handler cannot be installed, the error is logged and the token is
-/// only cancelled by whoever else holds it.
+/// process by themselves, so the future must be awaited (or passed to
+/// [`Runtime::run`](crate::Runtime::run)): dropped, a SIGTERM does nothing. If a handler cannot
+/// be installed, the error is logged and the future waits for the other signal.
 ///
 /// ```no_run
-/// # async fn run(runtime: leader_runtime::Runtime) -> Result<(), leader_runtime::Error> {
-/// runtime.run(leader_runtime::shutdown::on_signal()).await
+/// # async fn run(runtime: leader_runtime::Runtime) -> Result<(), leader_runtime::RunError> {
+/// runtime.run(leader_runtime::shutdown::signal()).await
 /// # }
 /// ```
-pub fn on_signal() -> CancellationToken {
-    let token = CancellationToken::new();
-    let cancel = token.clone();
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut streams = Vec::new();
-        for (kind, name) in [
-            (SignalKind::terminate(), "SIGTERM"),
-            (SignalKind::interrupt(), "SIGINT"),
-        ] {
-            match signal(kind) {
-                Ok(stream) => streams.push((stream, name)),
-                Err(error) => {
-                    tracing::error!(%error, signal = name, "cannot listen for the signal")
-                }
-            }
-        }
-        tokio::spawn(async move {
-            let received =
-                futures_util::future::select_all(streams.iter_mut().map(|(stream, name)| {
-                    Box::pin(async move { stream.recv().await.map(|_| *name) })
-                }));
-            if let (Some(name), ..) = received.await {
-                tracing::info!(signal = name, "shutdown signal received");
-                cancel.cancel();
-            }
-        });
+pub fn signal() -> Signal {
+    Signal {
+        received: Box::pin(listen()),
     }
-    #[cfg(not(unix))]
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            tracing::info!("shutdown signal received");
-            cancel.cancel();
+}
+
+/// The future [`signal`] returns.
+#[must_use = "the signal handlers are installed: dropped, SIGTERM and Ctrl-C do nothing"]
+pub struct Signal {
+    received: BoxFuture<'static, ()>,
+}
+
+impl fmt::Debug for Signal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Signal").finish_non_exhaustive()
+    }
+}
+
+impl Future for Signal {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        self.received.as_mut().poll(cx)
+    }
+}
+
+#[cfg(unix)]
+fn listen() -> impl Future<Output = ()> + Send + 'static {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut streams = Vec::new();
+    for (kind, name) in [
+        (SignalKind::terminate(), "SIGTERM"),
+        (SignalKind::interrupt(), "SIGINT"),
+    ] {
+        match signal(kind) {
+            Ok(stream) => streams.push((stream, name)),
+            Err(error) => tracing::error!(%error, signal = name, "cannot listen for the signal"),
         }
-    });
-    token
+    }
+    async move {
+        if streams.is_empty() {
+            return std::future::pending().await;
+        }
+        let received = futures_util::future::select_all(
+            streams
+                .iter_mut()
+                .map(|(stream, name)| Box::pin(async move { stream.recv().await.map(|_| *name) })),
+        );
+        match received.await {
+            (Some(name), ..) => tracing::info!(signal = name, "shutdown signal received"),
+            (None, ..) => std::future::pending().await,
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn listen() -> impl Future<Output = ()> + Send + 'static {
+    async {
+        match tokio::signal::ctrl_c().await {
+            Ok(()) => tracing::info!("shutdown signal received"),
+            Err(error) => {
+                tracing::error!(%error, "cannot listen for Ctrl-C");
+                std::future::pending().await
+            }
+        }
+    }
 }
 
 #[cfg(all(test, unix))]
@@ -58,16 +93,15 @@ mod tests {
     use std::time::Duration;
 
     #[tokio::test]
-    async fn sigterm_cancels_the_token() {
-        let token = super::on_signal();
-        assert!(!token.is_cancelled());
+    async fn sigterm_resolves_the_signal() {
+        let signal = super::signal();
         let status = std::process::Command::new("kill")
             .args(["-TERM", &std::process::id().to_string()])
             .status()
             .unwrap();
         assert!(status.success());
-        tokio::time::timeout(Duration::from_secs(10), token.cancelled())
+        tokio::time::timeout(Duration::from_secs(10), signal)
             .await
-            .expect("SIGTERM cancels the shutdown token");
+            .expect("SIGTERM resolves the signal future");
     }
 }

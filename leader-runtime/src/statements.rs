@@ -5,15 +5,14 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use leader_core::lease::{self, Acquired, Released, Renewed};
-use leader_core::{Error, Fence, ReleaseOutcome, Role, Timings, batch};
+use leader_core::{Fence, ReleaseOutcome, Role, Statement, StatementError, Timings};
 use sqlx::PgPool;
 use tokio::sync::oneshot;
 
 /// The lease statements a runtime sends, behind a trait so the timer logic can be tested
 /// under tokio's paused clock with injected latency and errors.
 ///
-/// Each method is one bounded statement; see [`leader_core::lease`] and [`leader_core::batch`]
-/// for the contract of each. An implementation must not retry on its own: the runtime decides
+/// Each method is one bounded statement; see [`leader_core::lease`] for the contract of each. An implementation must not retry on its own: the runtime decides
 /// what an error means (a missed beat for RENEW, a skipped poll for ACQUIRE).
 pub trait LeaseStatements: Send + Sync + 'static {
     /// ACQUIRE each of `roles` (with its interval) in one statement; one answer per role, in
@@ -21,16 +20,16 @@ pub trait LeaseStatements: Send + Sync + 'static {
     fn acquire_many(
         &self,
         roles: Vec<(Role, Duration)>,
-    ) -> BoxFuture<'_, Result<Vec<Acquired>, Error>>;
+    ) -> BoxFuture<'_, Result<Vec<Acquired>, StatementError>>;
     /// RENEW the lease held by `fence`.
-    fn renew(&self, fence: Fence) -> BoxFuture<'_, Result<Renewed, Error>>;
+    fn renew(&self, fence: Fence) -> BoxFuture<'_, Result<Renewed, StatementError>>;
     /// RELEASE the lease held by `fence` with `outcome`.
     fn release(
         &self,
         fence: Fence,
         outcome: ReleaseOutcome,
         interval: Duration,
-    ) -> BoxFuture<'_, Result<Released, Error>>;
+    ) -> BoxFuture<'_, Result<Released, StatementError>>;
 }
 
 /// How long a RENEW waits for others to join its statement. The runtime's heartbeats all beat on
@@ -40,12 +39,12 @@ const COALESCE: Duration = Duration::from_millis(5);
 /// At most this many roles are granted to a replica by one poll (besides the even share).
 pub(crate) const MAX_GRANTS_PER_POLL: usize = 16;
 
-type PendingRenew = (Fence, oneshot::Sender<Result<Renewed, Error>>);
+type PendingRenew = (Fence, oneshot::Sender<Result<Renewed, StatementError>>);
 
 /// [`LeaseStatements`] on a PostgreSQL pool, as `holder_id`, with `timings`.
 ///
-/// RENEWs requested within a few milliseconds of each other are sent as one
-/// [`batch::renew_many`]; polls are one [`batch::acquire_many`].
+/// RENEWs requested within a few milliseconds of each other are sent as one [`lease::renew`];
+/// polls are one [`lease::acquire`].
 #[derive(Debug, Clone)]
 pub struct PgStatements {
     pool: PgPool,
@@ -78,7 +77,7 @@ impl PgStatements {
         tokio::time::sleep(COALESCE).await;
         let waiting = std::mem::take(&mut *pending.lock().unwrap_or_else(|e| e.into_inner()));
         let fences: Vec<Fence> = waiting.iter().map(|(fence, _)| *fence).collect();
-        match batch::renew_many(&pool, &fences, &timings).await {
+        match lease::renew(&pool, &fences, &timings).await {
             Ok(answers) => {
                 for ((_, reply), answer) in waiting.into_iter().zip(answers) {
                     let _ = reply.send(Ok(answer));
@@ -86,24 +85,10 @@ impl PgStatements {
             }
             Err(error) => {
                 for (_, reply) in waiting {
-                    let _ = reply.send(Err(copy_error(&error)));
+                    let _ = reply.send(Err(error.clone()));
                 }
             }
         }
-    }
-}
-
-/// The same error for each RENEW that shared the failed statement.
-fn copy_error(error: &Error) -> Error {
-    match error {
-        Error::Timeout { statement, timeout } => Error::Timeout {
-            statement,
-            timeout: *timeout,
-        },
-        other => Error::Database {
-            statement: "RENEW",
-            source: sqlx::Error::Protocol(other.to_string()),
-        },
     }
 }
 
@@ -111,9 +96,9 @@ impl LeaseStatements for PgStatements {
     fn acquire_many(
         &self,
         roles: Vec<(Role, Duration)>,
-    ) -> BoxFuture<'_, Result<Vec<Acquired>, Error>> {
+    ) -> BoxFuture<'_, Result<Vec<Acquired>, StatementError>> {
         Box::pin(async move {
-            batch::acquire_many(
+            lease::acquire(
                 &self.pool,
                 &roles,
                 &self.holder_id,
@@ -124,7 +109,7 @@ impl LeaseStatements for PgStatements {
         })
     }
 
-    fn renew(&self, fence: Fence) -> BoxFuture<'_, Result<Renewed, Error>> {
+    fn renew(&self, fence: Fence) -> BoxFuture<'_, Result<Renewed, StatementError>> {
         let (reply, answer) = oneshot::channel();
         let first = {
             let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
@@ -140,9 +125,9 @@ impl LeaseStatements for PgStatements {
         }
         Box::pin(async move {
             answer.await.unwrap_or_else(|_| {
-                Err(Error::Database {
-                    statement: "RENEW",
-                    source: sqlx::Error::WorkerCrashed,
+                Err(StatementError::Database {
+                    statement: Statement::Renew,
+                    source: Arc::new(sqlx::Error::WorkerCrashed),
                 })
             })
         })
@@ -153,7 +138,7 @@ impl LeaseStatements for PgStatements {
         fence: Fence,
         outcome: ReleaseOutcome,
         interval: Duration,
-    ) -> BoxFuture<'_, Result<Released, Error>> {
+    ) -> BoxFuture<'_, Result<Released, StatementError>> {
         if self.wake {
             Box::pin(lease::release_waking(
                 &self.pool,

@@ -37,11 +37,10 @@ pub(crate) enum TickEnd {
     expect(dead_code, reason = "asserted by the paused-clock tests")
 )]
 pub(crate) struct TickReport {
-    /// The label used in logs and the tick-duration metric: completed, failed, panicked,
-    /// interrupted or lost.
-    pub label: &'static str,
-    /// The RELEASE sent, if any (none after a heartbeat timeout).
-    pub release: Option<ReleaseOutcome>,
+    /// How the tick ended, as RELEASE, logs and the tick-duration metric name it.
+    pub outcome: ReleaseOutcome,
+    /// Whether RELEASE was sent (not after a heartbeat timeout).
+    pub released: bool,
     /// Why the tick was cancelled, if it was.
     pub cause: Option<CancelCause>,
     /// The job's panic, if it panicked.
@@ -55,20 +54,19 @@ pub(crate) struct TickReport {
 /// 2. A shutdown wins over a panic: the tick is released as shut down, with no cooldown, so a
 ///    deploy adds no wait, and the panic is still logged.
 /// 3. A panic is released as panicked (cooldown one interval).
-/// 4. A job that returned an error did not complete: released as interrupted (short cooldown).
+/// 4. A job that returned an error did not complete: released as failed (short cooldown).
 /// 5. Otherwise the tick completed.
-pub(crate) fn decide(
-    cause: Option<CancelCause>,
-    end: &TickEnd,
-) -> (Option<ReleaseOutcome>, &'static str) {
+///
+/// Returns the outcome and whether RELEASE is sent for it.
+pub(crate) fn decide(cause: Option<CancelCause>, end: &TickEnd) -> (ReleaseOutcome, bool) {
     match (cause, end) {
-        (Some(CancelCause::HeartbeatTimeout), _) => (None, "lost"),
-        (Some(cause), _) if cause.is_loss() => (Some(ReleaseOutcome::Lost), "lost"),
-        (Some(_), _) => (Some(ReleaseOutcome::Shutdown), "interrupted"),
-        (None, TickEnd::Panicked(_)) => (Some(ReleaseOutcome::Panicked), "panicked"),
-        (None, TickEnd::Returned(Err(_))) => (Some(ReleaseOutcome::Interrupted), "failed"),
-        (None, TickEnd::Returned(Ok(()))) => (Some(ReleaseOutcome::Completed), "completed"),
-        (None, TickEnd::Abandoned) => (Some(ReleaseOutcome::Interrupted), "interrupted"),
+        (Some(CancelCause::HeartbeatTimeout), _) => (ReleaseOutcome::Lost, false),
+        (Some(cause), _) if cause.is_loss() => (ReleaseOutcome::Lost, true),
+        (Some(_), _) => (ReleaseOutcome::Shutdown, true),
+        (None, TickEnd::Panicked(_)) => (ReleaseOutcome::Panicked, true),
+        (None, TickEnd::Returned(Err(_))) => (ReleaseOutcome::Failed, true),
+        (None, TickEnd::Returned(Ok(()))) => (ReleaseOutcome::Completed, true),
+        (None, TickEnd::Abandoned) => (ReleaseOutcome::Failed, true),
     }
 }
 
@@ -124,56 +122,98 @@ async fn run_granted(
     acquire_sent: Instant,
 ) -> TickReport {
     let fence = grant.fence;
-    let role = fence.role();
-    let token = fence.token();
-    tracing::info!(%role, token, job = %spec.name, "became leader");
+    log_grant(env, spec, &grant);
     let started = Instant::now();
     let cancellation = TickCancellation::new();
-    let context = TickContext::new(fence, cancellation.clone(), grant.db_now, env.pool.clone());
-
-    let end = match catch(|| (spec.job)(context)) {
-        Err(panic) => TickEnd::Panicked(panic),
-        Ok(job) => {
-            let work = CatchPanic::new(job);
-            let heartbeat = keep_alive(
-                env.statements,
-                fence,
-                env.timings,
-                acquire_sent,
-                env.beat_grid,
-                &cancellation,
-            );
-            tokio::pin!(work, heartbeat);
-            let mut beating = true;
-            // Set once the tick is cancelled: the work is dropped if it has not returned by then.
-            let mut give_up_at: Option<Instant> = None;
-            loop {
-                tokio::select! {
-                    result = &mut work => break match result {
-                        Ok(returned) => TickEnd::Returned(returned),
-                        Err(panic) => TickEnd::Panicked(panic),
-                    },
-                    () = &mut heartbeat, if beating => {
-                        beating = false;
-                        give_up_at.get_or_insert(Instant::now() + env.grace);
-                    }
-                    () = env.shutdown.cancelled(), if !cancellation.is_cancelled() => {
-                        cancellation.cancel(CancelCause::Shutdown);
-                        give_up_at.get_or_insert(Instant::now() + env.grace);
-                    }
-                    () = give_up(give_up_at) => {
-                        break TickEnd::Abandoned;
-                    }
-                }
-            }
-        }
-    };
-    // The heartbeat future is dropped here: no RENEW starts after the work has ended.
-
+    let context = TickContext::new(
+        fence,
+        cancellation.view(),
+        grant.granted_at,
+        env.pool.clone(),
+    );
+    let end = run_job(env, spec, fence, acquire_sent, &cancellation, context).await;
+    // The heartbeat is gone here: no RENEW starts after the work has ended.
     let cause = cancellation.cause();
-    let (release, label) = decide(cause, &end);
-    let elapsed = started.elapsed();
-    match &end {
+    let (outcome, released) = decide(cause, &end);
+    log_end(env, spec, fence, &end);
+    record(fence, cause, &end, outcome, started.elapsed());
+    if released {
+        release(env, spec, fence, outcome).await;
+    } else {
+        tracing::info!(role = %fence.role(), token = fence.token(), "sent nothing more for the abandoned tick; the lease runs out after its TTL");
+    }
+    TickReport {
+        outcome,
+        released,
+        cause,
+        panic: match end {
+            TickEnd::Panicked(panic) => Some(panic),
+            _ => None,
+        },
+    }
+}
+
+/// The grant's log line: INFO when leadership changes hands (this replica did not complete the
+/// role's last tick), DEBUG for each further tick it leads.
+fn log_grant(env: &TickEnv<'_>, spec: &RoleSpec, grant: &Grant) {
+    let (role, token) = (grant.fence.role(), grant.fence.token());
+    if grant.previous_holder.as_deref() == Some(env.holder) {
+        tracing::debug!(%role, token, job = %spec.name, "leading another tick");
+    } else {
+        let previous = grant.previous_holder.as_deref().unwrap_or("nobody");
+        tracing::info!(%role, token, job = %spec.name, %previous, "became leader");
+    }
+}
+
+/// Runs the job beside its heartbeat until it returns, panics, or is dropped after its grace
+/// period once the tick is cancelled (by a loss, the heartbeat, or the runtime's shutdown).
+async fn run_job(
+    env: &TickEnv<'_>,
+    spec: &RoleSpec,
+    fence: leader_core::Fence,
+    acquire_sent: Instant,
+    cancellation: &TickCancellation,
+    context: TickContext,
+) -> TickEnd {
+    let job = match catch(|| (spec.job)(context)) {
+        Err(panic) => return TickEnd::Panicked(panic),
+        Ok(job) => CatchPanic::new(job),
+    };
+    let heartbeat = keep_alive(
+        env.statements,
+        fence,
+        env.timings,
+        acquire_sent,
+        env.beat_grid,
+        cancellation,
+    );
+    tokio::pin!(job, heartbeat);
+    let mut beating = true;
+    // Set once the tick is cancelled: the work is dropped if it has not returned by then.
+    let mut give_up_at: Option<Instant> = None;
+    loop {
+        tokio::select! {
+            result = &mut job => return match result {
+                Ok(returned) => TickEnd::Returned(returned),
+                Err(panic) => TickEnd::Panicked(panic),
+            },
+            () = &mut heartbeat, if beating => {
+                beating = false;
+                give_up_at.get_or_insert(Instant::now() + env.grace);
+            }
+            () = env.shutdown.cancelled(), if !cancellation.is_cancelled() => {
+                cancellation.cancel(CancelCause::Shutdown);
+                give_up_at.get_or_insert(Instant::now() + env.grace);
+            }
+            () = give_up(give_up_at) => return TickEnd::Abandoned,
+        }
+    }
+}
+
+/// The log line for how the job ended, when it did not just return.
+fn log_end(env: &TickEnv<'_>, spec: &RoleSpec, fence: leader_core::Fence, end: &TickEnd) {
+    let (role, token) = (fence.role(), fence.token());
+    match end {
         TickEnd::Panicked(panic) => {
             tracing::error!(
                 %role, token, job = %spec.name, panic = %panic.message,
@@ -190,35 +230,44 @@ async fn run_granted(
         }
         TickEnd::Returned(Ok(())) => {}
     }
+}
+
+/// The tick's metrics: its duration by outcome, and a lost lease (or a panic) by reason.
+fn record(
+    fence: leader_core::Fence,
+    cause: Option<CancelCause>,
+    end: &TickEnd,
+    outcome: ReleaseOutcome,
+    elapsed: Duration,
+) {
+    let (role, token) = (fence.role(), fence.token());
     if let Some(cause) = cause.filter(|c| c.is_loss()) {
         tracing::warn!(%role, token, reason = %cause, "lost the lease");
         crate::metrics::lease_lost(role, cause.as_str());
     } else if matches!(end, TickEnd::Panicked(_)) && cause.is_none() {
         crate::metrics::lease_lost(role, "panicked");
     }
-    crate::metrics::tick_finished(role, label, elapsed);
+    crate::metrics::tick_finished(role, outcome.as_str(), elapsed);
+}
 
-    if let Some(outcome) = release {
-        match env.statements.release(fence, outcome, spec.every).await {
-            Ok(released) => {
-                tracing::info!(%role, token, %outcome, changed = released.changed, "released");
-            }
-            Err(error) => {
-                tracing::warn!(%role, token, %outcome, %error, "RELEASE failed; the lease runs out after its TTL");
-            }
+/// RELEASE with `outcome`: logged at DEBUG for a completed tick, at INFO otherwise.
+async fn release(
+    env: &TickEnv<'_>,
+    spec: &RoleSpec,
+    fence: leader_core::Fence,
+    outcome: ReleaseOutcome,
+) {
+    let (role, token) = (fence.role(), fence.token());
+    match env.statements.release(fence, outcome, spec.every).await {
+        Ok(released) if outcome == ReleaseOutcome::Completed => {
+            tracing::debug!(%role, token, %outcome, changed = released.changed, "released");
         }
-    } else {
-        tracing::info!(%role, token, "sent nothing more for the abandoned tick; the lease runs out after its TTL");
-    }
-    let panic = match end {
-        TickEnd::Panicked(panic) => Some(panic),
-        _ => None,
-    };
-    TickReport {
-        label,
-        release,
-        cause,
-        panic,
+        Ok(released) => {
+            tracing::info!(%role, token, %outcome, changed = released.changed, "released");
+        }
+        Err(error) => {
+            tracing::warn!(%role, token, %outcome, %error, "RELEASE failed; the lease runs out after its TTL");
+        }
     }
 }
 
@@ -314,8 +363,8 @@ mod tests {
         )
         .await;
         assert_eq!(
-            (report.label, report.release),
-            ("completed", Some(ReleaseOutcome::Completed))
+            (report.outcome, report.released),
+            (ReleaseOutcome::Completed, true)
         );
         assert_eq!(fake.calls()[..2], [Call::Renew(s(3)), Call::Renew(s(6))]);
     }
@@ -338,8 +387,8 @@ mod tests {
         )
         .await;
         assert_eq!(
-            (report.label, report.release),
-            ("panicked", Some(ReleaseOutcome::Panicked))
+            (report.outcome, report.released),
+            (ReleaseOutcome::Panicked, true)
         );
         let panic = report.panic.expect("the panic is reported");
         assert_eq!(panic.message, "malformed row 17");
@@ -366,7 +415,10 @@ mod tests {
     async fn a_job_that_fails_to_build_its_future_is_a_panic_too() {
         let fake = FakeStatements::new(vec![]);
         let report = tick(&fake, spec(|_| panic!("bad config")), None).await;
-        assert_eq!(report.release, Some(ReleaseOutcome::Panicked));
+        assert_eq!(
+            (report.outcome, report.released),
+            (ReleaseOutcome::Panicked, true)
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -385,8 +437,8 @@ mod tests {
         .await;
         assert_eq!(report.cause, Some(CancelCause::Shutdown));
         assert_eq!(
-            (report.label, report.release),
-            ("interrupted", Some(ReleaseOutcome::Shutdown))
+            (report.outcome, report.released),
+            (ReleaseOutcome::Shutdown, true)
         );
         assert!(report.panic.is_some(), "the panic is still reported");
     }
@@ -416,8 +468,8 @@ mod tests {
             Some(CancelCause::LeaseLost(LossReason::TakenOver))
         );
         assert_eq!(
-            (report.label, report.release),
-            ("lost", Some(ReleaseOutcome::Lost))
+            (report.outcome, report.released),
+            (ReleaseOutcome::Lost, true)
         );
         let reasons: Vec<String> = snapshotter
             .snapshot()
@@ -450,7 +502,10 @@ mod tests {
             None,
         )
         .await;
-        assert_eq!((report.label, report.release), ("lost", None));
+        assert_eq!(
+            (report.outcome, report.released),
+            (ReleaseOutcome::Lost, false)
+        );
         assert_eq!(fake.calls(), [Call::Renew(s(3))], "no RELEASE either");
     }
 
@@ -464,8 +519,8 @@ mod tests {
         )
         .await;
         assert_eq!(
-            (report.label, report.release),
-            ("failed", Some(ReleaseOutcome::Interrupted))
+            (report.outcome, report.released),
+            (ReleaseOutcome::Failed, true)
         );
     }
 
@@ -483,7 +538,10 @@ mod tests {
             Some(s(1)),
         )
         .await;
-        assert_eq!(report.release, Some(ReleaseOutcome::Shutdown));
+        assert_eq!(
+            (report.outcome, report.released),
+            (ReleaseOutcome::Shutdown, true)
+        );
         let released_at = fake.calls().into_iter().find_map(|c| match c {
             Call::Release(at, _) => Some(at),
             Call::Acquire(..) | Call::Renew(_) => None,
@@ -505,7 +563,10 @@ mod tests {
         let report = tick(&fake, job, Some(s(1))).await;
         assert!(report.panic.is_none(), "{:?}", report.panic);
         assert_eq!(report.cause, Some(CancelCause::Shutdown));
-        assert_eq!(report.release, Some(ReleaseOutcome::Shutdown));
+        assert_eq!(
+            (report.outcome, report.released),
+            (ReleaseOutcome::Shutdown, true)
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -527,8 +588,8 @@ mod tests {
         )
         .await;
         assert_eq!(
-            (report.label, report.release),
-            ("panicked", Some(ReleaseOutcome::Panicked))
+            (report.outcome, report.released),
+            (ReleaseOutcome::Panicked, true)
         );
         assert_eq!(report.panic.unwrap().step.as_deref(), Some("first"));
     }
@@ -551,8 +612,8 @@ mod tests {
         )
         .await;
         assert_eq!(
-            (report.label, report.release),
-            ("interrupted", Some(ReleaseOutcome::Shutdown))
+            (report.outcome, report.released),
+            (ReleaseOutcome::Shutdown, true)
         );
     }
 
@@ -582,7 +643,10 @@ mod tests {
         )
         .await;
         assert_eq!(*ran.lock().unwrap(), ["first", "third"]);
-        assert_eq!(report.release, Some(ReleaseOutcome::Panicked));
+        assert_eq!(
+            (report.outcome, report.released),
+            (ReleaseOutcome::Panicked, true)
+        );
         let panic = report.panic.unwrap();
         assert_eq!(
             (panic.message.as_str(), panic.step.as_deref()),

@@ -1,6 +1,6 @@
 //! `leaderctl check`: the runtime's start-up schema check, run from the command line.
 
-use leader_core::{Error, Role, check_schema_ready};
+use leader_core::{Role, SchemaError, check_schema_ready};
 use sqlx::PgPool;
 
 use crate::failure::Failure;
@@ -21,7 +21,7 @@ pub async fn run(pool: &PgPool, roles: &[String]) -> Result<(), Failure> {
             }
             Ok(())
         }
-        Err(Error::SchemaNotReady(report)) => {
+        Err(SchemaError::NotReady(report)) => {
             for problem in &report.problems {
                 println!("problem: {problem}");
             }
@@ -31,6 +31,7 @@ pub async fn run(pool: &PgPool, roles: &[String]) -> Result<(), Failure> {
                 report.problems.len()
             )))
         }
-        Err(other) => Err(Failure::from_core(other)),
+        Err(SchemaError::Statement(error)) => Err(Failure::from_core(error)),
+        Err(other) => Err(Failure::unreachable(other.to_string())),
     }
 }

@@ -47,20 +47,22 @@ impl Failure {
         ))
     }
 
-    /// A protocol error from `leader-core`.
-    pub fn from_core(err: leader_core::Error) -> Failure {
-        use leader_core::Error;
+    /// A statement's error from `leader-core`.
+    pub fn from_core(err: leader_core::StatementError) -> Failure {
+        use leader_core::StatementError;
         match err {
-            Error::UnknownRole(role) => Failure::refused(format!(
+            StatementError::UnknownRole { role, .. } => Failure::refused(format!(
                 "unknown role `{role}`: `leaderctl status` lists the registered roles, and \
                  `leaderctl roles add {role} --dir MIGRATIONS` writes the migration registering it"
             )),
-            Error::RoleName(e) => Failure::refused(e.to_string()),
-            Error::Timeout { statement, timeout } => Failure::unreachable(format!(
+            StatementError::RoleName { source, .. } => Failure::refused(source.to_string()),
+            StatementError::Timeout { statement, timeout } => Failure::unreachable(format!(
                 "{statement} got no answer within {timeout:?}: the database is slow, or a lock on \
                  leader_leases is held; try again, and look at pg_stat_activity if it persists"
             )),
-            Error::Database { statement, source } => Failure::from_sqlx(statement, &source),
+            StatementError::Database { statement, source } => {
+                Failure::from_sqlx(statement.label(), &source)
+            }
             other => Failure::unreachable(other.to_string()),
         }
     }

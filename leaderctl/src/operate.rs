@@ -1,8 +1,8 @@
 //! `leaderctl pause`, `unpause` and `clear-cooldown`, each through the framework's own function
-//! (`leader_pause`, `leader_unpause`, `leader_clear_cooldown`) by way of `leader_core::lease`.
+//! (`leader_pause`, `leader_unpause`, `leader_clear_cooldown`) by way of `leader_core::operator`.
 
 use leader_core::Timings;
-use leader_core::lease::{self, PauseOutcome};
+use leader_core::operator::{self, PauseOutcome};
 use sqlx::PgPool;
 
 use crate::failure::Failure;
@@ -19,7 +19,7 @@ pub async fn pause(
             "--by is empty: say who is pausing the role, e.g. --by alice",
         ));
     }
-    match lease::pause_if_unpaused(pool, role, by, reason, &Timings::default())
+    match operator::pause_if_unpaused(pool, role, by, reason, &Timings::default())
         .await
         .map_err(Failure::from_core)?
     {
@@ -36,12 +36,16 @@ pub async fn pause(
             since.format("%Y-%m-%d %H:%M:%SZ"),
             reason.map(|r| format!(" ({r})")).unwrap_or_default()
         ))),
+        other => Err(Failure::unreachable(format!(
+            "leader_pause answered {other:?}, which this leaderctl does not know: use the \
+             leaderctl of the runtime's version"
+        ))),
     }
 }
 
 /// Unpauses `role`.
 pub async fn unpause(pool: &PgPool, role: &str) -> Result<(), Failure> {
-    lease::unpause(pool, role, &Timings::default())
+    operator::unpause(pool, role, &Timings::default())
         .await
         .map_err(Failure::from_core)?;
     println!("unpaused {role}: it runs at the next ACQUIRE that finds it due and out of cooldown");
@@ -50,7 +54,7 @@ pub async fn unpause(pool: &PgPool, role: &str) -> Result<(), Failure> {
 
 /// Clears `role`'s cooldown.
 pub async fn clear_cooldown(pool: &PgPool, role: &str) -> Result<(), Failure> {
-    lease::clear_cooldown(pool, role, &Timings::default())
+    operator::clear_cooldown(pool, role, &Timings::default())
         .await
         .map_err(Failure::from_core)?;
     println!("cleared the cooldown of {role}: it runs at the next ACQUIRE that finds it due");

@@ -95,7 +95,7 @@ where
 }
 
 async fn lead(db: &TestDb, role: Role, holder: &str) -> i64 {
-    match lease::acquire(
+    match lease::acquire_one(
         db.admin(),
         role,
         holder,
@@ -368,7 +368,7 @@ async fn clear_cooldown_lets_the_next_acquire_run_the_role() {
     let url = db.app_url();
     db.exec("UPDATE leader_leases SET not_before = now() + interval '1 hour' WHERE role = 'alpha'")
         .await;
-    let refused = lease::acquire(
+    let refused = lease::acquire_one(
         db.admin(),
         ALPHA,
         "r",

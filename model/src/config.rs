@@ -56,13 +56,13 @@ impl Timings {
     /// The rule the code enforces that these timings break.
     pub fn as_code_timings(&self) -> Result<leader_core::Timings, leader_core::TimingsError> {
         let s = |t: Time| Duration::from_secs(u64::from(t));
-        leader_core::Timings::new(
-            s(self.ttl),
-            s(self.heartbeat),
-            s(self.statement_timeout),
-            s(self.abandon_after),
-            s(self.ttl),
-        )
+        leader_core::Timings::new(leader_core::TimingParts {
+            ttl: s(self.ttl),
+            heartbeat: s(self.heartbeat),
+            statement_timeout: s(self.statement_timeout),
+            abandon_after: s(self.abandon_after),
+            max_poll: s(self.ttl),
+        })
     }
 }
 

@@ -7,8 +7,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use common::*;
-use leader_runtime::batch::{acquire_many, renew_many};
-use leader_runtime::lease::{Acquired, LossReason, RefusalReason, Renewed};
+use leader_runtime::protocol::lease::{self, Acquired, LossReason, RefusalReason, Renewed};
 use leader_runtime::{Fence, Role};
 use leader_testkit::TestDb;
 
@@ -26,7 +25,7 @@ async fn many_roles(n: usize) -> (TestDb, Vec<Role>) {
 
 async fn acquire(db: &TestDb, roles: &[Role], who: &str, max_grants: usize) -> Vec<Acquired> {
     let wanted: Vec<(Role, Duration)> = roles.iter().map(|&r| (r, HOUR)).collect();
-    acquire_many(db.pool(), &wanted, who, max_grants, &FAST)
+    lease::acquire(db.pool(), &wanted, who, max_grants, &FAST)
         .await
         .expect("ACQUIRE runs")
 }
@@ -104,7 +103,7 @@ async fn racing_replicas_never_share_a_role_and_never_deadlock() {
                         .map(|&r| (r, Duration::from_millis(1)))
                         .collect();
                     let who = format!("racer-{i}");
-                    let answers = acquire_many(&pool, &wanted, &who, 8, &FAST)
+                    let answers = lease::acquire(&pool, &wanted, &who, 8, &FAST)
                         .await
                         .unwrap_or_else(|e| panic!("round {round}, {who}: {e}"));
                     (who, answers)
@@ -152,7 +151,7 @@ async fn one_statement_renews_every_held_lease_and_reports_each_loss() {
     let taker = granted(&acquire(&db, &roles[1..2], "taker", 1).await);
     assert_eq!(taker.len(), 1);
     tokio::time::sleep(Duration::from_millis(20)).await;
-    let renewed = renew_many(db.pool(), &fences, &FAST)
+    let renewed = lease::renew(db.pool(), &fences, &FAST)
         .await
         .expect("RENEW runs");
     assert!(

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::*;
-use leader_runtime::lease::{self, Acquired};
+use leader_runtime::protocol::lease::{self, Acquired};
 use leader_runtime::{Fence, Role};
 use leader_testkit::TestDb;
 use sqlx::{Connection, Row};
@@ -290,7 +290,7 @@ async fn run_case(claim: &Found, case: &Case) {
 }
 
 async fn grant(db: &TestDb, who: &str) -> Fence {
-    match lease::acquire(db.pool(), ROLE, who, Duration::from_secs(3600), &FAST)
+    match lease::acquire_one(db.pool(), ROLE, who, Duration::from_secs(3600), &FAST)
         .await
         .expect("ACQUIRE runs")
     {

@@ -6,15 +6,19 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use common::{ALPHA, FAST, ROLES_UP};
-use leader_runtime::check_schema_ready;
-use leader_runtime::lease::{self, Acquired};
+use leader_runtime::protocol::lease::{self, Acquired};
+use leader_runtime::protocol::operator;
+use leader_runtime::schema::check_schema_ready;
 use leader_testkit::TestDb;
 
-const FIRST: &str = include_str!("../../migrations/20261201000000_leader_leases.up.sql");
-const SECOND: &str = include_str!("../../migrations/20261202000000_leader_clear_cooldown.up.sql");
-const THIRD: &str = include_str!("../../migrations/20261204000000_leader_pause_floor.up.sql");
+const FIRST: &str =
+    include_str!("../../leader-core/migrations/20261201000000_leader_leases.up.sql");
+const SECOND: &str =
+    include_str!("../../leader-core/migrations/20261202000000_leader_clear_cooldown.up.sql");
+const THIRD: &str =
+    include_str!("../../leader-core/migrations/20261204000000_leader_pause_floor.up.sql");
 const THIRD_DOWN: &str =
-    include_str!("../../migrations/20261204000000_leader_pause_floor.down.sql");
+    include_str!("../../leader-core/migrations/20261204000000_leader_pause_floor.down.sql");
 
 async fn app_role(db: &TestDb) -> sqlx::PgPool {
     db.exec(
@@ -37,7 +41,7 @@ async fn the_upgrade_grants_leader_clear_cooldown_to_app_roles_granted_before_it
     db.exec("UPDATE leader_leases SET not_before = now() + interval '1 hour' WHERE role = 'alpha'")
         .await;
     db.exec(SECOND).await;
-    lease::clear_cooldown(&app, "alpha", &FAST)
+    operator::clear_cooldown(&app, "alpha", &FAST)
         .await
         .expect("the role granted before the upgrade may clear a cooldown after it");
     let cooling = db
@@ -57,13 +61,13 @@ async fn the_upgrade_grants_leader_clear_cooldown_to_app_roles_granted_before_it
 /// expiry and the `not_before` the pause left.
 async fn pause_held(db: &TestDb, app: &sqlx::PgPool) -> (DateTime<Utc>, Option<DateTime<Utc>>) {
     let Acquired::Granted(grant) =
-        lease::acquire(app, ALPHA, "held", Duration::from_millis(1), &FAST)
+        lease::acquire_one(app, ALPHA, "held", Duration::from_millis(1), &FAST)
             .await
             .unwrap()
     else {
         panic!("alpha is claimable");
     };
-    lease::pause(app, "alpha", "ops", None, &FAST)
+    operator::pause(app, "alpha", "ops", None, &FAST)
         .await
         .unwrap();
     let not_before: Option<DateTime<Utc>> =
@@ -71,8 +75,8 @@ async fn pause_held(db: &TestDb, app: &sqlx::PgPool) -> (DateTime<Utc>, Option<D
             .fetch_one(db.admin())
             .await
             .unwrap();
-    lease::unpause(app, "alpha", &FAST).await.unwrap();
-    lease::clear_cooldown(app, "alpha", &FAST).await.unwrap();
+    operator::unpause(app, "alpha", &FAST).await.unwrap();
+    operator::clear_cooldown(app, "alpha", &FAST).await.unwrap();
     (grant.expires_at, not_before)
 }
 
@@ -83,7 +87,7 @@ async fn the_pause_floor_upgrade_keeps_leader_pauses_grants_and_the_schema_check
     db.exec(SECOND).await;
     db.exec(ROLES_UP).await;
     let app = app_role(&db).await;
-    let before = |err: leader_runtime::Error| {
+    let before = |err: leader_runtime::schema::SchemaError| {
         let text = err.to_string();
         assert!(
             text.contains("function leader_pause(text, text, text) is out of date")

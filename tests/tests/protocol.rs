@@ -8,9 +8,10 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use common::*;
-use leader_runtime::lease::{self, Acquired, LossReason, RefusalReason, Renewed};
-use leader_runtime::schema::SchemaProblem;
-use leader_runtime::{Error, Fence, ReleaseOutcome, Role, Timings, check_schema_ready};
+use leader_runtime::protocol::lease::{self, Acquired, LossReason, RefusalReason, Renewed};
+use leader_runtime::protocol::{ReleaseOutcome, StatementError, operator};
+use leader_runtime::schema::{SchemaError, SchemaProblem, check_schema_ready};
+use leader_runtime::{Fence, Role, TimingParts, Timings};
 use leader_testkit::TestDb;
 use sqlx::Row;
 
@@ -18,7 +19,7 @@ const HOUR: Duration = Duration::from_secs(3600);
 const T: &Timings = &FAST;
 
 async fn acquire(db: &TestDb, role: Role, who: &str, interval: Duration) -> Acquired {
-    lease::acquire(db.pool(), role, who, interval, T)
+    lease::acquire_one(db.pool(), role, who, interval, T)
         .await
         .expect("ACQUIRE runs")
 }
@@ -49,7 +50,7 @@ async fn race_round(db: &TestDb, racers: usize) -> Vec<Fence> {
         .map(|i| {
             let pool = db.pool().clone();
             tokio::spawn(async move {
-                lease::acquire(
+                lease::acquire_one(
                     &pool,
                     ALPHA,
                     &format!("racer-{i}"),
@@ -122,7 +123,7 @@ async fn renew_extends_the_holders_lease_and_reports_a_superseded_token_as_lost(
     let old = grant(&db, ALPHA, "old").await;
     let before = lease(&db, ALPHA).await.expires_at.unwrap();
     tokio::time::sleep(Duration::from_millis(20)).await;
-    match lease::renew(db.pool(), old, T).await.unwrap() {
+    match lease::renew_one(db.pool(), old, T).await.unwrap() {
         Renewed::Extended { expires_at, .. } => {
             assert!(expires_at > before, "{expires_at} > {before}");
             assert_eq!(lease(&db, ALPHA).await.expires_at, Some(expires_at));
@@ -131,23 +132,23 @@ async fn renew_extends_the_holders_lease_and_reports_a_superseded_token_as_lost(
     }
     expire(&db, ALPHA).await;
     assert_eq!(
-        lease::renew(db.pool(), old, T).await.unwrap(),
+        lease::renew_one(db.pool(), old, T).await.unwrap(),
         Renewed::Lost(LossReason::Expired),
         "an expired lease stays lost even before anyone takes it"
     );
     let new = grant(&db, ALPHA, "new").await;
     assert!(new.token() > old.token());
     assert_eq!(
-        lease::renew(db.pool(), old, T).await.unwrap(),
+        lease::renew_one(db.pool(), old, T).await.unwrap(),
         Renewed::Lost(LossReason::TakenOver)
     );
     assert!(matches!(
-        lease::renew(db.pool(), new, T).await.unwrap(),
+        lease::renew_one(db.pool(), new, T).await.unwrap(),
         Renewed::Extended { .. }
     ));
     assert!(release(&db, new, ReleaseOutcome::Completed, HOUR).await);
     assert_eq!(
-        lease::renew(db.pool(), new, T).await.unwrap(),
+        lease::renew_one(db.pool(), new, T).await.unwrap(),
         Renewed::Lost(LossReason::Released)
     );
 }
@@ -173,11 +174,11 @@ async fn the_fence_admits_only_the_live_holder_in_a_real_claim() {
         "after a takeover, the new token"
     );
 
-    lease::pause(db.pool(), "alpha", "tests", Some("fence check"), T)
+    operator::pause(db.pool(), "alpha", "tests", Some("fence check"), T)
         .await
         .unwrap();
     assert_eq!(claim(db.pool(), second).await, 0, "after a pause");
-    lease::unpause(db.pool(), "alpha", T).await.unwrap();
+    operator::unpause(db.pool(), "alpha", T).await.unwrap();
     assert_eq!(
         claim(db.pool(), second).await,
         0,
@@ -186,7 +187,9 @@ async fn the_fence_admits_only_the_live_holder_in_a_real_claim() {
 
     // The pause left second's expiry as a floor under the next grant; skip it, as an operator who
     // knows the holder is gone would.
-    lease::clear_cooldown(db.pool(), "alpha", T).await.unwrap();
+    operator::clear_cooldown(db.pool(), "alpha", T)
+        .await
+        .unwrap();
     let third = grant(&db, ALPHA, "third").await;
     assert_eq!(claim(db.pool(), third).await, 10);
     assert!(release(&db, third, ReleaseOutcome::Completed, HOUR).await);
@@ -242,7 +245,7 @@ async fn each_release_outcome_records_what_the_design_says() {
     );
 
     for (outcome, expected_ms) in [
-        (ReleaseOutcome::Interrupted, 60_000.0),
+        (ReleaseOutcome::Failed, 60_000.0),
         (ReleaseOutcome::Lost, 60_000.0),
         (ReleaseOutcome::Panicked, 300_000.0),
     ] {
@@ -268,15 +271,7 @@ async fn each_release_outcome_records_what_the_design_says() {
     // An interval shorter than 60 s bounds the interruption cooldown.
     make_due(&db, GAMMA).await;
     let fence = grant(&db, GAMMA, "holder-c").await;
-    assert!(
-        release(
-            &db,
-            fence,
-            ReleaseOutcome::Interrupted,
-            Duration::from_secs(5)
-        )
-        .await
-    );
+    assert!(release(&db, fence, ReleaseOutcome::Failed, Duration::from_secs(5)).await);
     let cooldown = lease(&db, GAMMA).await.cooldown_ms.unwrap();
     assert!((0.0..=5_000.0).contains(&cooldown), "{cooldown}");
 
@@ -318,7 +313,7 @@ async fn a_shutdown_release_leaves_the_role_claimable_at_once_while_an_interrupt
 
     make_due(&db, BETA).await;
     let fence = grant(&db, BETA, "failed-job").await;
-    assert!(release(&db, fence, ReleaseOutcome::Interrupted, interval).await);
+    assert!(release(&db, fence, ReleaseOutcome::Failed, interval).await);
     assert_eq!(
         refusal(&db, BETA, interval).await.reason,
         RefusalReason::CoolingDown,
@@ -363,7 +358,7 @@ async fn racing_pauses_of_an_unpaused_role_pause_it_once_and_refuse_the_rest() {
             tokio::spawn(async move {
                 let who = format!("operator-{i}");
                 let outcome =
-                    lease::pause_if_unpaused(&pool, "alpha", &who, Some("race"), &patient).await;
+                    operator::pause_if_unpaused(&pool, "alpha", &who, Some("race"), &patient).await;
                 (who, outcome.unwrap())
             })
         })
@@ -391,7 +386,7 @@ async fn racing_pauses_of_an_unpaused_role_pause_it_once_and_refuse_the_rest() {
     }
     let winners: Vec<&String> = outcomes
         .iter()
-        .filter(|(_, outcome)| *outcome == lease::PauseOutcome::Paused)
+        .filter(|(_, outcome)| *outcome == operator::PauseOutcome::Paused)
         .map(|(who, _)| who)
         .collect();
     assert_eq!(
@@ -400,7 +395,7 @@ async fn racing_pauses_of_an_unpaused_role_pause_it_once_and_refuse_the_rest() {
         "exactly one pause takes effect: {outcomes:?}"
     );
     for (_, outcome) in &outcomes {
-        if let lease::PauseOutcome::AlreadyPaused { by, reason, .. } = outcome {
+        if let operator::PauseOutcome::AlreadyPaused { by, reason, .. } = outcome {
             assert_eq!(by, winners[0], "the others see the winner's pause");
             assert_eq!(reason.as_deref(), Some("race"));
         }
@@ -421,7 +416,7 @@ async fn pause_stops_the_holder_at_once_and_unpause_leaves_the_cooldown_alone() 
     let db = database().await;
     let fence = grant(&db, ALPHA, "holder").await;
     assert_eq!(claim(db.pool(), fence).await, 10);
-    lease::pause(
+    operator::pause(
         db.pool(),
         "alpha",
         "ops@example",
@@ -436,12 +431,12 @@ async fn pause_stops_the_holder_at_once_and_unpause_leaves_the_cooldown_alone() 
         "the fence is false at once"
     );
     assert_eq!(
-        lease::renew(db.pool(), fence, T).await.unwrap(),
+        lease::renew_one(db.pool(), fence, T).await.unwrap(),
         Renewed::Lost(LossReason::Paused)
     );
     let other = db.pool_as("postgres", 2).await;
     for pool in [db.pool(), &other] {
-        let refused = lease::acquire(pool, ALPHA, "anyone", Duration::from_millis(1), T)
+        let refused = lease::acquire_one(pool, ALPHA, "anyone", Duration::from_millis(1), T)
             .await
             .unwrap();
         assert!(
@@ -466,7 +461,7 @@ async fn pause_stops_the_holder_at_once_and_unpause_leaves_the_cooldown_alone() 
 
     db.exec("UPDATE leader_leases SET not_before = now() + interval '1 hour' WHERE role = 'alpha'")
         .await;
-    lease::unpause(db.pool(), "alpha", T).await.unwrap();
+    operator::unpause(db.pool(), "alpha", T).await.unwrap();
     let row = lease(&db, ALPHA).await;
     assert!(row.paused_at.is_none());
     assert!(
@@ -497,13 +492,13 @@ async fn after_a_pause_and_unpause_acquire_waits_for_the_paused_lease_to_expire(
     let db = database().await;
     // A lease far longer than the test, so that its expiry is ahead whatever the machine's load.
     let long = Timings::scaled_to_ttl(HOUR).unwrap();
-    let Acquired::Granted(held) = lease::acquire(db.pool(), ALPHA, "paused", HOUR, &long)
+    let Acquired::Granted(held) = lease::acquire_one(db.pool(), ALPHA, "paused", HOUR, &long)
         .await
         .unwrap()
     else {
         panic!("a fresh role is granted");
     };
-    lease::pause(db.pool(), "alpha", "ops", Some("floor"), T)
+    operator::pause(db.pool(), "alpha", "ops", Some("floor"), T)
         .await
         .unwrap();
     let row = lease(&db, ALPHA).await;
@@ -513,7 +508,7 @@ async fn after_a_pause_and_unpause_acquire_waits_for_the_paused_lease_to_expire(
         Some(held.expires_at),
         "the pause keeps the held lease's expiry as the floor"
     );
-    lease::unpause(db.pool(), "alpha", T).await.unwrap();
+    operator::unpause(db.pool(), "alpha", T).await.unwrap();
     assert_eq!(lease(&db, ALPHA).await.not_before, Some(held.expires_at));
     let refused = refusal(&db, ALPHA, Duration::from_millis(1)).await;
     assert_eq!(refused.reason, RefusalReason::CoolingDown, "{refused:?}");
@@ -538,13 +533,13 @@ async fn after_a_pause_and_unpause_acquire_waits_for_the_paused_lease_to_expire(
         panic!("a fresh role is granted");
     };
     assert_eq!(
-        lease::pause_if_unpaused(db.pool(), "beta", "ops", None, T)
+        operator::pause_if_unpaused(db.pool(), "beta", "ops", None, T)
             .await
             .unwrap(),
-        lease::PauseOutcome::Paused
+        operator::PauseOutcome::Paused
     );
     assert_eq!(lease(&db, BETA).await.not_before, Some(short.expires_at));
-    lease::unpause(db.pool(), "beta", T).await.unwrap();
+    operator::unpause(db.pool(), "beta", T).await.unwrap();
     assert!(
         db.eventually(
             "SELECT count(*) FROM leader_leases WHERE role = 'beta' AND not_before < now()",
@@ -566,11 +561,11 @@ async fn after_a_pause_and_unpause_acquire_waits_for_the_paused_lease_to_expire(
     db.exec("UPDATE leader_leases SET not_before = now() + interval '1 hour' WHERE role = 'gamma'")
         .await;
     let cooldown = lease(&db, GAMMA).await.not_before;
-    lease::pause(db.pool(), "gamma", "ops", None, T)
+    operator::pause(db.pool(), "gamma", "ops", None, T)
         .await
         .unwrap();
     assert_eq!(lease(&db, GAMMA).await.not_before, cooldown, "unheld");
-    lease::pause(db.pool(), "gamma", "ops", Some("again"), T)
+    operator::pause(db.pool(), "gamma", "ops", Some("again"), T)
         .await
         .unwrap();
     assert_eq!(
@@ -578,10 +573,10 @@ async fn after_a_pause_and_unpause_acquire_waits_for_the_paused_lease_to_expire(
         cooldown,
         "already paused"
     );
-    lease::unpause(db.pool(), "gamma", T).await.unwrap();
+    operator::unpause(db.pool(), "gamma", T).await.unwrap();
     db.exec("UPDATE leader_leases SET not_before = NULL WHERE role = 'gamma'")
         .await;
-    lease::pause(db.pool(), "gamma", "ops", None, T)
+    operator::pause(db.pool(), "gamma", "ops", None, T)
         .await
         .unwrap();
     assert_eq!(
@@ -589,13 +584,13 @@ async fn after_a_pause_and_unpause_acquire_waits_for_the_paused_lease_to_expire(
         None,
         "unheld, no cooldown"
     );
-    lease::unpause(db.pool(), "gamma", T).await.unwrap();
+    operator::unpause(db.pool(), "gamma", T).await.unwrap();
     let _expired = grant(&db, GAMMA, "expired").await;
     expire(&db, GAMMA).await;
-    lease::pause(db.pool(), "gamma", "ops", None, T)
+    operator::pause(db.pool(), "gamma", "ops", None, T)
         .await
         .unwrap();
-    lease::unpause(db.pool(), "gamma", T).await.unwrap();
+    operator::unpause(db.pool(), "gamma", T).await.unwrap();
     assert!(
         matches!(
             acquire(&db, GAMMA, "next", HOUR).await,
@@ -621,12 +616,15 @@ async fn the_whole_protocol_runs_with_only_the_documented_grants() {
     .await;
     let app = db.pool_as("leader_app", 4).await;
 
-    let fence = match lease::acquire(&app, ALPHA, "app", HOUR, T).await.unwrap() {
+    let fence = match lease::acquire_one(&app, ALPHA, "app", HOUR, T)
+        .await
+        .unwrap()
+    {
         Acquired::Granted(grant) => grant.fence,
         other => panic!("{other:?}"),
     };
     assert!(matches!(
-        lease::renew(&app, fence, T).await.unwrap(),
+        lease::renew_one(&app, fence, T).await.unwrap(),
         Renewed::Extended { .. }
     ));
     assert_eq!(claim(&app, fence).await, 10);
@@ -642,8 +640,10 @@ async fn the_whole_protocol_runs_with_only_the_documented_grants() {
             .unwrap()
             .changed
     );
-    lease::pause(&app, "alpha", "app", None, T).await.unwrap();
-    lease::unpause(&app, "alpha", T).await.unwrap();
+    operator::pause(&app, "alpha", "app", None, T)
+        .await
+        .unwrap();
+    operator::unpause(&app, "alpha", T).await.unwrap();
     check_schema_ready(&app, &[ALPHA, BETA]).await.unwrap();
 
     // And nothing more: no INSERT, no DELETE, no DDL.
@@ -664,14 +664,14 @@ async fn the_whole_protocol_runs_with_only_the_documented_grants() {
 #[tokio::test]
 async fn a_claim_in_a_transaction_older_than_the_expiry_is_refused() {
     let db = database().await;
-    let timings = Timings::must(
-        Duration::from_millis(400),
-        Duration::from_millis(100),
-        Duration::from_millis(100),
-        Duration::from_millis(200),
-        Duration::from_millis(100),
-    );
-    let fence = match lease::acquire(db.pool(), ALPHA, "slow", HOUR, &timings)
+    let timings = Timings::new_or_panic(TimingParts {
+        ttl: Duration::from_millis(400),
+        heartbeat: Duration::from_millis(100),
+        statement_timeout: Duration::from_millis(100),
+        abandon_after: Duration::from_millis(200),
+        max_poll: Duration::from_millis(100),
+    });
+    let fence = match lease::acquire_one(db.pool(), ALPHA, "slow", HOUR, &timings)
         .await
         .unwrap()
     {
@@ -747,20 +747,20 @@ async fn renew_and_release_stop_waiting_for_a_locked_row_on_the_server() {
         .execute(&mut *blocker)
         .await
         .unwrap();
-    let slow_client = Timings::must(
-        Duration::from_secs(30),
-        Duration::from_secs(1),
-        Duration::from_millis(300),
-        Duration::from_secs(2),
-        Duration::from_secs(1),
-    );
+    let slow_client = Timings::new_or_panic(TimingParts {
+        ttl: Duration::from_secs(30),
+        heartbeat: Duration::from_secs(1),
+        statement_timeout: Duration::from_millis(300),
+        abandon_after: Duration::from_secs(2),
+        max_poll: Duration::from_secs(1),
+    });
     // The server gives up on the lock after the statement timeout.
-    let err = lease::renew(db.pool(), fence, &slow_client)
+    let err = lease::renew_one(db.pool(), fence, &slow_client)
         .await
         .unwrap_err();
     let text = err.to_string();
     assert!(
-        matches!(&err, Error::Database { .. }) && text.contains("lock timeout"),
+        matches!(&err, StatementError::Database { .. }) && text.contains("lock timeout"),
         "the server, not only the client, stopped: {text}"
     );
     blocker.rollback().await.unwrap();
@@ -772,7 +772,7 @@ async fn renew_and_release_stop_waiting_for_a_locked_row_on_the_server() {
         .get("v");
     assert_eq!(setting, "0");
     assert!(matches!(
-        lease::renew(db.pool(), fence, T).await.unwrap(),
+        lease::renew_one(db.pool(), fence, T).await.unwrap(),
         Renewed::Extended { .. }
     ));
 }
@@ -783,7 +783,7 @@ async fn the_schema_check_names_what_is_missing_and_how_to_add_it() {
     let err = check_schema_ready(empty.pool(), &[ALPHA])
         .await
         .unwrap_err();
-    let Error::SchemaNotReady(report) = &err else {
+    let SchemaError::NotReady(report) = &err else {
         panic!("{err}")
     };
     assert!(
@@ -808,7 +808,7 @@ async fn the_schema_check_names_what_is_missing_and_how_to_add_it() {
     let err = check_schema_ready(db.pool(), &[ALPHA, delta])
         .await
         .unwrap_err();
-    let Error::SchemaNotReady(report) = &err else {
+    let SchemaError::NotReady(report) = &err else {
         panic!("{err}")
     };
     assert_eq!(report.problems.len(), 1, "{err}");
@@ -824,24 +824,24 @@ async fn the_schema_check_names_what_is_missing_and_how_to_add_it() {
     let err = check_schema_ready(db.pool(), &[GAMMA]).await.unwrap_err();
     assert!(err.to_string().contains("role `gamma` has no row"), "{err}");
     assert!(matches!(
-        lease::acquire(db.pool(), GAMMA, "x", HOUR, T).await,
-        Err(Error::RoleNotSeeded(r)) if r == GAMMA
+        lease::acquire_one(db.pool(), GAMMA, "x", HOUR, T).await,
+        Err(StatementError::RoleNotSeeded { role }) if role == GAMMA
     ));
 }
 
 #[tokio::test]
 async fn bad_input_gets_an_error_that_names_it() {
     let db = database().await;
-    let err = lease::pause(db.pool(), "omega", "ops", None, T)
+    let err = operator::pause(db.pool(), "omega", "ops", None, T)
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, Error::UnknownRole(r) if r == "omega"),
+        matches!(&err, StatementError::UnknownRole { role, .. } if role == "omega"),
         "{err}"
     );
     assert!(err.to_string().contains("unknown role `omega`"));
-    let err = lease::unpause(db.pool(), "omega", T).await.unwrap_err();
-    assert!(matches!(err, Error::UnknownRole(_)));
+    let err = operator::unpause(db.pool(), "omega", T).await.unwrap_err();
+    assert!(matches!(err, StatementError::UnknownRole { .. }));
     let err = sqlx::query("SELECT leader_pause('omega', 'ops')")
         .execute(db.admin())
         .await
@@ -861,16 +861,16 @@ async fn bad_input_gets_an_error_that_names_it() {
         ("Billing", "must start with a lowercase"),
         ("bill-ing", "has `-` at byte 4"),
     ] {
-        let err = lease::pause(db.pool(), name, "ops", None, T)
+        let err = operator::pause(db.pool(), name, "ops", None, T)
             .await
             .unwrap_err();
         assert!(err.to_string().contains(expect), "{name:?}: {err}");
         assert!(Role::new(name).is_err());
     }
-    let err = lease::acquire(db.pool(), ALPHA, "x", Duration::ZERO, T)
+    let err = lease::acquire_one(db.pool(), ALPHA, "x", Duration::ZERO, T)
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::Interval { .. }));
+    assert!(matches!(err, StatementError::Interval { .. }));
     assert!(err.to_string().contains("must be at least 1 ms"), "{err}");
     let err = db_insert_role(&db, "Not A Role").await;
     assert!(err.contains("leader_leases_role_format"), "{err}");
@@ -897,7 +897,8 @@ async fn many_rounds_through_a_shared_pool_leave_no_state_behind() {
             .map(|i| {
                 let pool = pool.clone();
                 tokio::spawn(async move {
-                    lease::acquire(&pool, BETA, &format!("r{i}"), Duration::from_millis(1), T).await
+                    lease::acquire_one(&pool, BETA, &format!("r{i}"), Duration::from_millis(1), T)
+                        .await
                 })
             })
             .collect();
@@ -975,9 +976,9 @@ async fn leader_status_names_each_state_in_one_word() {
         ("expired".into(), Some("replica-1".into())),
         "a holder that went silent"
     );
-    release(&db, fence, ReleaseOutcome::Interrupted, HOUR).await;
+    release(&db, fence, ReleaseOutcome::Failed, HOUR).await;
     assert_eq!(state("alpha").await, ("cooldown".into(), None));
-    lease::pause(db.pool(), "alpha", "ops", None, T)
+    operator::pause(db.pool(), "alpha", "ops", None, T)
         .await
         .unwrap();
     assert_eq!(state("alpha").await, ("paused".into(), None));
@@ -994,7 +995,7 @@ async fn leader_status_names_each_state_in_one_word() {
 
 #[tokio::test]
 async fn each_statement_names_itself_to_an_operator_reading_pg_stat_activity() {
-    use leader_runtime::Statement;
+    use leader_runtime::protocol::Statement;
 
     let db = database().await;
     let mut conn = db.admin().acquire().await.unwrap();
@@ -1011,24 +1012,25 @@ async fn each_statement_names_itself_to_an_operator_reading_pg_stat_activity() {
         Statement::of_sql(&query).ok_or(query)
     };
 
-    let Acquired::Granted(grant) = lease::acquire(&mut *conn, ALPHA, "ops", HOUR, T)
+    let Acquired::Granted(grant) = lease::acquire_one(&mut *conn, ALPHA, "ops", HOUR, T)
         .await
         .unwrap()
     else {
         panic!("a fresh role is granted");
     };
     assert_eq!(last_statement().await, Ok(Statement::Acquire));
-    lease::renew(&mut *conn, grant.fence, T).await.unwrap();
+    let renewed = lease::renew_one(&mut *conn, grant.fence, T).await.unwrap();
+    assert!(matches!(renewed, Renewed::Extended { .. }), "{renewed:?}");
     assert_eq!(last_statement().await, Ok(Statement::Renew));
     lease::release(&mut *conn, grant.fence, ReleaseOutcome::Completed, HOUR, T)
         .await
         .unwrap();
     assert_eq!(last_statement().await, Ok(Statement::Release));
-    lease::pause(&mut *conn, "alpha", "ops", None, T)
+    operator::pause(&mut *conn, "alpha", "ops", None, T)
         .await
         .unwrap();
     assert_eq!(last_statement().await, Ok(Statement::Pause));
-    lease::unpause(&mut *conn, "alpha", T).await.unwrap();
+    operator::unpause(&mut *conn, "alpha", T).await.unwrap();
     assert_eq!(last_statement().await, Ok(Statement::Unpause));
 }
 

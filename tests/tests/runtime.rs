@@ -58,7 +58,10 @@ async fn tick_db() -> TestDb {
 
 fn start(runtime: Runtime) -> Started {
     let shutdown = CancellationToken::new();
-    (tokio::spawn(runtime.run(shutdown.clone())), shutdown)
+    (
+        tokio::spawn(runtime.run_until_cancelled(shutdown.clone())),
+        shutdown,
+    )
 }
 
 /// A job that records its tick and works for `work` (stopping early if cancelled).
@@ -99,7 +102,7 @@ fn runtime(
 }
 
 type Started = (
-    JoinHandle<Result<(), leader_runtime::Error>>,
+    JoinHandle<Result<(), leader_runtime::RunError>>,
     CancellationToken,
 );
 
@@ -617,7 +620,10 @@ async fn start_up_refuses_roles_the_database_does_not_list() {
         )
         .build()
         .unwrap();
-    let err = runtime.run(CancellationToken::new()).await.unwrap_err();
+    let err = runtime
+        .run_until_cancelled(CancellationToken::new())
+        .await
+        .unwrap_err();
     assert!(
         err.to_string()
             .contains("role `delta` is not in the leader_leases_role_registered CHECK"),
@@ -655,14 +661,14 @@ async fn start_up_refuses_roles_the_database_does_not_list() {
 /// leader's are.
 #[tokio::test]
 async fn a_job_test_runs_the_job_on_a_context_built_from_a_grant() {
-    use leader_runtime::lease::{self, Acquired, Grant};
+    use leader_runtime::protocol::lease::{self, Acquired, Grant};
 
     async fn job(tick: TickContext) -> Result<usize, JobError> {
         Ok(claim(tick.pool(), tick.fence()).await)
     }
 
     let db = database().await;
-    let Acquired::Granted(grant) = lease::acquire(
+    let Acquired::Granted(grant) = lease::acquire_one(
         db.pool(),
         ALPHA,
         "job-test",
@@ -673,15 +679,19 @@ async fn a_job_test_runs_the_job_on_a_context_built_from_a_grant() {
     .unwrap() else {
         panic!("a fresh role is granted");
     };
-    let tick = TickContext::from_grant(grant, db.pool().clone());
-    assert_eq!((tick.fence(), tick.db_now()), (grant.fence, grant.db_now));
+    let tick = TickContext::from_grant(grant.clone(), db.pool().clone());
+    assert_eq!(
+        (tick.fence(), tick.granted_at()),
+        (grant.fence, grant.granted_at)
+    );
     assert!(!tick.is_cancelled());
     assert_eq!(job(tick).await.unwrap(), 10, "the real fence claims");
 
-    let forged = Grant {
-        fence: leader_runtime::Fence::forge(ALPHA, grant.fence.token() + 1),
-        ..grant
-    };
+    let forged = Grant::forge(
+        leader_runtime::Fence::forge(ALPHA, grant.fence.token() + 1),
+        grant.granted_at,
+        grant.expires_at,
+    );
     let tick = TickContext::from_grant(forged, db.pool().clone());
     assert_eq!(job(tick).await.unwrap(), 0, "a forged fence claims nothing");
 }

@@ -81,7 +81,7 @@ fn replica(db_pool: sqlx::PgPool, holder: String, roles: &[Role]) -> Runtime {
 }
 
 type Running = (
-    JoinHandle<Result<(), leader_runtime::Error>>,
+    JoinHandle<Result<(), leader_runtime::RunError>>,
     CancellationToken,
 );
 
@@ -89,7 +89,10 @@ async fn start(db: &TestDb, holder: String, roles: &[Role]) -> Running {
     let pool = db.pool_as("postgres", 3).await;
     let stop = CancellationToken::new();
     let runtime = replica(pool, holder, roles);
-    (tokio::spawn(runtime.run(stop.clone())), stop)
+    (
+        tokio::spawn(runtime.run_until_cancelled(stop.clone())),
+        stop,
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -7,7 +7,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use common::*;
-use leader_runtime::{JobError, Runtime, TickContext, Timings};
+use leader_runtime::{JobError, Runtime, TickContext, TimingParts, Timings};
 use leader_testkit::TestDb;
 use sqlx::postgres::PgConnectOptions;
 use tokio::task::JoinHandle;
@@ -15,16 +15,16 @@ use tokio_util::sync::CancellationToken;
 
 /// A lease of a minute and polls two minutes apart: a follower that learns of a release only by
 /// polling would not poll again for about a minute after its first refusal.
-const SLOW_POLL: Timings = Timings::must(
-    Duration::from_secs(60),
-    Duration::from_secs(3),
-    Duration::from_secs(2),
-    Duration::from_secs(6),
-    Duration::from_secs(120),
-);
+const SLOW_POLL: Timings = Timings::new_or_panic(TimingParts {
+    ttl: Duration::from_secs(60),
+    heartbeat: Duration::from_secs(3),
+    statement_timeout: Duration::from_secs(2),
+    abandon_after: Duration::from_secs(6),
+    max_poll: Duration::from_secs(120),
+});
 
 type Started = (
-    JoinHandle<Result<(), leader_runtime::Error>>,
+    JoinHandle<Result<(), leader_runtime::RunError>>,
     CancellationToken,
 );
 
@@ -70,11 +70,14 @@ fn runtime(
             },
         );
     if let Some(options) = wake {
-        builder = builder.wake(options);
+        builder = builder.wake_on_release(options);
     }
     let stop = CancellationToken::new();
     let runtime = builder.build().expect("a valid runtime");
-    (tokio::spawn(runtime.run(stop.clone())), stop)
+    (
+        tokio::spawn(runtime.run_until_cancelled(stop.clone())),
+        stop,
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -41,10 +41,18 @@ async fn unpinned(_tick: TickContext) -> Result<(), std::io::Error> {
     Ok(())
 }
 
-fn main() {
+#[tokio::main]
+async fn main() {
     let roles: [Role; 4] = [BILLING, hooks::WEBHOOK_OUTBOX, REPORTS, UNPINNED];
     assert_eq!(roles[1].as_str(), "webhook_outbox");
-    let jobs: Vec<_> = leader_runtime::registered_jobs().collect();
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .connect_lazy("postgres://unused@localhost/unused")
+        .unwrap();
+    let runtime = leader_runtime::Runtime::builder(pool)
+        .registered_jobs()
+        .build()
+        .unwrap();
+    let jobs = runtime.jobs();
     assert_eq!(jobs.len(), 4);
     let hook = jobs
         .iter()

@@ -5,12 +5,12 @@ use leader_fence_check::FenceCall;
 use proc_macro2::Span;
 use syn::{Expr, Ident};
 
-use super::sends::{Binds, Send, Via, strip};
+use super::sends::{Binds, SqlSend, Via, strip};
 
 /// The errors for the binds of `fences`, the fence calls of `send`'s SQL; `at` places an error
 /// that has no bind to point at.
 pub fn check(
-    send: &Send,
+    send: &SqlSend,
     fences: &[FenceCall],
     fence: &Ident,
     at: impl Fn(&FenceCall) -> Span,

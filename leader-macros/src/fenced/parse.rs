@@ -7,7 +7,7 @@ use syn::punctuated::Punctuated;
 use syn::{Expr, FnArg, Ident, ItemFn, Macro, Pat, Token, Type};
 
 use super::fence_use;
-use super::sends::{self, Loose, Send};
+use super::sends::{self, Loose, SqlSend};
 
 /// A `#[fenced]` function, read.
 pub struct Fenced {
@@ -18,7 +18,7 @@ pub struct Fenced {
     /// Its type, where the compiler is asked to confirm it is the framework's `Fence`.
     pub fence_type: Type,
     /// Every SQL send found in the body.
-    pub sends: Vec<Send>,
+    pub sends: Vec<SqlSend>,
     /// Every string in the body no recognised send takes.
     pub loose: Vec<Loose>,
     /// Problems found while reading the body: SQL the macro cannot see, query values it cannot

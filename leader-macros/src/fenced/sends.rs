@@ -61,7 +61,7 @@ const EXECUTOR_METHODS: &[&str] = &[
 ];
 
 /// One way the body sends SQL.
-pub struct Send {
+pub struct SqlSend {
     pub sql: Sql,
     pub binds: Binds,
     pub via: Via,
@@ -114,7 +114,7 @@ pub struct Loose {
 
 /// What [`find`] found.
 pub struct Found {
-    pub sends: Vec<Send>,
+    pub sends: Vec<SqlSend>,
     pub loose: Vec<Loose>,
     pub problems: Vec<syn::Error>,
 }
@@ -145,7 +145,7 @@ struct Local {
 }
 
 struct Finder {
-    sends: Vec<Send>,
+    sends: Vec<SqlSend>,
     loose: Vec<Loose>,
     problems: Vec<syn::Error>,
     locals: Vec<Local>,
@@ -216,7 +216,7 @@ impl Finder {
         } else {
             (Binds::Known(Vec::new()), Via::Prepared)
         };
-        self.sends.push(Send {
+        self.sends.push(SqlSend {
             sql,
             binds,
             via,
@@ -291,7 +291,7 @@ impl Finder {
             ..
         }) = strip(arg)
         {
-            self.sends.push(Send {
+            self.sends.push(SqlSend {
                 sql: Sql::Literal(lit.clone()),
                 binds: Binds::Known(Vec::new()),
                 via: Via::Simple,
@@ -384,7 +384,7 @@ impl Finder {
         for bind in &binds {
             self.visit_expr(bind);
         }
-        self.sends.push(Send {
+        self.sends.push(SqlSend {
             sql,
             binds: Binds::Known(binds),
             via: Via::Prepared,

@@ -8,7 +8,7 @@ use syn::LitStr;
 
 use super::binds;
 use super::parse::Fenced;
-use super::sends::{Loose, Send, Sql, Via};
+use super::sends::{Loose, Sql, SqlSend, Via};
 use crate::errors::Errors;
 
 /// Checks every send; every problem is reported at once.
@@ -53,7 +53,7 @@ fn check_loose(loose: &Loose) -> Vec<syn::Error> {
     )]
 }
 
-fn check_send(send: &Send, fence: &syn::Ident) -> Vec<syn::Error> {
+fn check_send(send: &SqlSend, fence: &syn::Ident) -> Vec<syn::Error> {
     let (text, place): (String, Place) = match &send.sql {
         Sql::Literal(lit) => (lit.value(), Place::Literal(lit)),
         Sql::File { path, text } => match text {
@@ -142,7 +142,7 @@ impl Place<'_> {
 }
 
 /// The error for a send whose SQL is not a string literal, with a hint for the usual cases.
-fn not_literal(send: &Send, expr: &syn::Expr) -> syn::Error {
+fn not_literal(send: &SqlSend, expr: &syn::Expr) -> syn::Error {
     let text = quote::ToTokens::to_token_stream(expr).to_string();
     let why = if text.contains("AssertSqlSafe") {
         " (`AssertSqlSafe` tells sqlx the SQL was audited, but `#[fenced]` cannot see it)"

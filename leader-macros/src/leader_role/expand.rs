@@ -17,6 +17,7 @@ pub fn expand(job: &Job) -> TokenStream {
         every,
         every_text,
         pinned_by,
+        state,
     } = job;
     let name = &func.sig.ident;
     let doc = format!(
@@ -44,6 +45,28 @@ pub fn expand(job: &Job) -> TokenStream {
         )
     });
     let (adapters, tick, result) = adapters(func);
+    // A closure that captures nothing coerces to the `fn` pointer the registry stores.
+    let registered = match state {
+        None => quote! {
+            ::leader_runtime::__private::RegisteredJob::TickOnly(|__leader_tick| {
+                ::std::boxed::Box::pin(async move { #result(#name(#tick(__leader_tick)).await) })
+            })
+        },
+        Some(state) => {
+            let call = quote_spanned! {state.span()=>
+                ::leader_runtime::__private::call_with_state::<#state, _, _, _>
+            };
+            quote! {
+                ::leader_runtime::__private::RegisteredJob::WithState {
+                    state: ::leader_runtime::__private::TypeId::of::<#state>,
+                    state_name: ::leader_runtime::__private::type_name::<#state>,
+                    call: |__leader_tick, __leader_state| {
+                        #call(#tick(__leader_tick), __leader_state, #name)
+                    },
+                }
+            }
+        }
+    };
     quote! {
         #func
 
@@ -57,10 +80,7 @@ pub fn expand(job: &Job) -> TokenStream {
             ::leader_runtime::__private::JobRegistration {
                 role: #const_ident,
                 every: #every,
-                // A closure that captures nothing coerces to the `fn` pointer the registry stores.
-                job: |__leader_tick| ::std::boxed::Box::pin(async move {
-                    #result(#name(#tick(__leader_tick)).await)
-                }),
+                job: #registered,
                 name: ::core::concat!(::core::module_path!(), #path_suffix),
             }
         }

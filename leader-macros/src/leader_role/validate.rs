@@ -10,7 +10,9 @@ use crate::interval::{ACCEPTED_FORMS, Interval};
 use leader_role_check::{self as migrations, CONSTRAINT};
 
 /// The signature a job must have, for error messages.
-const EXPECTED: &str = "a leader job is `async fn name(tick: TickContext) -> Result<(), E>`";
+const EXPECTED: &str = "a leader job is `async fn name(tick: TickContext) -> Result<(), E>`, \
+                        or `async fn name(tick: TickContext, State(app): State<App>) -> \
+                        Result<(), E>` to receive the state given to the builder's `with_state`";
 
 /// A checked job, ready to expand.
 pub struct Job<'a> {
@@ -23,6 +25,8 @@ pub struct Job<'a> {
     pub every_text: String,
     /// The migration that lists the role, when one was read.
     pub pinned_by: Option<PathBuf>,
+    /// `T` of a second parameter `State<T>`.
+    pub state: Option<Type>,
 }
 
 /// The role constant's name for a valid role name: `BILLING` for `billing`.
@@ -77,6 +81,7 @@ pub fn validate(args: syn::Result<Args>, func: &JobFn) -> syn::Result<Job<'_>> {
         every: every.expect("no error, so the interval parsed"),
         every_text: args.every.expect("no error, so `every` is given").value(),
         pinned_by,
+        state: func.sig.inputs.iter().nth(1).and_then(state_type),
     })
 }
 
@@ -148,10 +153,20 @@ fn signature(func: &JobFn) -> syn::Result<()> {
             }
         }
     }
+    if let Some(second) = inputs.next()
+        && state_type(second).is_none()
+    {
+        errors.push(syn::Error::new_spanned(
+            second,
+            format!(
+                "a leader job's second parameter is the application's state, `State<T>`: {EXPECTED}"
+            ),
+        ));
+    }
     for extra in inputs {
         errors.push(syn::Error::new_spanned(
             extra,
-            format!("a leader job takes only the tick context: {EXPECTED}"),
+            format!("a leader job takes the tick context and at most the state: {EXPECTED}"),
         ));
     }
     match &sig.output {
@@ -162,6 +177,28 @@ fn signature(func: &JobFn) -> syn::Result<()> {
         ReturnType::Type(..) => {}
     }
     errors.finish()
+}
+
+/// `T` for a parameter of type `State<T>` (any path ending in `State`; the expansion has rustc
+/// check it is leader-runtime's, at the parameter's type).
+fn state_type(arg: &FnArg) -> Option<Type> {
+    let FnArg::Typed(typed) = arg else {
+        return None;
+    };
+    let Type::Path(path) = &*typed.ty else {
+        return None;
+    };
+    let last = path.path.segments.last()?;
+    if last.ident != "State" {
+        return None;
+    }
+    let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+        return None;
+    };
+    match args.args.iter().collect::<Vec<_>>().as_slice() {
+        [syn::GenericArgument::Type(ty)] => Some(ty.clone()),
+        _ => None,
+    }
 }
 
 /// Checks the role is listed by the migrations' role constraint, when a migration defines it.
@@ -186,7 +223,7 @@ fn pin_to_migrations(role: &LitStr, dir: Option<&LitStr>) -> syn::Result<Option<
     };
     let at = dir.map_or_else(|| role.span(), LitStr::span);
     let check = migrations::find_role_check(&folder, &manifest_dir)
-        .map_err(|why| syn::Error::new(at, why))?;
+        .map_err(|why| syn::Error::new(at, why.to_string()))?;
     let Some(check) = check else {
         return Ok(None);
     };
@@ -205,13 +242,15 @@ fn pin_to_migrations(role: &LitStr, dir: Option<&LitStr>) -> syn::Result<Option<
     } else {
         format!("{listed}, '{name}'")
     };
+    let dir = dir.map_or_else(|| "migrations".to_owned(), LitStr::value);
     Err(syn::Error::new(
         role.span(),
         format!(
             "role `{name}` is not registered in the database: `{}`, the last migration that \
-             defines `{CONSTRAINT}`, lists only {}. Add a migration that registers it: \
-             `ALTER TABLE leader_leases DROP CONSTRAINT {CONSTRAINT}; ALTER TABLE leader_leases \
-             ADD CONSTRAINT {CONSTRAINT} CHECK (role IN ({with_new}));`",
+             defines `{CONSTRAINT}`, lists only {}. `leaderctl roles add {name} --dir {dir}` \
+             writes the migration that registers it: the CHECK re-created as `CHECK (role IN \
+             ({with_new}))` and its row, `INSERT INTO leader_leases (role, holder_token) VALUES \
+             ('{name}', leader_seed_token()) ON CONFLICT (role) DO NOTHING`",
             check.shown,
             if listed.is_empty() {
                 "no role".to_owned()

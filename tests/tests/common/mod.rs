@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use leader_runtime::{Role, Timings};
+use leader_runtime::{Role, TimingParts, Timings};
 use leader_testkit::TestDb;
 
 pub const ALPHA: Role = Role::from_static("alpha");
@@ -14,13 +14,13 @@ pub const ROLES_UP: &str = include_str!("../../migrations/roles.up.sql");
 pub const ROLES_DOWN: &str = include_str!("../../migrations/roles.down.sql");
 
 /// Short timings so expiry-based tests take about a second.
-pub const FAST: Timings = Timings::must(
-    Duration::from_millis(1_000),
-    Duration::from_millis(200),
-    Duration::from_millis(300),
-    Duration::from_millis(600),
-    Duration::from_millis(500),
-);
+pub const FAST: Timings = Timings::new_or_panic(TimingParts {
+    ttl: Duration::from_millis(1_000),
+    heartbeat: Duration::from_millis(200),
+    statement_timeout: Duration::from_millis(300),
+    abandon_after: Duration::from_millis(600),
+    max_poll: Duration::from_millis(500),
+});
 
 /// A migrated database with the test roles and an `outbox` of 100 unclaimed rows.
 pub async fn database() -> TestDb {

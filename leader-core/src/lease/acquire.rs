@@ -1,0 +1,348 @@
+//! ACQUIRE: a grant of a role for one tick, for any number of roles in one statement.
+//!
+//! # Spreading roles
+//!
+//! One call grants at most `ceil(due / (other live holders + 1))` roles (and at most
+//! `max_grants`), where "other live holders" counts the distinct holders of other unexpired
+//! leases: with others alive, no replica takes every due role in one poll; alone, it takes them
+//! all. The roles left out answer [`RefusalReason::Contended`] with `retry_after` zero.
+//!
+//! # No deadlock
+//!
+//! ACQUIRE never waits for a row: it locks the due rows with `FOR UPDATE SKIP LOCKED` and skips
+//! any row another statement holds.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sqlx::postgres::PgRow;
+use sqlx::{PgExecutor, Row};
+
+use crate::guard::{Guard, Guarded};
+use crate::inline::{Value, render};
+use crate::send::{check_interval, lock_timeout, ms, row_of, send, values_list};
+use crate::{Fence, Role, Statement, StatementError, Timings};
+
+// The token is greatest(old + 1, database clock in ms), not old + 1. After a failover to an
+// asynchronous standby that missed the last grant, old + 1 would re-issue the very token the old
+// leader still holds, and its fence would be true on the new primary. The clock term (the same
+// idea as seeding rows with leader_seed_token()) moves past it, since a takeover takes far longer
+// than a millisecond and a role is granted at most once per interval (at least 1 ms).
+//
+// `:interval_ms` in the guards is rendered as the column `wanted_interval_ms`, so the guards read
+// as ACQUIRE_GUARDS lists them. `wanted`'s columns are prefixed so that no unqualified column in
+// the guards can mean one of them. Its guards are listed in ACQUIRE_GUARDS below, which the model
+// (leader-model) evaluates by name.
+const ACQUIRE: &str = "
+WITH lock_bound AS (SELECT set_config('lock_timeout', :lock_ms::text, true) AS applied),
+wanted (wanted_role, wanted_interval_ms) AS (VALUES :wanted),
+due AS MATERIALIZED (
+    SELECT role
+      FROM leader_leases JOIN wanted ON role = wanted_role
+     WHERE paused_at IS NULL
+       AND (expires_at IS NULL OR expires_at <= now())
+       AND (not_before IS NULL OR not_before <= now())
+       AND (last_tick_ended_at IS NULL
+            OR last_tick_ended_at + :interval_ms * interval '1 millisecond' <= now())
+),
+others AS (
+    SELECT count(DISTINCT holder_id) AS live
+      FROM leader_leases
+     WHERE expires_at > now() AND holder_id <> :holder
+),
+picked AS MATERIALIZED (
+    SELECT role
+      FROM leader_leases
+     WHERE role IN (SELECT role FROM due)
+     ORDER BY role
+     LIMIT least(:max_grants,
+                 ceil((SELECT count(*) FROM due)::numeric / ((SELECT live FROM others) + 1))::bigint)
+       FOR UPDATE SKIP LOCKED
+),
+granted AS (
+    UPDATE leader_leases
+       SET holder_token = greatest(holder_token + 1, (extract(epoch FROM now()) * 1000)::bigint),
+           holder_id = :holder,
+           acquired_at = now(),
+           expires_at = now() + :ttl_ms * interval '1 millisecond'
+      FROM wanted
+     WHERE role = wanted_role
+       AND role IN (SELECT role FROM picked)
+       AND (SELECT applied FROM lock_bound) IS NOT NULL
+       AND paused_at IS NULL
+       AND (expires_at IS NULL OR expires_at <= now())
+       AND (not_before IS NULL OR not_before <= now())
+       AND (last_tick_ended_at IS NULL
+            OR last_tick_ended_at + :interval_ms * interval '1 millisecond' <= now())
+    RETURNING role AS granted_role, holder_token, expires_at, last_tick_holder AS previous_holder
+),
+seen AS (
+    SELECT l.*, w.wanted_role, l.last_tick_ended_at + w.wanted_interval_ms * interval '1 millisecond' AS due_at
+      FROM wanted w
+      LEFT JOIN leader_leases l ON l.role = w.wanted_role
+)
+SELECT s.wanted_role                 AS wanted_role,
+       g.holder_token                AS granted_token,
+       g.expires_at                  AS granted_until,
+       g.previous_holder             AS previous_holder,
+       now()                         AS db_now,
+       s.role IS NOT NULL            AS role_exists,
+       s.paused_at IS NOT NULL       AS paused,
+       coalesce(s.expires_at > now(), false) AS held,
+       coalesce(s.not_before > now(), false) AS cooling,
+       coalesce(s.due_at > now(), false)     AS not_due,
+       s.holder_id                   AS holder_id,
+       (extract(epoch FROM greatest(
+            CASE WHEN s.expires_at > now() THEN s.expires_at END,
+            CASE WHEN s.not_before > now() THEN s.not_before END,
+            CASE WHEN s.due_at > now() THEN s.due_at END) - now()) * 1000)::bigint AS wait_ms
+  FROM seen s
+  LEFT JOIN granted g ON g.granted_role = s.wanted_role
+";
+
+/// ACQUIRE's guards, for the protocol model. The model's ACQUIRE (`model/src/guards.rs`) grants
+/// iff every guard here holds; its guard tests fail if this list, the SQL above and the model
+/// disagree. The `due` CTE repeats them to choose which rows to lock; the UPDATE's own WHERE is
+/// what decides each grant.
+#[doc(hidden)]
+pub const ACQUIRE_GUARDS: Guarded = Guarded {
+    statement: "ACQUIRE",
+    sql: ACQUIRE,
+    where_after: "granted AS (",
+    guards: &[
+        Guard {
+            name: "unpaused",
+            sql: "paused_at IS NULL",
+        },
+        Guard {
+            name: "unheld_or_expired",
+            sql: "(expires_at IS NULL OR expires_at <= now())",
+        },
+        Guard {
+            name: "past_not_before",
+            sql: "(not_before IS NULL OR not_before <= now())",
+        },
+        Guard {
+            name: "due",
+            sql: "(last_tick_ended_at IS NULL OR last_tick_ended_at + :interval_ms * interval '1 millisecond' <= now())",
+        },
+    ],
+    plumbing: &[
+        "role = wanted_role",
+        "role IN (SELECT role FROM picked)",
+        "(SELECT applied FROM lock_bound) IS NOT NULL",
+    ],
+};
+
+/// The result of ACQUIRE.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use = "a grant leads the role until its lease runs out: run the tick and release it"]
+pub enum Acquired {
+    /// This caller leads the role for one tick.
+    Granted(Grant),
+    /// The role cannot be claimed now.
+    Refused(Refusal),
+}
+
+/// A granted lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Grant {
+    /// The proof of leadership for this tick's claims.
+    pub fence: Fence,
+    /// When the lease was granted (database clock).
+    pub granted_at: DateTime<Utc>,
+    /// When the lease runs out unless renewed (database clock).
+    pub expires_at: DateTime<Utc>,
+    /// Who completed the role's last tick (`None` if no tick has completed): a grant to
+    /// another holder than that is leadership changing hands.
+    pub previous_holder: Option<String>,
+}
+
+impl Grant {
+    /// A grant no ACQUIRE made, around `fence` (from `Fence::forge`), for fakes of the statement
+    /// layer and a job's unit tests. Only with the `test-support` feature.
+    #[cfg(feature = "test-support")]
+    pub fn forge(fence: Fence, granted_at: DateTime<Utc>, expires_at: DateTime<Utc>) -> Grant {
+        Grant {
+            fence,
+            granted_at,
+            expires_at,
+            previous_holder: None,
+        }
+    }
+}
+
+/// Why ACQUIRE refused, and when to try again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Refusal {
+    /// Why the role could not be claimed.
+    pub reason: RefusalReason,
+    /// How long until the role can next be claimed, as far as the statement could see: the holder's
+    /// expiry, the cooldown, or the next due time. `None` when paused (no time is known).
+    /// A hint, not a promise: a concurrent grant can make the role busy again by then.
+    pub retry_after: Option<Duration>,
+    /// The current holder's id, if the role is held.
+    pub holder_id: Option<String>,
+    /// The database clock when the statement ran.
+    pub db_now: DateTime<Utc>,
+}
+
+impl Refusal {
+    /// A refusal no ACQUIRE made, for fakes of the statement layer. Only with the `test-support`
+    /// feature.
+    #[cfg(feature = "test-support")]
+    pub fn forge(
+        reason: RefusalReason,
+        retry_after: Option<Duration>,
+        holder_id: Option<String>,
+        db_now: DateTime<Utc>,
+    ) -> Refusal {
+        Refusal {
+            reason,
+            retry_after,
+            holder_id,
+            db_now,
+        }
+    }
+}
+
+/// Why ACQUIRE refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RefusalReason {
+    /// Another holder's lease is live.
+    Held,
+    /// An operator paused the role.
+    Paused,
+    /// `not_before` has not passed: the cooldown a tick that did not complete set, or the floor a
+    /// pause of a held role set (the paused lease's expiry).
+    CoolingDown,
+    /// The last completed tick ended less than one interval ago.
+    NotDue,
+    /// The role looked free, but a concurrent ACQUIRE won it first.
+    Contended,
+}
+
+/// ACQUIRE: claims each of `roles` (each with its tick interval) for one tick, as `holder_id`,
+/// if it is unpaused, unheld (or expired), past any cooldown and due (its last completed tick
+/// ended at least its interval ago); one statement for all of them.
+///
+/// Answers one [`Acquired`] per role, in the order given. Racing callers serialize on each row's
+/// lock and the losers' WHERE re-evaluates against the winner's row, so at most one caller is
+/// granted each tick. At most `max_grants` roles (and at most an even share of the due ones, see
+/// the module docs) are granted per call; the others answer [`RefusalReason::Contended`]. A
+/// refusal carries, from the same round trip, when the role can next be claimed.
+///
+/// # Errors
+///
+/// [`StatementError::RoleNotSeeded`] if a role has no row, [`StatementError::Interval`] for an
+/// interval below 1 ms, [`StatementError::Timeout`] or [`StatementError::Database`] if the
+/// statement did not complete (then nothing was granted, or the grants run out after their TTL
+/// unrenewed).
+pub async fn acquire<'e>(
+    db: impl PgExecutor<'e>,
+    roles: &[(Role, Duration)],
+    holder_id: &str,
+    max_grants: usize,
+    timings: &Timings,
+) -> Result<Vec<Acquired>, StatementError> {
+    if roles.is_empty() {
+        return Ok(Vec::new());
+    }
+    for &(role, interval) in roles {
+        check_interval(Statement::Acquire, role, interval)?;
+    }
+    let wanted = values_list(roles.iter().map(|&(role, interval)| {
+        render(
+            "(:role, :interval_ms)",
+            &[
+                ("role", Value::Role(role)),
+                ("interval_ms", Value::Int(ms(interval))),
+            ],
+        )
+    }));
+    let sql = render(
+        ACQUIRE,
+        &[
+            ("wanted", Value::Sql(&wanted)),
+            ("interval_ms", Value::Sql("wanted_interval_ms")),
+            ("holder", Value::Text(holder_id)),
+            ("ttl_ms", Value::Int(ms(timings.ttl()))),
+            (
+                "max_grants",
+                Value::Int(i64::try_from(max_grants.max(1)).unwrap_or(i64::MAX)),
+            ),
+            ("lock_ms", Value::Int(lock_timeout(timings))),
+        ],
+    );
+    let rows = send(db, Statement::Acquire, timings.statement_timeout(), sql).await?;
+    roles
+        .iter()
+        .map(|&(role, _)| {
+            let row = row_of(&rows, "wanted_role", role, Statement::Acquire)?;
+            acquired_from(row, role)
+        })
+        .collect()
+}
+
+/// [`acquire`] for one role: a one-element call of the same statement.
+///
+/// # Errors
+///
+/// As [`acquire`].
+pub async fn acquire_one<'e>(
+    db: impl PgExecutor<'e>,
+    role: Role,
+    holder_id: &str,
+    interval: Duration,
+    timings: &Timings,
+) -> Result<Acquired, StatementError> {
+    let mut answers = acquire(db, &[(role, interval)], holder_id, 1, timings).await?;
+    Ok(answers.remove(0))
+}
+
+/// ACQUIRE's answer for `role` from a row with ACQUIRE's columns.
+fn acquired_from(row: &PgRow, role: Role) -> Result<Acquired, StatementError> {
+    let field = StatementError::database(Statement::Acquire);
+    if !row.try_get::<bool, _>("role_exists").map_err(&field)? {
+        return Err(StatementError::RoleNotSeeded { role });
+    }
+    let db_now: DateTime<Utc> = row.try_get("db_now").map_err(&field)?;
+    if let Some(token) = row
+        .try_get::<Option<i64>, _>("granted_token")
+        .map_err(&field)?
+    {
+        return Ok(Acquired::Granted(Grant {
+            fence: Fence::granted(role, token),
+            granted_at: db_now,
+            expires_at: row.try_get("granted_until").map_err(&field)?,
+            previous_holder: row.try_get("previous_holder").map_err(&field)?,
+        }));
+    }
+    let flag = |name: &str| row.try_get::<bool, _>(name).map_err(&field);
+    let reason = if flag("paused")? {
+        RefusalReason::Paused
+    } else if flag("held")? {
+        RefusalReason::Held
+    } else if flag("cooling")? {
+        RefusalReason::CoolingDown
+    } else if flag("not_due")? {
+        RefusalReason::NotDue
+    } else {
+        RefusalReason::Contended
+    };
+    let wait_ms: Option<i64> = row.try_get("wait_ms").map_err(&field)?;
+    let retry_after = match reason {
+        RefusalReason::Paused => None,
+        RefusalReason::Contended => Some(Duration::ZERO),
+        _ => Some(Duration::from_millis(wait_ms.unwrap_or(0).max(0) as u64)),
+    };
+    Ok(Acquired::Refused(Refusal {
+        reason,
+        retry_after,
+        holder_id: row.try_get("holder_id").map_err(&field)?,
+        db_now,
+    }))
+}

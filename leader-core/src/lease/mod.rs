@@ -1,0 +1,52 @@
+//! The lease statements a runtime sends: ACQUIRE, RENEW and RELEASE.
+//!
+//! | statement | effect | guard in its WHERE |
+//! |---|---|---|
+//! | ACQUIRE | new token, holder, `expires_at = now() + ttl` | unpaused; unheld or expired; past `not_before`; last completed tick at least one interval ago |
+//! | RENEW | `expires_at = now() + ttl` | this token holds the role; unexpired (a released or paused row has no expiry) |
+//! | RELEASE | clears the holder; stamps the tick or sets a cooldown by [`ReleaseOutcome`] | this token holds the role; the role is held |
+//!
+//! (The operator's PAUSE, UNPAUSE and CLEAR COOLDOWN are in [`crate::operator`].)
+//!
+//! **One text per statement.** ACQUIRE and RENEW take any number of roles in one statement, so a
+//! replica's idle cost grows with the number of replicas, not with roles × replicas; the one-role
+//! calls ([`acquire_one`], [`renew_one`]) are one-element calls of the same text. Each role's
+//! grant or renewal is still a compare-and-set on its own row, decided by the guards above, which
+//! sit next to each statement's SQL as data ([`ACQUIRE_GUARDS`], [`RENEW_GUARDS`],
+//! [`RELEASE_GUARDS`]) for the protocol model, whose guard tests fail if a WHERE and its list
+//! disagree.
+//!
+//! Every statement is one autocommit round trip evaluated on the database clock (`now()`), and
+//! leaves nothing on the connection: no session `SET`, no advisory lock, no `LISTEN`, and no
+//! prepared statement at all: each is sent as one `Query` message with its values inlined (see
+//! the `inline` module for why and how that is injection-proof). So they work unchanged behind a
+//! transaction-mode pooler such as PgBouncer 1.18 or RDS Proxy.
+//!
+//! # Statement timeout
+//!
+//! Each statement is bounded twice. The caller stops waiting after
+//! [`Timings::statement_timeout`](crate::Timings::statement_timeout) (reported as
+//! [`StatementError::Timeout`](crate::StatementError::Timeout)). The server also stops waiting
+//! for a lease row's lock, after four fifths of that (so it is the server that reports a lock
+//! wait, as a lock timeout): the statement sets `lock_timeout` with
+//! `set_config(.., is_local => true)`, which lasts only until the statement's own implicit
+//! transaction ends, before it touches a row. A session-level `statement_timeout` would need a
+//! session `SET` (which a transaction pooler would leak to the next client), so a statement that
+//! is slow for another reason than a row lock runs to completion on the server.
+//!
+//! That is harmless because every write is conditional on the token. A RENEW or RELEASE that lands
+//! late either still finds its token holding the role, and then does what it would have done on
+//! time (a late RENEW extends the lease of a holder that gave up by at most one TTL, which only
+//! delays the next grant), or finds another token there and changes nothing. Nothing late can hand
+//! a lease to a stale holder or take one from a newer holder.
+
+mod acquire;
+mod release;
+mod renew;
+
+pub use acquire::{ACQUIRE_GUARDS, Acquired, Grant, Refusal, RefusalReason, acquire, acquire_one};
+pub use release::{RELEASE_GUARDS, RELEASED_CHANNEL, Released, release, release_waking};
+pub use renew::{LossReason, RENEW_GUARDS, Renewed, renew, renew_one};
+
+#[cfg(doc)]
+use crate::ReleaseOutcome;

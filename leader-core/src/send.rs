@@ -1,0 +1,80 @@
+//! How every protocol statement is sent: one `Query` message with its values inlined (see
+//! `inline`), tagged with its name ([`Statement::tag`]), bounded by the statement timeout on the
+//! caller's side and, for the lease row's lock, on the server's.
+
+use std::time::Duration;
+
+use sqlx::postgres::PgRow;
+use sqlx::{PgExecutor, Row};
+
+use crate::{Role, Statement, StatementError, Timings};
+
+/// Whole milliseconds, as the statements count them.
+pub(crate) fn ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// The server-side bound on waiting for the lease row's lock: four fifths of the statement
+/// timeout, so the server gives up (and says why) just before the caller stops waiting.
+pub(crate) fn lock_timeout(timings: &Timings) -> i64 {
+    (ms(timings.statement_timeout()) * 4 / 5).max(1)
+}
+
+/// Sends one rendered statement and returns its rows, bounded by `timeout` on the caller's side.
+pub(crate) async fn send<'e>(
+    db: impl PgExecutor<'e>,
+    statement: Statement,
+    timeout: Duration,
+    sql: String,
+) -> Result<Vec<PgRow>, StatementError> {
+    // AssertSqlSafe: every value in `sql` was rendered by `inline::render`.
+    let fut = sqlx::raw_sql(sqlx::AssertSqlSafe(statement.tag(&sql))).fetch_all(db);
+    match tokio::time::timeout(timeout, fut).await {
+        Ok(result) => result.map_err(StatementError::database(statement)),
+        Err(_) => Err(StatementError::Timeout { statement, timeout }),
+    }
+}
+
+/// The one row a statement returns.
+pub(crate) fn single(statement: Statement, rows: Vec<PgRow>) -> Result<PgRow, StatementError> {
+    rows.into_iter()
+        .next()
+        .ok_or_else(|| StatementError::database(statement)(sqlx::Error::RowNotFound))
+}
+
+/// The answer row whose `column` names `role` (the statements over many roles answer one row
+/// per role asked, in no particular order).
+pub(crate) fn row_of<'r>(
+    rows: &'r [PgRow],
+    column: &str,
+    role: Role,
+    statement: Statement,
+) -> Result<&'r PgRow, StatementError> {
+    rows.iter()
+        .find(|row| {
+            row.try_get::<&str, _>(column)
+                .is_ok_and(|r| r == role.as_str())
+        })
+        .ok_or_else(|| StatementError::database(statement)(sqlx::Error::RowNotFound))
+}
+
+/// The rendered rows of a `VALUES` list, comma-separated.
+pub(crate) fn values_list(rows: impl Iterator<Item = String>) -> String {
+    rows.collect::<Vec<_>>().join(", ")
+}
+
+/// Checks a tick interval: at least one millisecond.
+pub(crate) fn check_interval(
+    statement: Statement,
+    role: Role,
+    interval: Duration,
+) -> Result<(), StatementError> {
+    if interval < Duration::from_millis(1) {
+        return Err(StatementError::Interval {
+            statement,
+            role,
+            interval,
+        });
+    }
+    Ok(())
+}
