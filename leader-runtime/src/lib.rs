@@ -32,6 +32,7 @@ mod fence_parameter;
 mod heartbeat;
 mod holder;
 mod job;
+mod leadership;
 pub mod metrics;
 mod panic_capture;
 pub mod panic_guard;
@@ -57,6 +58,7 @@ pub use job::Job;
 pub use leader_core::{Fence, Role, RoleNameError, TimingParts, Timings, TimingsError};
 #[cfg(feature = "macros")]
 pub use leader_macros::{fenced, leader_role, unfenced};
+pub use leadership::Leadership;
 pub use registry::JobError;
 pub use runtime::{JobInfo, Runtime, RuntimeBuilder};
 pub use state::State;

@@ -87,7 +87,9 @@ pub(crate) async fn work_role(
     done: mpsc::UnboundedSender<Role>,
 ) {
     while let Some((grant, sent)) = grants.recv().await {
+        env.leadership.started(grant.fence);
         run_tick(env, &spec, grant, sent).await;
+        env.leadership.ended(spec.role);
         let _ = done.send(spec.role);
     }
 }
@@ -254,6 +256,7 @@ mod tests {
             pool: &pool,
             holder: "test-holder",
             beat_grid: Instant::now(),
+            leadership: &crate::leadership::Leadership::default(),
         };
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         let mut polled = Vec::new();

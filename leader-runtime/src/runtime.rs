@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::{BuildError, RunError};
 use crate::job::{Job, JobFn};
+use crate::leadership::Leadership;
 use crate::poll::{Polled, poll_roles, work_role};
 use crate::registry::{RegisteredJob, registered_jobs};
 use crate::role_spec::RoleSpec;
@@ -117,6 +118,7 @@ pub struct Runtime {
     statements: Arc<dyn LeaseStatements>,
     holder_id: String,
     wake: Option<PgConnectOptions>,
+    leadership: Leadership,
 }
 
 /// One job of a [`Runtime`], as [`Runtime::jobs`] lists it.
@@ -163,6 +165,12 @@ impl Runtime {
     /// This runtime's holder id (`hostname:pid:8hex`), as written into the leases it holds.
     pub fn holder_id(&self) -> &str {
         &self.holder_id
+    }
+
+    /// A handle that says which roles this runtime leads at each moment while it runs (see
+    /// [`Leadership`]); take it before [`Runtime::run`].
+    pub fn leadership(&self) -> Leadership {
+        self.leadership.clone()
     }
 
     /// The roles this runtime leads.
@@ -352,6 +360,7 @@ impl Runtime {
             pool: &self.pool,
             holder: &self.holder_id,
             beat_grid,
+            leadership: &self.leadership,
         }
     }
 }
@@ -542,6 +551,7 @@ impl<S: Clone + Send + Sync + 'static> RuntimeBuilder<S> {
             statements,
             holder_id,
             wake: self.wake,
+            leadership: Leadership::default(),
         })
     }
 }
@@ -559,6 +569,7 @@ mod tests {
     use crate::error::RunError;
     use crate::fake::FakeStatements;
     use crate::job::Job;
+    use crate::leadership::Leadership;
     use crate::role_spec::RoleSpec;
 
     async fn quick(_: crate::TickContext) -> Result<(), crate::JobError> {
@@ -584,6 +595,7 @@ mod tests {
             statements: Arc::new(fake),
             holder_id: "test-holder".into(),
             wake: None,
+            leadership: Leadership::default(),
         }
     }
 

@@ -89,6 +89,8 @@ pub(crate) struct TickEnv<'a> {
     pub holder: &'a str,
     /// The replica's heartbeat grid (see `heartbeat`).
     pub beat_grid: Instant,
+    /// The roles this replica leads now.
+    pub leadership: &'a crate::leadership::Leadership,
 }
 
 /// The span a tick runs in, from the grant to the RELEASE: `leader.tick` at INFO, with the
@@ -330,6 +332,7 @@ mod tests {
             pool: &pool,
             holder: "test-holder",
             beat_grid: Instant::now(),
+            leadership: &crate::leadership::Leadership::default(),
         };
         run_tick(&env, &spec, FakeStatements::grant("alpha"), Instant::now()).await
     }
