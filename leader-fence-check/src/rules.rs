@@ -135,14 +135,20 @@ impl Rules<'_, '_, '_> {
 
     /// A reference PostgreSQL may read as a call is refused wherever PostgreSQL may evaluate it
     /// for a superseded leader.
+    ///
+    /// Wherever it stands, such a reference makes the statement a claim: for the live leader it
+    /// may call a function that changes rows, so the statement must return nothing to a
+    /// superseded one.
     fn possible_calls(&mut self, level: usize) {
-        if !self.props.reached(level) {
-            return;
-        }
+        let reached = self.props.reached(level);
         for r in &self.levels.levels[level].refs {
             let Some(function) = possible_call(self.levels, level, r) else {
                 continue;
             };
+            self.claim = true;
+            if !reached {
+                continue;
+            }
             let live = match r.aggregate {
                 Some(a) => self.props.aggregate_arguments_live(level, a),
                 None => self.props.live(level, r.pos),
@@ -150,7 +156,6 @@ impl Rules<'_, '_, '_> {
             if !live {
                 continue;
             }
-            self.claim = true;
             let at = r.at.map(|start| self.reference_range(start, r));
             let why = self.why_evaluated(level, r.pos);
             self.errors

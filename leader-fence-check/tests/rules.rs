@@ -628,7 +628,11 @@ fn attribute_notation_is_a_call() {
         "UPDATE jobs SET a = 1 FROM (SELECT id AS jid FROM jobs WHERE leader_fence($1, $2)) s
           WHERE id = s.jid",
     );
-    // A read is a claim if it may call a function.
+    // A read is a claim if it may call a function, even where no superseded leader evaluates
+    // it: it must then return nothing to one (count(*) returns a row from no rows).
+    let e = refused("SELECT count(*) FROM q t WHERE leader_fence($1, $2) AND t.take_budget = 1");
+    assert!(e.contains("aggregates without GROUP BY"), "{e}");
+    assert_eq!(check("SELECT t.id FROM q t WHERE leader_fence($1, $2)").claims, 1);
     let read = check("SELECT q.take_budget FROM queue q");
     assert_eq!(read.claims, 1, "{read:?}");
     assert!(
