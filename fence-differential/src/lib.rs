@@ -1,0 +1,18 @@
+//! A generated differential test of `leader-fence-check` against PostgreSQL.
+//!
+//! The checker decides at compile time whether a claim's SQL, run by a superseded leader (a
+//! stale fencing token), can return, change, insert, delete or lock a row. This crate asks it
+//! about thousands of generated statements and runs each on PostgreSQL with a stale token, so a
+//! hole shows as an accepted statement that acted, shrunk to a minimal reproducer, and a
+//! needless refusal shows as a refused statement that did nothing, counted by construct.
+//!
+//! * [`ast`]: the grammar, a typed tree over a fixed schema.
+//! * [`generator`]: the proptest strategy of that tree, weighted towards well-fenced claims.
+//! * [`render`]: the tree as SQL, with the [`tags`] of the constructs it uses.
+
+#![forbid(unsafe_code)]
+
+pub mod ast;
+pub mod generator;
+pub mod render;
+pub mod tags;
