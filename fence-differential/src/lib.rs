@@ -9,10 +9,15 @@
 //! * [`ast`]: the grammar, a typed tree over a fixed schema.
 //! * [`generator`]: the proptest strategy of that tree, weighted towards well-fenced claims.
 //! * [`render`]: the tree as SQL, with the [`tags`] of the constructs it uses.
+//! * [`schema`]: the database, and a role granted to a holder that is superseded, then to the
+//!   live one.
+//! * [`probe`]: runs a statement in a rolled-back transaction and measures its effect.
 
 #![forbid(unsafe_code)]
 
 pub mod ast;
 pub mod generator;
+pub mod probe;
 pub mod render;
+pub mod schema;
 pub mod tags;
