@@ -12,6 +12,11 @@
 //! * [`schema`]: the database, and a role granted to a holder that is superseded, then to the
 //!   live one.
 //! * [`probe`]: runs a statement in a rolled-back transaction and measures its effect.
+//! * [`runner`]: the run: seed, check, probe, classify, shrink.
+//! * [`report`]: the Markdown report.
+//!
+//! The test `tests/generated.rs` runs it in CI; the binary `fence-differential` runs it long,
+//! for `docs/benchmarks/fence-differential.md`.
 
 #![forbid(unsafe_code)]
 
@@ -19,5 +24,7 @@ pub mod ast;
 pub mod generator;
 pub mod probe;
 pub mod render;
+pub mod report;
+pub mod runner;
 pub mod schema;
 pub mod tags;

@@ -1,0 +1,177 @@
+//! The report of a run, as Markdown: totals per class, false rejections overall and by construct
+//! tag, PostgreSQL's refusals, and the minimal reproducers of every accepted statement that acted
+//! as the superseded leader.
+
+use std::fmt::{self, Write as _};
+
+use crate::runner::{Class, Counts, Outcome};
+
+/// The whole report; its sections start at `##`.
+pub fn markdown(outcome: &Outcome) -> String {
+    let mut w = String::new();
+    write(&mut w, outcome).expect("writing to a String cannot fail");
+    w
+}
+
+fn write(w: &mut String, outcome: &Outcome) -> fmt::Result {
+    let total = &outcome.total;
+    let settings = &outcome.settings;
+    writeln!(w, "## Totals\n")?;
+    writeln!(
+        w,
+        "{} statements from seed {}, each checked by `leader_fence_check::check` and run as the \
+         superseded leader{}, in {:.1} s ({:.1} ms a statement); shrinking took {:.1} s more.\n",
+        total.total(),
+        settings.seed,
+        if settings.live {
+            " and as the live one"
+        } else {
+            ""
+        },
+        outcome.cases_time.as_secs_f64(),
+        outcome.per_case().as_secs_f64() * 1e3,
+        outcome.shrink_time.as_secs_f64()
+    )?;
+    writeln!(w, "| class | statements | share |\n|---|---:|---:|")?;
+    for class in Class::ALL {
+        writeln!(
+            w,
+            "| `{}` | {} | {} |",
+            class.name(),
+            total.of(class),
+            percent(total.of(class), total.total())
+        )?;
+    }
+    writeln!(w)?;
+    if settings.live {
+        writeln!(
+            w,
+            "As the live leader, {} of the {} accepted-safe statements ({}) returned, changed or \
+             locked rows: the accepted claims are not empty for want of a fence that is ever \
+             true.\n",
+            total.accepted_safe_live_acting,
+            total.of(Class::AcceptedSafe),
+            percent(
+                total.accepted_safe_live_acting,
+                total.of(Class::AcceptedSafe)
+            )
+        )?;
+    }
+
+    writeln!(w, "## False rejections\n")?;
+    writeln!(
+        w,
+        "Of the {} statements that did nothing as the superseded leader, the checker refused {} \
+         ({}).{}\n",
+        total.safe(),
+        total.of(Class::RefusedSafe),
+        share(total),
+        if settings.live {
+            format!(
+                " Of those, {} acted as the live leader (a claim someone could want to write); \
+                 the rest did nothing either way.",
+                total.refused_safe_live_acting
+            )
+        } else {
+            String::new()
+        }
+    )?;
+    writeln!(
+        w,
+        "By construct: a statement counts under every construct it uses; *safe* means it did \
+         nothing as the superseded leader, *false rejection* is the share of those the checker \
+         refused{}.\n",
+        if settings.live {
+            ", *acting live* how many of the refused ones acted as the live leader"
+        } else {
+            ""
+        }
+    )?;
+    writeln!(
+        w,
+        "| construct | statements | safe | refused of the safe | false rejection | acting live \
+         | accepted unsafe | pg_error |"
+    )?;
+    writeln!(w, "|---|---:|---:|---:|---:|---:|---:|---:|")?;
+    for (tag, counts) in &outcome.by_tag {
+        writeln!(
+            w,
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} |",
+            tag.name(),
+            counts.total(),
+            counts.safe(),
+            counts.of(Class::RefusedSafe),
+            share(counts),
+            counts.refused_safe_live_acting,
+            counts.of(Class::AcceptedUnsafe),
+            counts.of(Class::PgError)
+        )?;
+    }
+    let unseen = outcome.unseen_tags();
+    if !unseen.is_empty() {
+        let names: Vec<&str> = unseen.iter().map(|tag| tag.name()).collect();
+        writeln!(w, "\nNo statement used: `{}`.", names.join("`, `"))?;
+    }
+    writeln!(w)?;
+
+    writeln!(w, "## PostgreSQL's refusals\n")?;
+    writeln!(
+        w,
+        "Statements PostgreSQL refused as the superseded leader (out of the figures above).\n"
+    )?;
+    writeln!(w, "| SQLSTATE | statements | for example |\n|---|---:|---|")?;
+    let mut states: Vec<_> = outcome.sqlstates.iter().collect();
+    states.sort_by_key(|(_, (count, _))| std::cmp::Reverse(*count));
+    for (state, (count, message)) in states {
+        writeln!(w, "| {state} | {count} | {} |", message.replace('|', "\\|"))?;
+    }
+    writeln!(w)?;
+
+    writeln!(w, "## Accepted, yet acting as the superseded leader\n")?;
+    let unsafe_count = total.of(Class::AcceptedUnsafe);
+    if unsafe_count == 0 {
+        writeln!(w, "None.")?;
+        return Ok(());
+    }
+    writeln!(
+        w,
+        "{unsafe_count} statements. Minimal reproducers (proptest's shrinking, each step re-run \
+         on PostgreSQL), with the number of accepted-unsafe statements that use all of each \
+         one's constructs:\n"
+    )?;
+    for (i, reproducer) in outcome.reproducers.iter().enumerate() {
+        let tags: Vec<&str> = reproducer.tags.iter().map(|tag| tag.name()).collect();
+        writeln!(
+            w,
+            "{}. {} ({} alike; {} shrink steps); constructs `{}`\n\n   ```sql\n   {}\n   ```\n",
+            i + 1,
+            reproducer.effect,
+            reproducer.alike,
+            reproducer.steps,
+            tags.join("`, `"),
+            reproducer.sql
+        )?;
+    }
+    if !outcome.unshrunk.is_empty() {
+        writeln!(w, "Not shrunk (the reproducer budget was spent):\n")?;
+        for (sql, effect) in &outcome.unshrunk {
+            writeln!(w, "* {effect}: `{sql}`")?;
+        }
+        writeln!(w)?;
+    }
+    Ok(())
+}
+
+fn share(counts: &Counts) -> String {
+    counts
+        .false_rejection()
+        .map_or("–".to_owned(), |share| format!("{:.1} %", share * 100.0))
+}
+
+fn percent(part: usize, whole: usize) -> String {
+    if whole == 0 {
+        "–".to_owned()
+    } else {
+        format!("{:.1} %", part as f64 * 100.0 / whole as f64)
+    }
+}
