@@ -28,3 +28,6 @@ pub mod report;
 pub mod runner;
 pub mod schema;
 pub mod tags;
+
+/// A step's result, with any error that may cross threads.
+pub type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;

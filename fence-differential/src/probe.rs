@@ -16,7 +16,7 @@
 
 use std::time::Duration;
 
-use leader_benches::Res;
+use crate::Res;
 use leader_testkit::TestDb;
 use sqlx::{Connection, PgConnection, Row};
 

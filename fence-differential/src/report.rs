@@ -24,7 +24,7 @@ fn write(w: &mut String, outcome: &Outcome) -> fmt::Result {
         total.total(),
         settings.seed,
         if settings.live {
-            " and as the live one"
+            " (and, where it did nothing, as the live one)"
         } else {
             ""
         },
@@ -136,8 +136,8 @@ fn write(w: &mut String, outcome: &Outcome) -> fmt::Result {
     writeln!(
         w,
         "{unsafe_count} statements. Minimal reproducers (proptest's shrinking, each step re-run \
-         on PostgreSQL), with the number of accepted-unsafe statements that use all of each \
-         one's constructs:\n"
+         on PostgreSQL), each with the number of accepted-unsafe statements that use all of its \
+         constructs but the statement's kind and the fence:\n"
     )?;
     for (i, reproducer) in outcome.reproducers.iter().enumerate() {
         let tags: Vec<&str> = reproducer.tags.iter().map(|tag| tag.name()).collect();
@@ -153,7 +153,11 @@ fn write(w: &mut String, outcome: &Outcome) -> fmt::Result {
         )?;
     }
     if !outcome.unshrunk.is_empty() {
-        writeln!(w, "Not shrunk (the reproducer budget was spent):\n")?;
+        writeln!(
+            w,
+            "Not like any of those, and not shrunk (the {} shrinks were spent):\n",
+            outcome.settings.max_shrinks
+        )?;
         for (sql, effect) in &outcome.unshrunk {
             writeln!(w, "* {effect}: `{sql}`")?;
         }

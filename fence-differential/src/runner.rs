@@ -1,11 +1,12 @@
 //! The differential run: generates statements from a fixed seed, asks the checker about each,
-//! runs each on PostgreSQL as the superseded leader (and, for the report, as the live one),
+//! runs each on PostgreSQL as the superseded leader (and, for the report, as the live one where
+//! it did nothing),
 //! classifies it, and shrinks accepted statements that acted to minimal reproducers.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use leader_benches::Res;
+use crate::Res;
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
@@ -64,23 +65,25 @@ pub struct Settings {
     pub cases: usize,
     /// The seed of the generator: the same seed generates the same statements.
     pub seed: u64,
-    /// Whether to run each statement as the live leader too (for the report only).
+    /// Whether to run each statement that was safe as the superseded leader as the live one
+    /// too (for the report only).
     pub live: bool,
-    /// How many accepted-unsafe statements to shrink; the others are counted against the
-    /// reproducer whose tags they all have, or listed as found.
-    pub max_reproducers: usize,
+    /// How many accepted-unsafe statements to shrink; one whose constructs include all of an
+    /// earlier reproducer's is counted against it instead, and once these are spent the rest
+    /// are listed as found.
+    pub max_shrinks: usize,
     /// The most simplification steps per shrink.
     pub max_shrink_steps: u32,
 }
 
 impl Settings {
-    /// `cases` statements from `seed`, run live too, up to 12 reproducers of 400 steps each.
+    /// `cases` statements from `seed`, run live too, up to 16 shrinks of 400 steps each.
     pub fn new(cases: usize, seed: u64) -> Settings {
         Settings {
             cases,
             seed,
             live: true,
-            max_reproducers: 12,
+            max_shrinks: 16,
             max_shrink_steps: 400,
         }
     }
@@ -93,7 +96,8 @@ pub struct Case {
     pub class: Class,
     /// What it did as the superseded leader.
     pub stale: Ran,
-    /// Whether it returned, changed or locked a row as the live leader, when run live.
+    /// Whether it returned, changed or locked a row as the live leader, when run live (only a
+    /// statement that was safe as the stale one is).
     pub live_acted: Option<bool>,
 }
 
@@ -109,8 +113,27 @@ pub struct Reproducer {
     pub original: String,
     /// How many shrink steps ran.
     pub steps: u32,
-    /// How many accepted-unsafe statements of the run have all of its tags (itself included).
+    /// How many accepted-unsafe statements of the run have all of its [`Reproducer::marks`]
+    /// (itself included).
     pub alike: usize,
+}
+
+impl Reproducer {
+    /// The constructs that tell its hole apart: its tags but those of [`Tag::is_context`] (all
+    /// of them if it has no other).
+    pub fn marks(&self) -> BTreeSet<Tag> {
+        let marks: BTreeSet<Tag> = self
+            .tags
+            .iter()
+            .copied()
+            .filter(|tag| !tag.is_context())
+            .collect();
+        if marks.is_empty() {
+            self.tags.clone()
+        } else {
+            marks
+        }
+    }
 }
 
 /// Counts of one group of statements, by class.
@@ -166,6 +189,8 @@ pub struct Outcome {
     /// PostgreSQL's refusals: SQLSTATE → (how many, one message).
     pub sqlstates: BTreeMap<String, (usize, String)>,
     pub reproducers: Vec<Reproducer>,
+    /// How many shrinks ran.
+    pub shrinks: usize,
     /// Accepted-unsafe statements neither shrunk nor like a reproducer (the first few).
     pub unshrunk: Vec<(String, Effect)>,
     /// Time spent generating, checking and running the cases, shrinking aside.
@@ -181,6 +206,19 @@ impl Outcome {
             .copied()
             .filter(|tag| !self.by_tag.contains_key(tag))
             .collect()
+    }
+
+    /// Counts a statement with `tags` against every reproducer whose marks it has; returns
+    /// whether there was one.
+    fn alike(&mut self, tags: &BTreeSet<Tag>) -> bool {
+        let mut alike = false;
+        for reproducer in &mut self.reproducers {
+            if reproducer.marks().is_subset(tags) {
+                reproducer.alike += 1;
+                alike = true;
+            }
+        }
+        alike
     }
 
     /// The mean time per statement (checked, run stale and, if set, live).
@@ -227,6 +265,7 @@ pub async fn run(
         by_tag: BTreeMap::new(),
         sqlstates: BTreeMap::new(),
         reproducers: Vec::new(),
+        shrinks: 0,
         unshrunk: Vec::new(),
         cases_time: Duration::ZERO,
         shrink_time: Duration::ZERO,
@@ -269,32 +308,30 @@ async fn found_unsafe(
     case: Case,
     outcome: &mut Outcome,
 ) -> Res<()> {
-    let mut alike = false;
-    for reproducer in &mut outcome.reproducers {
-        if reproducer.tags.is_subset(&case.rendered.tags) {
-            reproducer.alike += 1;
-            alike = true;
-        }
-    }
-    if alike {
+    if outcome.alike(&case.rendered.tags) {
         return Ok(());
     }
     let effect = match case.stale {
         Ran::Effect(effect) => effect,
         Ran::Error { .. } => Effect::default(),
     };
-    if outcome.reproducers.len() >= settings.max_reproducers {
+    if outcome.shrinks >= settings.max_shrinks {
         if outcome.unshrunk.len() < 10 {
             outcome.unshrunk.push((case.rendered.sql, effect));
         }
         return Ok(());
     }
+    outcome.shrinks += 1;
     let original = case.rendered.sql.clone();
     let (minimal, steps) = shrink(probe, fixture, tree, case, settings.max_shrink_steps).await?;
     let effect = match minimal.stale {
         Ran::Effect(effect) => effect,
         Ran::Error { .. } => effect,
     };
+    // Shrinking can end where an earlier one did, from a case that did not look alike.
+    if outcome.alike(&minimal.rendered.tags) {
+        return Ok(());
+    }
     outcome.reproducers.push(Reproducer {
         sql: minimal.rendered.sql,
         tags: minimal.rendered.tags,
@@ -355,7 +392,7 @@ async fn one_case(
         (Ran::Effect(effect), false) if effect.any() => Class::RefusedUnsafe,
         (Ran::Effect(_), false) => Class::RefusedSafe,
     };
-    let live_acted = if live && class != Class::PgError {
+    let live_acted = if live && matches!(class, Class::AcceptedSafe | Class::RefusedSafe) {
         match probe.run(&rendered.sql, fence(fixture.live)).await? {
             Ran::Effect(effect) => Some(effect.any()),
             Ran::Error { .. } => None,

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use leader_benches::Res;
+use crate::Res;
 use leader_core::lease::{self, Acquired};
 use leader_core::{Fence, Role, Timings};
 use leader_testkit::TestDb;

@@ -17,6 +17,22 @@ macro_rules! tags {
             /// Every tag, in the order the report lists them.
             pub const ALL: &[Tag] = &[$(Tag::$variant,)+];
 
+            /// Whether the tag says only what kind of claim the statement is, or that it is
+            /// fenced as the docs ask: many statements share these, so they tell no hole apart.
+            pub const fn is_context(self) -> bool {
+                matches!(
+                    self,
+                    Tag::StmtSelect
+                        | Tag::StmtUpdate
+                        | Tag::StmtDelete
+                        | Tag::InsertSelect
+                        | Tag::InsertValues
+                        | Tag::Merge
+                        | Tag::GateFence
+                        | Tag::Returning
+                )
+            }
+
             /// The tag as the report writes it, e.g. `gate:in`.
             pub const fn name(self) -> &'static str {
                 match self {
