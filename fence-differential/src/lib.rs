@@ -14,6 +14,7 @@
 //! * [`probe`]: runs a statement in a rolled-back transaction and measures its effect.
 //! * [`runner`]: the run: seed, check, probe, classify, shrink.
 //! * [`report`]: the Markdown report.
+//! * [`page`]: the report as the page of a long run, between generated-report markers.
 //!
 //! The test `tests/generated.rs` runs it in CI; the binary `fence-differential` runs it long,
 //! for `docs/benchmarks/fence-differential.md`.
@@ -22,6 +23,7 @@
 
 pub mod ast;
 pub mod generator;
+pub mod page;
 pub mod probe;
 pub mod render;
 pub mod report;
