@@ -16,10 +16,10 @@
 
 use std::time::Duration;
 
-use crate::Res;
 use leader_testkit::TestDb;
 use sqlx::{Connection, PgConnection, Row};
 
+use crate::Res;
 use crate::schema::TABLES;
 
 /// How long one statement may run before PostgreSQL cancels it (`57014`, a `pg_error`).

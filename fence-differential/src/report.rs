@@ -1,6 +1,6 @@
 //! The report of a run, as Markdown: totals per class, false rejections overall and by construct
-//! tag, PostgreSQL's refusals, and the minimal reproducers of every accepted statement that acted
-//! as the superseded leader.
+//! tag, the checker's refusals by reason, PostgreSQL's refusals, and the minimal reproducers of
+//! every accepted statement that acted as the superseded leader.
 
 use std::fmt::{self, Write as _};
 
@@ -113,6 +113,51 @@ fn write(w: &mut String, outcome: &Outcome) -> fmt::Result {
         writeln!(w, "\nNo statement used: `{}`.", names.join("`, `"))?;
     }
     writeln!(w)?;
+
+    writeln!(w, "## Why the checker refused\n")?;
+    writeln!(
+        w,
+        "The refused statements by the reason of the checker's first error (less the place, \
+         the table and the fix), most false rejections first.\n"
+    )?;
+    writeln!(
+        w,
+        "| # | reason | refused | unsafe | safe (false rejections) | acting live |\n\
+         |---:|---|---:|---:|---:|---:|"
+    )?;
+    let mut reasons: Vec<_> = outcome.refusals.iter().collect();
+    reasons.sort_by_key(|(_, refusals)| {
+        std::cmp::Reverse((
+            refusals.counts.of(Class::RefusedSafe),
+            refusals.counts.total(),
+        ))
+    });
+    for (i, (reason, refusals)) in reasons.iter().enumerate() {
+        let counts = &refusals.counts;
+        writeln!(
+            w,
+            "| {} | {} | {} | {} | {} | {} |",
+            i + 1,
+            reason.replace('|', "\\|"),
+            counts.total(),
+            counts.of(Class::RefusedUnsafe),
+            counts.of(Class::RefusedSafe),
+            counts.refused_safe_live_acting
+        )?;
+    }
+    writeln!(w)?;
+    if settings.live {
+        writeln!(
+            w,
+            "The shortest false rejection of each reason that acted as the live leader:\n"
+        )?;
+        for (i, (_, refusals)) in reasons.iter().enumerate() {
+            if let Some(sql) = &refusals.shortest_false {
+                writeln!(w, "{}. `{sql}`", i + 1)?;
+            }
+        }
+        writeln!(w)?;
+    }
 
     writeln!(w, "## PostgreSQL's refusals\n")?;
     writeln!(

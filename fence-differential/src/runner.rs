@@ -1,21 +1,20 @@
 //! The differential run: generates statements from a fixed seed, asks the checker about each,
 //! runs each on PostgreSQL as the superseded leader (and, for the report, as the live one where
-//! it did nothing),
-//! classifies it, and shrinks accepted statements that acted to minimal reproducers.
+//! it did nothing), classifies it, and shrinks accepted statements that acted to minimal
+//! reproducers.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use crate::Res;
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
 use crate::ast::Statement;
-use crate::generator;
 use crate::probe::{Effect, Probe, Ran};
 use crate::render::{Rendered, render};
 use crate::schema::{Fixture, ROLE};
 use crate::tags::Tag;
+use crate::{Res, generator, refusal};
 
 /// What a statement is, by the checker's verdict and what it did as the superseded leader.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -94,6 +93,8 @@ impl Settings {
 pub struct Case {
     pub rendered: Rendered,
     pub class: Class,
+    /// The checker's first error, if it refused the statement.
+    pub refusal: Option<String>,
     /// What it did as the superseded leader.
     pub stale: Ran,
     /// Whether it returned, changed or locked a row as the live leader, when run live (only a
@@ -180,12 +181,37 @@ impl Counts {
     }
 }
 
+/// The refused statements of one reason.
+#[derive(Debug, Clone, Default)]
+pub struct Refusals {
+    pub counts: Counts,
+    /// The shortest of them that did nothing as the superseded leader and acted as the live one:
+    /// a claim someone could want to write, refused.
+    pub shortest_false: Option<String>,
+}
+
+impl Refusals {
+    fn add(&mut self, case: &Case) {
+        self.counts.add(case);
+        let wanted = case.class == Class::RefusedSafe && case.live_acted == Some(true);
+        let shorter = self
+            .shortest_false
+            .as_ref()
+            .is_none_or(|shortest| case.rendered.sql.len() < shortest.len());
+        if wanted && shorter {
+            self.shortest_false = Some(case.rendered.sql.clone());
+        }
+    }
+}
+
 /// Everything a run found.
 #[derive(Debug, Clone)]
 pub struct Outcome {
     pub settings: Settings,
     pub total: Counts,
     pub by_tag: BTreeMap<Tag, Counts>,
+    /// The refused statements by the reason of the checker's first error ([`refusal::reason`]).
+    pub refusals: BTreeMap<String, Refusals>,
     /// PostgreSQL's refusals: SQLSTATE → (how many, one message).
     pub sqlstates: BTreeMap<String, (usize, String)>,
     pub reproducers: Vec<Reproducer>,
@@ -263,6 +289,7 @@ pub async fn run(
         settings: settings.clone(),
         total: Counts::default(),
         by_tag: BTreeMap::new(),
+        refusals: BTreeMap::new(),
         sqlstates: BTreeMap::new(),
         reproducers: Vec::new(),
         shrinks: 0,
@@ -279,6 +306,13 @@ pub async fn run(
         outcome.total.add(&case);
         for tag in &case.rendered.tags {
             outcome.by_tag.entry(*tag).or_default().add(&case);
+        }
+        if let Some(message) = &case.refusal {
+            let refusals = outcome
+                .refusals
+                .entry(refusal::reason(message))
+                .or_default();
+            refusals.add(&case);
         }
         if let Ran::Error { sqlstate, message } = &case.stale {
             let entry = outcome
@@ -382,10 +416,10 @@ async fn one_case(
     live: bool,
 ) -> Res<Case> {
     let rendered = render(statement);
-    let is_accepted = accepted(&rendered.sql).is_ok();
+    let refusal = accepted(&rendered.sql).err();
     let fence = |token| rendered.binds_fence.then_some((ROLE.as_str(), token));
     let stale = probe.run(&rendered.sql, fence(fixture.stale)).await?;
-    let class = match (&stale, is_accepted) {
+    let class = match (&stale, refusal.is_none()) {
         (Ran::Error { .. }, _) => Class::PgError,
         (Ran::Effect(effect), true) if effect.any() => Class::AcceptedUnsafe,
         (Ran::Effect(_), true) => Class::AcceptedSafe,
@@ -403,6 +437,7 @@ async fn one_case(
     Ok(Case {
         rendered,
         class,
+        refusal,
         stale,
         live_acted,
     })
