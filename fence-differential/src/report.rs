@@ -182,7 +182,8 @@ fn write(w: &mut String, outcome: &Outcome) -> fmt::Result {
         w,
         "{unsafe_count} statements. Minimal reproducers (proptest's shrinking, each step re-run \
          on PostgreSQL), each with the number of accepted-unsafe statements that use all of its \
-         constructs but the statement's kind and the fence:\n"
+         constructs but those every claim of its kind may have (the statement's kind, the \
+         fence, a view or sub-select read, a constant `LIMIT`):\n"
     )?;
     for (i, reproducer) in outcome.reproducers.iter().enumerate() {
         let tags: Vec<&str> = reproducer.tags.iter().map(|tag| tag.name()).collect();

@@ -76,13 +76,13 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// `cases` statements from `seed`, run live too, up to 16 shrinks of 400 steps each.
+    /// `cases` statements from `seed`, run live too, up to 24 shrinks of 400 steps each.
     pub fn new(cases: usize, seed: u64) -> Settings {
         Settings {
             cases,
             seed,
             live: true,
-            max_shrinks: 16,
+            max_shrinks: 24,
             max_shrink_steps: 400,
         }
     }

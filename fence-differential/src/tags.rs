@@ -17,8 +17,9 @@ macro_rules! tags {
             /// Every tag, in the order the report lists them.
             pub const ALL: &[Tag] = &[$(Tag::$variant,)+];
 
-            /// Whether the tag says only what kind of claim the statement is, or that it is
-            /// fenced as the docs ask: many statements share these, so they tell no hole apart.
+            /// Whether the tag says only what kind of claim the statement is, that it is
+            /// fenced as the docs ask, or what it reads (a view, a sub-select, a constant
+            /// `LIMIT`): many statements share these, so they tell no hole apart.
             pub const fn is_context(self) -> bool {
                 matches!(
                     self,
@@ -28,8 +29,17 @@ macro_rules! tags {
                         | Tag::InsertSelect
                         | Tag::InsertValues
                         | Tag::Merge
-                        | Tag::GateFence
                         | Tag::Returning
+                        | Tag::UpdateFrom
+                        | Tag::TargetView
+                        | Tag::GateFence
+                        | Tag::FenceQualified
+                        | Tag::FenceCast
+                        | Tag::FromSubselect
+                        | Tag::FromView
+                        | Tag::CteRead
+                        | Tag::CteMaterialized
+                        | Tag::LimitRows
                 )
             }
 
