@@ -13,6 +13,7 @@
 //!   live one.
 //! * [`probe`]: runs a statement in a rolled-back transaction and measures its effect.
 //! * [`runner`]: the run: seed, check, probe, classify, shrink.
+//! * [`outcome`]: what a run found, counted by class, construct and refusal reason.
 //! * [`refusal`]: the checker's refusals reduced to their reason, to count them by rule.
 //! * [`report`]: the Markdown report.
 //! * [`page`]: the report as the page of a long run, between generated-report markers.
@@ -24,6 +25,7 @@
 
 pub mod ast;
 pub mod generator;
+pub mod outcome;
 pub mod page;
 pub mod probe;
 pub mod refusal;

@@ -4,7 +4,7 @@
 
 use std::fmt::{self, Write as _};
 
-use crate::runner::{Class, Counts, Outcome};
+use crate::outcome::{Class, Counts, Outcome};
 
 /// The whole report; its sections start at `##`.
 pub fn markdown(outcome: &Outcome) -> String {
@@ -14,6 +14,15 @@ pub fn markdown(outcome: &Outcome) -> String {
 }
 
 fn write(w: &mut String, outcome: &Outcome) -> fmt::Result {
+    totals(w, outcome)?;
+    false_rejections(w, outcome)?;
+    refusals(w, outcome)?;
+    pg_errors(w, outcome)?;
+    reproducers(w, outcome)
+}
+
+/// Totals per class, the time taken, and how many accepted claims acted live.
+fn totals(w: &mut String, outcome: &Outcome) -> fmt::Result {
     let total = &outcome.total;
     let settings = &outcome.settings;
     writeln!(w, "## Totals\n")?;
@@ -57,7 +66,13 @@ fn write(w: &mut String, outcome: &Outcome) -> fmt::Result {
             )
         )?;
     }
+    Ok(())
+}
 
+/// The share of safe statements refused, overall and by construct.
+fn false_rejections(w: &mut String, outcome: &Outcome) -> fmt::Result {
+    let total = &outcome.total;
+    let settings = &outcome.settings;
     writeln!(w, "## False rejections\n")?;
     writeln!(
         w,
@@ -113,7 +128,12 @@ fn write(w: &mut String, outcome: &Outcome) -> fmt::Result {
         writeln!(w, "\nNo statement used: `{}`.", names.join("`, `"))?;
     }
     writeln!(w)?;
+    Ok(())
+}
 
+/// The refusals by reason, each with its shortest false rejection.
+fn refusals(w: &mut String, outcome: &Outcome) -> fmt::Result {
+    let settings = &outcome.settings;
     writeln!(w, "## Why the checker refused\n")?;
     writeln!(
         w,
@@ -158,7 +178,11 @@ fn write(w: &mut String, outcome: &Outcome) -> fmt::Result {
         }
         writeln!(w)?;
     }
+    Ok(())
+}
 
+/// What PostgreSQL refused, by SQLSTATE.
+fn pg_errors(w: &mut String, outcome: &Outcome) -> fmt::Result {
     writeln!(w, "## PostgreSQL's refusals\n")?;
     writeln!(
         w,
@@ -171,7 +195,12 @@ fn write(w: &mut String, outcome: &Outcome) -> fmt::Result {
         writeln!(w, "| {state} | {count} | {} |", message.replace('|', "\\|"))?;
     }
     writeln!(w)?;
+    Ok(())
+}
 
+/// The accepted statements that acted: minimal reproducers, then the rest.
+fn reproducers(w: &mut String, outcome: &Outcome) -> fmt::Result {
+    let total = &outcome.total;
     writeln!(w, "## Accepted, yet acting as the superseded leader\n")?;
     let unsafe_count = total.of(Class::AcceptedUnsafe);
     if unsafe_count == 0 {
@@ -189,11 +218,13 @@ fn write(w: &mut String, outcome: &Outcome) -> fmt::Result {
         let tags: Vec<&str> = reproducer.tags.iter().map(|tag| tag.name()).collect();
         writeln!(
             w,
-            "{}. {} ({} alike; {} shrink steps); constructs `{}`\n\n   ```sql\n   {}\n   ```\n",
+            "{}. {} ({} alike; {} shrink steps from {} characters); constructs `{}`\n\n   \
+             ```sql\n   {}\n   ```\n",
             i + 1,
             reproducer.effect,
             reproducer.alike,
             reproducer.steps,
+            reproducer.original.len(),
             tags.join("`, `"),
             reproducer.sql
         )?;

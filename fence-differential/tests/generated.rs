@@ -9,8 +9,9 @@
 //! `cargo nextest run -p fence-differential --test generated` under a server (the project's test
 //! command starts one); the report is printed, and shown by nextest when the test fails.
 
+use fence_differential::outcome::Class;
 use fence_differential::report;
-use fence_differential::runner::{self, Class, Settings};
+use fence_differential::runner::{self, Settings};
 use fence_differential::schema::Fixture;
 
 /// The seed CI runs: change it only with the figures it was tuned on.

@@ -7,11 +7,14 @@
 //! markers (whatever it found: the page is where the holes are listed). It exits with 1 when the
 //! checker accepted a statement that acted as the superseded leader.
 
+#![forbid(unsafe_code)]
+
 use std::process::ExitCode;
 use std::time::Instant;
 
+use fence_differential::outcome::Class;
 use fence_differential::page::{self, RunFacts};
-use fence_differential::runner::{self, Class, Settings};
+use fence_differential::runner::{self, Settings};
 use fence_differential::schema::Fixture;
 use fence_differential::{Res, report};
 
