@@ -279,10 +279,44 @@ fn inner_cond(d: u32) -> BoxedStrategy<Cond> {
     Union::new_weighted(options).boxed()
 }
 
-/// `main.id IN (S)` and its kin, `S` of depth `d - 1`.
+/// `main.id IN (S)` and its kin, `S` of depth `d - 1`; one in five is a claim idiom.
 fn gated(d: u32) -> BoxedStrategy<Cond> {
-    (gate(), query(d - 1))
-        .prop_map(|(gate, query)| Cond::Gate(gate, Box::new(query)))
+    let any_gate =
+        (gate(), query(d - 1)).prop_map(|(gate, query)| Cond::Gate(gate, Box::new(query)));
+    prop_oneof![4 => any_gate, 1 => idiom()].boxed()
+}
+
+/// The claims the docs show, fenced as they ask: the queue pop,
+/// `id = (SELECT … LIMIT 1 FOR UPDATE SKIP LOCKED)`, and the batch,
+/// `id IN (SELECT … LIMIT n FOR UPDATE SKIP LOCKED)`.
+fn idiom() -> BoxedStrategy<Cond> {
+    let gate = prop_oneof![Just(Gate::ScalarEq), Just(Gate::In)];
+    let strength = prop_oneof![Just(Strength::Update), Just(Strength::NoKeyUpdate)];
+    (gate, table(), filter_cond(), strength, 1..=5u8)
+        .prop_map(|(gate, table, filter, strength, rows)| {
+            let rows = if matches!(gate, Gate::ScalarEq) {
+                1
+            } else {
+                rows
+            };
+            let claim = Select {
+                from: From::Table(table),
+                filter: Where {
+                    fence: Some((Fence::Plain, 1)),
+                    conds: vec![Cond::Filter(filter)],
+                },
+                shape: Shape::Rows {
+                    call: None,
+                    lock: Some(Lock {
+                        strength,
+                        of: None,
+                        wait: Wait::SkipLocked,
+                    }),
+                },
+                limit: Some(Limit::Rows(rows)),
+            };
+            Cond::Gate(gate, Box::new(Query::Select(Box::new(claim))))
+        })
         .boxed()
 }
 
