@@ -7,7 +7,9 @@
 //! nothing even as the live leader.
 //!
 //! `cargo nextest run -p fence-differential --test generated` under a server (the project's test
-//! command starts one); the report is printed, and shown by nextest when the test fails.
+//! command starts one); the report is printed, and shown by nextest when the test fails (add
+//! `--no-capture` to see it when it passes). The seeded-bug rows of `scripts/mutants.py` select
+//! this test by that filter.
 
 use fence_differential::outcome::Class;
 use fence_differential::report;
