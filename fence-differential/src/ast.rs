@@ -75,6 +75,9 @@ pub struct Select {
     pub shape: Shape,
     /// `ORDER BY 1 LIMIT …`.
     pub limit: Option<Limit>,
+    /// Whether its columns are written bare (`id`, not `t0.id`) where it reads one `FROM` item:
+    /// a qualified `t0.f` may be a call `f(t0)` in attribute notation, a bare `f` cannot.
+    pub bare: bool,
 }
 
 /// What the level returns: its rows, or groups of them.
@@ -289,6 +292,9 @@ pub struct Update {
     pub from: Option<From>,
     pub filter: Where,
     pub returning: bool,
+    /// Whether its columns are written bare (`id`, not `t0.id`) where it has no `FROM`:
+    /// a qualified `t0.f` may be a call `f(t0)` in attribute notation, a bare `f` cannot.
+    pub bare: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -318,6 +324,9 @@ pub struct Delete {
     pub using: Option<From>,
     pub filter: Where,
     pub returning: bool,
+    /// Whether its columns are written bare (`id`, not `t0.id`) where it has no `USING`:
+    /// a qualified `t0.f` may be a call `f(t0)` in attribute notation, a bare `f` cannot.
+    pub bare: bool,
 }
 
 /// `INSERT INTO sink (id, grp, status, owner) …`.

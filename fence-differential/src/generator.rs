@@ -95,12 +95,14 @@ fn select(d: u32, lockable: bool) -> BoxedStrategy<Select> {
         filter(d),
         shape(lockable),
         option::weighted(0.25, limit()),
+        any::<bool>(),
     )
-        .prop_map(|(from, filter, shape, limit)| Select {
+        .prop_map(|(from, filter, shape, limit, bare)| Select {
             from,
             filter,
             shape,
             limit,
+            bare,
         })
         .boxed()
 }
@@ -314,6 +316,7 @@ fn idiom() -> BoxedStrategy<Cond> {
                     }),
                 },
                 limit: Some(Limit::Rows(rows)),
+                bare: true,
             };
             Cond::Gate(gate, Box::new(Query::Select(Box::new(claim))))
         })
@@ -417,13 +420,15 @@ fn update(d: u32) -> BoxedStrategy<Update> {
         option::weighted(0.25, join_side(d)),
         filter(d),
         any::<bool>(),
+        any::<bool>(),
     )
-        .prop_map(|(target, set, from, filter, returning)| Update {
+        .prop_map(|(target, set, from, filter, returning, bare)| Update {
             target,
             set,
             from,
             filter,
             returning,
+            bare,
         })
         .boxed()
 }
@@ -434,12 +439,14 @@ fn delete(d: u32) -> BoxedStrategy<Delete> {
         option::weighted(0.25, join_side(d)),
         filter(d),
         any::<bool>(),
+        any::<bool>(),
     )
-        .prop_map(|(target, using, filter, returning)| Delete {
+        .prop_map(|(target, using, filter, returning, bare)| Delete {
             target,
             using,
             filter,
             returning,
+            bare,
         })
         .boxed()
 }

@@ -6,6 +6,10 @@
 //! hole shows as an accepted statement that acted, shrunk to a minimal reproducer, and a
 //! needless refusal shows as a refused statement that did nothing, counted by construct.
 //!
+//! *Acted* follows the checker's contract: a statement acts when it changes or locks a row, and
+//! a claim (a statement with an `UPDATE`, `DELETE`, `INSERT`, `MERGE`, locking clause or
+//! function call) also when it returns one; a statement that only reads may return rows.
+//!
 //! * [`ast`]: the grammar, a typed tree over a fixed schema.
 //! * [`generator`]: the proptest strategy of that tree, weighted towards well-fenced claims.
 //! * [`render`]: the tree as SQL, with the [`tags`] of the constructs it uses.

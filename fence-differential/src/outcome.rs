@@ -11,9 +11,13 @@ use crate::runner::{Case, Settings};
 use crate::tags::Tag;
 
 /// What a statement is, by the checker's verdict and what it did as the superseded leader.
+///
+/// A statement *acts* when it changes or locks a row, or, if it is a claim
+/// ([`crate::render::Rendered::claim`]), returns one; *unsafe* means it acted with the stale
+/// token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Class {
-    /// Accepted, and it returned, changed or locked a row with the stale token: a hole.
+    /// Accepted, and it acted with the stale token: a hole.
     AcceptedUnsafe,
     /// Accepted, and it did nothing with the stale token.
     AcceptedSafe,
@@ -159,6 +163,8 @@ pub struct Outcome {
     pub settings: Settings,
     pub total: Counts,
     pub by_tag: BTreeMap<Tag, Counts>,
+    /// The statements that only read (not claims) and returned rows as the superseded leader.
+    pub reads_returning_rows: Counts,
     /// The refused statements by the reason of the checker's first error ([`refusal::reason`]).
     pub refusals: BTreeMap<String, Refusals>,
     /// PostgreSQL's refusals: SQLSTATE → (how many, one message).
@@ -180,6 +186,7 @@ impl Outcome {
             settings,
             total: Counts::default(),
             by_tag: BTreeMap::new(),
+            reads_returning_rows: Counts::default(),
             refusals: BTreeMap::new(),
             sqlstates: BTreeMap::new(),
             reproducers: Vec::new(),
@@ -196,6 +203,12 @@ impl Outcome {
         self.total.add(case);
         for tag in &case.rendered.tags {
             self.by_tag.entry(*tag).or_default().add(case);
+        }
+        if let Ran::Effect(effect) = &case.stale
+            && !case.rendered.claim
+            && effect.returned > 0
+        {
+            self.reads_returning_rows.add(case);
         }
         if let Some(message) = &case.refusal {
             let refusals = self.refusals.entry(refusal::reason(message)).or_default();

@@ -39,6 +39,11 @@ impl Effect {
     pub fn any(&self) -> bool {
         *self != Effect::default()
     }
+
+    /// Whether it wrote, deleted or locked any row.
+    pub fn changed_or_locked(&self) -> bool {
+        self.written > 0 || self.deleted > 0 || self.locked > 0
+    }
 }
 
 impl std::fmt::Display for Effect {

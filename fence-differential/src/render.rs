@@ -16,6 +16,10 @@ pub struct Rendered {
     pub tags: BTreeSet<Tag>,
     /// Whether the text has `$1` and `$2` (it calls the fence somewhere).
     pub binds_fence: bool,
+    /// Whether it is a claim as the checker's contract defines one: it has an `UPDATE`,
+    /// `DELETE`, `INSERT` or `MERGE`, a locking clause, or a call of `take_budget` (in either
+    /// notation). A statement that is not only reads.
+    pub claim: bool,
 }
 
 /// Writes `statement`.
@@ -26,6 +30,7 @@ pub fn render(statement: &Statement) -> Rendered {
         sql,
         tags: w.tags,
         binds_fence: w.binds_fence,
+        claim: w.claim,
     }
 }
 
@@ -33,6 +38,7 @@ pub fn render(statement: &Statement) -> Rendered {
 struct Writer {
     tags: BTreeSet<Tag>,
     binds_fence: bool,
+    claim: bool,
     next_alias: usize,
     /// How many `WITH` queries are in scope.
     ctes: usize,
@@ -55,6 +61,23 @@ enum Kind {
         flat: bool,
     },
     Cte,
+}
+
+/// A level's first `FROM` item (its main alias), which its conditions and select list refer to.
+#[derive(Debug, Clone)]
+struct Main {
+    alias: String,
+    /// How its columns are written: `t0.` before each, or nothing (bare).
+    col: String,
+}
+
+impl Main {
+    fn qualified(alias: &str) -> Main {
+        Main {
+            alias: alias.to_owned(),
+            col: format!("{alias}."),
+        }
+    }
 }
 
 /// What a query's select list holds.
@@ -177,11 +200,15 @@ impl Writer {
         scalar: bool,
     ) -> String {
         let (from, aliases) = self.from(&select.from);
-        let main = aliases[0].name.clone();
+        let main = self.main(
+            &aliases[0].name,
+            select.bare && aliases.len() == 1,
+            aliases.len(),
+        );
         self.scopes.push(aliases.clone());
         let projection = self.projection(&select.shape, &main, cols);
         let last: Vec<String> = correlate
-            .map(|outer| format!("{main}.id = {outer}.id"))
+            .map(|outer| format!("{}id = {outer}.id", main.col))
             .into_iter()
             .collect();
         let filter = self.filter(&select.filter, &main, Vec::new(), last);
@@ -210,18 +237,33 @@ impl Writer {
         format!("SELECT {projection} FROM {from}{filter}{tail}")
     }
 
-    fn projection(&mut self, shape: &Shape, main: &str, cols: Cols) -> String {
+    /// The main alias `alias` of a level with `items` `FROM` items, its columns `bare` or not.
+    fn main(&mut self, alias: &str, bare: bool, items: usize) -> Main {
+        if bare {
+            self.tag(Tag::ColumnsBare);
+            return Main {
+                alias: alias.to_owned(),
+                col: String::new(),
+            };
+        }
+        if items == 1 {
+            self.tag(Tag::ColumnsQualified);
+        }
+        Main::qualified(alias)
+    }
+
+    fn projection(&mut self, shape: &Shape, main: &Main, cols: Cols) -> String {
+        let c = &main.col;
         let (id, rest) = match shape {
             Shape::Rows { call, .. } => {
                 let id = match call {
                     Some(call) => {
                         let call = self.call(*call, Tag::FuncInTarget);
-                        format!("{main}.id * {call}")
+                        format!("{c}id * {call}")
                     }
-                    None => format!("{main}.id"),
+                    None => format!("{c}id"),
                 };
-                let rest =
-                    format!("{main}.grp AS grp, {main}.status AS status, {main}.owner AS owner");
+                let rest = format!("{c}grp AS grp, {c}status AS status, {c}owner AS owner");
                 (id, rest)
             }
             Shape::Grouped {
@@ -233,19 +275,17 @@ impl Writer {
                 let constants = "0 AS grp, 'g'::text AS status, NULL::bigint AS owner";
                 match projection {
                     Projection::Aggregates => (
-                        format!("coalesce(max({main}.id), 1)"),
+                        format!("coalesce(max({c}id), 1)"),
                         format!(
-                            "max({main}.grp) AS grp, max({main}.status) AS status, \
-                             max({main}.owner) AS owner"
+                            "max({c}grp) AS grp, max({c}status) AS status, \
+                             max({c}owner) AS owner"
                         ),
                     ),
                     Projection::Keys if keyed => {
                         self.tag(Tag::AggKeysOnly);
                         (
-                            format!("coalesce({main}.grp, 1)::bigint"),
-                            format!(
-                                "{main}.grp AS grp, 'g'::text AS status, NULL::bigint AS owner"
-                            ),
+                            format!("coalesce({c}grp, 1)::bigint"),
+                            format!("{c}grp AS grp, 'g'::text AS status, NULL::bigint AS owner"),
                         )
                     }
                     Projection::Keys => {
@@ -257,7 +297,7 @@ impl Writer {
                     Projection::OuterAggregate => {
                         self.tag(Tag::AggOuterInSubselect);
                         (
-                            format!("(SELECT coalesce(max({main}.id), 1))"),
+                            format!("(SELECT coalesce(max({c}id), 1))"),
                             constants.to_owned(),
                         )
                     }
@@ -279,7 +319,8 @@ impl Writer {
         }
     }
 
-    fn grouping(&mut self, grouping: Grouping, main: &str) -> String {
+    fn grouping(&mut self, grouping: Grouping, main: &Main) -> String {
+        let c = &main.col;
         match grouping {
             Grouping::None => return String::new(),
             Grouping::Key => self.tag(Tag::AggGroupBy),
@@ -287,11 +328,11 @@ impl Writer {
         }
         match grouping {
             Grouping::None => String::new(),
-            Grouping::Key => format!(" GROUP BY {main}.grp"),
+            Grouping::Key => format!(" GROUP BY {c}grp"),
             Grouping::Empty => " GROUP BY ()".to_owned(),
-            Grouping::Rollup => format!(" GROUP BY ROLLUP ({main}.grp)"),
-            Grouping::Cube => format!(" GROUP BY CUBE ({main}.grp)"),
-            Grouping::Sets => format!(" GROUP BY GROUPING SETS (({main}.grp), ())"),
+            Grouping::Rollup => format!(" GROUP BY ROLLUP ({c}grp)"),
+            Grouping::Cube => format!(" GROUP BY CUBE ({c}grp)"),
+            Grouping::Sets => format!(" GROUP BY GROUPING SETS (({c}grp), ())"),
         }
     }
 
@@ -339,6 +380,7 @@ impl Writer {
             Strength::KeyShare => ("KEY SHARE", Tag::LockKeyShare),
         };
         self.tag(tag);
+        self.claim = true;
         let (of, applied) = match lock.of {
             None => (String::new(), aliases.to_vec()),
             Some(k) => {
@@ -431,7 +473,7 @@ impl Writer {
                 let (l, r) = (&aliases[0].name, &right_aliases[0].name);
                 let mut on_sql = format!("{l}.id = {r}.id");
                 if let Some(on) = on {
-                    let main = l.clone();
+                    let main = Main::qualified(l);
                     self.scopes.push(aliases.clone());
                     on_sql += &format!(" AND {}", self.cond(on, &main, Place::On));
                     self.scopes.pop();
@@ -476,7 +518,7 @@ impl Writer {
     fn filter(
         &mut self,
         filter: &Where,
-        main: &str,
+        main: &Main,
         first: Vec<String>,
         last: Vec<String>,
     ) -> String {
@@ -498,13 +540,14 @@ impl Writer {
         }
     }
 
-    fn cond(&mut self, cond: &Cond, main: &str, place: Place) -> String {
+    fn cond(&mut self, cond: &Cond, main: &Main, place: Place) -> String {
+        let c = &main.col;
         match cond {
             Cond::Filter(filter) => match filter {
-                Filter::GrpBelow3 => format!("{main}.grp < 3"),
-                Filter::StatusNew => format!("{main}.status = 'new'"),
-                Filter::OwnerNull => format!("{main}.owner IS NULL"),
-                Filter::IdAbove2 => format!("{main}.id > 2"),
+                Filter::GrpBelow3 => format!("{c}grp < 3"),
+                Filter::StatusNew => format!("{c}status = 'new'"),
+                Filter::OwnerNull => format!("{c}owner IS NULL"),
+                Filter::IdAbove2 => format!("{c}id > 2"),
             },
             Cond::Fence(fence) => {
                 if place == Place::On {
@@ -537,7 +580,8 @@ impl Writer {
         }
     }
 
-    fn gate(&mut self, gate: Gate, query: &Query, main: &str) -> String {
+    fn gate(&mut self, gate: Gate, query: &Query, main: &Main) -> String {
+        let c = &main.col;
         let tag = match gate {
             Gate::In => Tag::GateIn,
             Gate::AnyArray => Tag::GateAnyArray,
@@ -550,33 +594,27 @@ impl Writer {
         };
         self.tag(tag);
         match gate {
-            Gate::In => format!(
-                "{main}.id IN ({})",
-                self.query(query, Cols::Id, None, false)
-            ),
+            Gate::In => format!("{c}id IN ({})", self.query(query, Cols::Id, None, false)),
             Gate::AnyArray => format!(
-                "{main}.id = ANY (ARRAY ({}))",
+                "{c}id = ANY (ARRAY ({}))",
                 self.query(query, Cols::Id, None, false)
             ),
-            Gate::Any => format!(
-                "{main}.id = ANY ({})",
-                self.query(query, Cols::Id, None, false)
-            ),
+            Gate::Any => format!("{c}id = ANY ({})", self.query(query, Cols::Id, None, false)),
             Gate::Exists => format!("EXISTS ({})", self.query(query, Cols::All, None, false)),
             Gate::ExistsCorrelated => format!(
                 "EXISTS ({})",
-                self.query(query, Cols::All, Some(main), false)
+                self.query(query, Cols::All, Some(&main.alias), false)
             ),
             Gate::ScalarEq => {
                 self.tag(Tag::ScalarSubselect);
-                format!("{main}.id = ({})", self.query(query, Cols::Id, None, true))
+                format!("{c}id = ({})", self.query(query, Cols::Id, None, true))
             }
             Gate::NotEqAll => format!(
-                "{main}.id <> ALL ({})",
+                "{c}id <> ALL ({})",
                 self.query(query, Cols::Id, None, false)
             ),
             Gate::NotIn => format!(
-                "{main}.id NOT IN ({})",
+                "{c}id NOT IN ({})",
                 self.query(query, Cols::Id, None, false)
             ),
         }
@@ -624,6 +662,7 @@ impl Writer {
     }
 
     fn call_form(&mut self, call: Call, row: &str) -> String {
+        self.claim = true;
         match call {
             Call::Explicit => {
                 self.tag(Tag::FuncExplicit);
@@ -657,9 +696,12 @@ impl Writer {
     /// `UPDATE`; in a `WITH` query (`in_cte`) it returns every column.
     fn update(&mut self, update: &Update, in_cte: bool) -> String {
         self.tag(Tag::StmtUpdate);
+        self.claim = true;
         let (target, alias) = self.target(update.target);
         let t = alias.name.clone();
         let (from, mut scope, first) = self.joined(update.from.as_ref(), &t);
+        let main = self.main(&t, update.bare && from.is_none(), scope.len() + 1);
+        let c = main.col.clone();
         scope.insert(0, alias);
         self.scopes.push(scope);
         let set = match &update.set {
@@ -672,7 +714,7 @@ impl Writer {
                 self.tag(Tag::SetComputed);
                 self.tag(Tag::FenceInSet);
                 let fence = self.fence(Fence::Plain);
-                format!("status = CASE WHEN {fence} THEN 'u' ELSE {t}.status END")
+                format!("status = CASE WHEN {fence} THEN 'u' ELSE {c}status END")
             }
             SetValue::Sub(query) => {
                 self.tag(Tag::SetComputed);
@@ -680,25 +722,27 @@ impl Writer {
                 format!("owner = ({})", self.query(query, Cols::Id, None, true))
             }
         };
-        let filter = self.filter(&update.filter, &t, first, Vec::new());
+        let filter = self.filter(&update.filter, &main, first, Vec::new());
         self.scopes.pop();
         let from = from.map_or(String::new(), |from| format!(" FROM {from}"));
-        let returning = self.returning(update.returning, in_cte, &format!("{t}."));
+        let returning = self.returning(update.returning, in_cte, &c);
         format!("UPDATE {target} SET {set}{from}{filter}{returning}")
     }
 
     /// `DELETE`; in a `WITH` query (`in_cte`) it returns every column.
     fn delete(&mut self, delete: &Delete, in_cte: bool) -> String {
         self.tag(Tag::StmtDelete);
+        self.claim = true;
         let (target, alias) = self.target(delete.target);
         let t = alias.name.clone();
         let (using, mut scope, first) = self.joined(delete.using.as_ref(), &t);
+        let main = self.main(&t, delete.bare && using.is_none(), scope.len() + 1);
         scope.insert(0, alias);
         self.scopes.push(scope);
-        let filter = self.filter(&delete.filter, &t, first, Vec::new());
+        let filter = self.filter(&delete.filter, &main, first, Vec::new());
         self.scopes.pop();
         let using = using.map_or(String::new(), |using| format!(" USING {using}"));
-        let returning = self.returning(delete.returning, in_cte, &format!("{t}."));
+        let returning = self.returning(delete.returning, in_cte, &main.col);
         format!("DELETE FROM {target}{using}{filter}{returning}")
     }
 
@@ -733,6 +777,7 @@ impl Writer {
 
     /// `INSERT INTO sink`; in a `WITH` query (`in_cte`) it returns every column.
     fn insert(&mut self, insert: &Insert, in_cte: bool) -> String {
+        self.claim = true;
         let source = match &insert.source {
             InsertSource::Query(query) => {
                 self.tag(Tag::InsertSelect);
@@ -768,6 +813,7 @@ impl Writer {
 
     fn merge(&mut self, merge: &Merge) -> String {
         self.tag(Tag::Merge);
+        self.claim = true;
         let (target, target_alias) = self.table(merge.target);
         let t = target_alias[0].name.clone();
         let (source, aliases) = self.from(&merge.source);
@@ -776,8 +822,9 @@ impl Writer {
         let mut scope = target_alias;
         scope.extend(aliases.iter().cloned());
         self.scopes.push(scope);
+        let source_main = Main::qualified(&s);
         if let Some(cond) = &merge.on {
-            on += &format!(" AND {}", self.cond(cond, &s, Place::On));
+            on += &format!(" AND {}", self.cond(cond, &source_main, Place::On));
         }
         self.scopes.pop();
         // A WHEN condition sees the source only: NOT MATCHED has no target row.
@@ -796,7 +843,7 @@ impl Writer {
             let cond = match cond {
                 Some(cond) => {
                     self.tag(Tag::MergeWhenCondition);
-                    format!(" AND {}", self.cond(cond, &s, Place::Where))
+                    format!(" AND {}", self.cond(cond, &source_main, Place::Where))
                 }
                 None => String::new(),
             };
@@ -845,12 +892,13 @@ mod tests {
         }
     }
 
-    fn level(from: From, filter: Where, shape: Shape, limit: Option<Limit>) -> Query {
+    fn level(from: From, filter: Where, shape: Shape, limit: Option<Limit>, bare: bool) -> Query {
         Query::Select(Box::new(Select {
             from,
             filter,
             shape,
             limit,
+            bare,
         }))
     }
 
@@ -869,6 +917,7 @@ mod tests {
                 }),
             },
             Some(Limit::Rows(1)),
+            true,
         );
         let statement = Statement {
             ctes: Vec::new(),
@@ -881,16 +930,17 @@ mod tests {
                     conds: vec![Cond::Gate(Gate::ScalarEq, Box::new(pop))],
                 },
                 returning: true,
+                bare: true,
             }),
         };
         let rendered = render(&statement);
         assert_eq!(
             rendered.sql,
-            "UPDATE q t0 SET status = 'u' WHERE t0.id = (SELECT t1.id AS id FROM q t1 \
-             WHERE t1.status = 'new' AND leader_fence($1, $2) ORDER BY 1 LIMIT 1 \
-             FOR UPDATE SKIP LOCKED) RETURNING t0.id"
+            "UPDATE q t0 SET status = 'u' WHERE id = (SELECT id AS id FROM q t1 \
+             WHERE status = 'new' AND leader_fence($1, $2) ORDER BY 1 LIMIT 1 \
+             FOR UPDATE SKIP LOCKED) RETURNING id"
         );
-        assert!(rendered.binds_fence);
+        assert!(rendered.binds_fence && rendered.claim);
         let tags: Vec<&str> = rendered.tags.iter().map(|t| t.name()).collect();
         assert_eq!(
             tags,
@@ -901,6 +951,7 @@ mod tests {
                 "gate:scalar-eq",
                 "lock:for-update",
                 "lock:skip-locked",
+                "columns:bare",
                 "scalar-subselect",
                 "limit:rows"
             ]
@@ -922,6 +973,7 @@ mod tests {
                 lock: None,
             },
             Some(Limit::Rows(3)),
+            false,
         );
         let outer = level(
             From::Sub(Box::new(inner)),
@@ -935,6 +987,7 @@ mod tests {
                 }),
             },
             None,
+            false,
         );
         let rendered = render(&Statement {
             ctes: Vec::new(),

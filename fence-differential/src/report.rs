@@ -52,6 +52,21 @@ fn totals(w: &mut String, outcome: &Outcome) -> fmt::Result {
         )?;
     }
     writeln!(w)?;
+    let reads = &outcome.reads_returning_rows;
+    writeln!(
+        w,
+        "A claim is a statement that changes or locks rows, or calls a function (the checker's \
+         contract): it must not return, change or lock a row as the superseded leader. A \
+         statement that only reads must not change or lock one; {} such reads returned rows as \
+         the superseded leader ({} of them accepted), which {}.\n",
+        reads.total(),
+        reads.of(Class::AcceptedSafe) + reads.of(Class::AcceptedUnsafe),
+        if settings.reads_are_claims {
+            "this run counts as acting (`--reads-are-claims`)"
+        } else {
+            "the contract allows (`--reads-are-claims` counts them as acting)"
+        }
+    )?;
     if settings.live {
         writeln!(
             w,

@@ -31,10 +31,15 @@ pub struct Settings {
     pub max_shrinks: usize,
     /// The most simplification steps per shrink.
     pub max_shrink_steps: u32,
+    /// Whether rows a read returns count as acting. The checker's contract says no: a statement
+    /// that only reads (no change, lock or call) is not a claim, and may return rows to a
+    /// superseded leader; a claim may not.
+    pub reads_are_claims: bool,
 }
 
 impl Settings {
-    /// `cases` statements from `seed`, run live too, up to 24 shrinks of 400 steps each.
+    /// `cases` statements from `seed`, run live too, up to 24 shrinks of 400 steps each, reads
+    /// not claims.
     pub fn new(cases: usize, seed: u64) -> Settings {
         Settings {
             cases,
@@ -42,6 +47,7 @@ impl Settings {
             live: true,
             max_shrinks: 24,
             max_shrink_steps: 400,
+            reads_are_claims: false,
         }
     }
 }
@@ -98,7 +104,14 @@ pub async fn run(
         let mut tree = strategy
             .new_tree(&mut runner)
             .map_err(|reason| format!("the generator failed: {reason}"))?;
-        let case = one_case(&mut probe, fixture, &tree.current(), settings.live).await?;
+        let case = one_case(
+            &mut probe,
+            fixture,
+            settings,
+            &tree.current(),
+            settings.live,
+        )
+        .await?;
         outcome.record(&case);
         outcome.cases_time += started.elapsed();
         if case.class == Class::AcceptedUnsafe {
@@ -136,7 +149,7 @@ async fn found_unsafe(
     }
     outcome.shrinks += 1;
     let original = case.rendered.sql.clone();
-    let (minimal, steps) = shrink(probe, fixture, tree, case, settings.max_shrink_steps).await?;
+    let (minimal, steps) = shrink(probe, fixture, settings, tree, case).await?;
     let effect = match minimal.stale {
         Ran::Effect(effect) => effect,
         Ran::Error { .. } => effect,
@@ -157,23 +170,24 @@ async fn found_unsafe(
 }
 
 /// Shrinks an accepted-unsafe case as proptest does: simplify while the statement stays
-/// accepted-unsafe, step back (complicate) when it does not, until neither moves or `max_steps`
-/// statements have been tried. Returns the last accepted-unsafe case and the steps taken.
+/// accepted-unsafe, step back (complicate) when it does not, until neither moves or
+/// `max_shrink_steps` statements have been tried. Returns the last accepted-unsafe case and the
+/// steps taken.
 async fn shrink(
     probe: &mut Probe,
     fixture: &Fixture,
+    settings: &Settings,
     tree: &mut impl ValueTree<Value = Statement>,
     found: Case,
-    max_steps: u32,
 ) -> Res<(Case, u32)> {
     let mut minimal = found;
     let mut steps = 0;
     if !tree.simplify() {
         return Ok((minimal, steps));
     }
-    while steps < max_steps {
+    while steps < settings.max_shrink_steps {
         steps += 1;
-        let case = one_case(probe, fixture, &tree.current(), false).await?;
+        let case = one_case(probe, fixture, settings, &tree.current(), false).await?;
         let moved = if case.class == Class::AcceptedUnsafe {
             minimal = case;
             tree.simplify()
@@ -187,10 +201,11 @@ async fn shrink(
     Ok((minimal, steps))
 }
 
-/// Checks and runs one statement.
+/// Checks and runs one statement (as the live leader too if `live` and it was safe).
 async fn one_case(
     probe: &mut Probe,
     fixture: &Fixture,
+    settings: &Settings,
     statement: &Statement,
     live: bool,
 ) -> Res<Case> {
@@ -198,11 +213,13 @@ async fn one_case(
     let refusal = accepted(&rendered.sql).err();
     let fence = |token| rendered.binds_fence.then_some((ROLE.as_str(), token));
     let stale = probe.run(&rendered.sql, fence(fixture.stale)).await?;
+    let rows_count = rendered.claim || settings.reads_are_claims;
+    let acted = |effect: &Effect| effect.changed_or_locked() || (rows_count && effect.returned > 0);
     let class = match (&stale, refusal.is_none()) {
         (Ran::Error { .. }, _) => Class::PgError,
-        (Ran::Effect(effect), true) if effect.any() => Class::AcceptedUnsafe,
+        (Ran::Effect(effect), true) if acted(effect) => Class::AcceptedUnsafe,
         (Ran::Effect(_), true) => Class::AcceptedSafe,
-        (Ran::Effect(effect), false) if effect.any() => Class::RefusedUnsafe,
+        (Ran::Effect(effect), false) if acted(effect) => Class::RefusedUnsafe,
         (Ran::Effect(_), false) => Class::RefusedSafe,
     };
     let live_acted = if live && matches!(class, Class::AcceptedSafe | Class::RefusedSafe) {

@@ -40,6 +40,8 @@ macro_rules! tags {
                         | Tag::CteRead
                         | Tag::CteMaterialized
                         | Tag::LimitRows
+                        | Tag::ColumnsBare
+                        | Tag::ColumnsQualified
                 )
             }
 
@@ -188,6 +190,11 @@ tags! {
     /// `(SELECT max(t.id))`: it belongs to the outer level.
     AggOuterInSubselect = "agg:outer-in-subselect",
 
+    /// A level's columns written bare (`id`), where it reads one item.
+    ColumnsBare = "columns:bare",
+    /// A level's columns written with its alias (`t0.id`) where they could be bare: each may be
+    /// a call in attribute notation for all the checker can tell.
+    ColumnsQualified = "columns:qualified",
     /// A scalar sub-select (in a comparison or a `SET`).
     ScalarSubselect = "scalar-subselect",
     /// A sub-select in `FROM`.

@@ -1,6 +1,6 @@
 //! The generated differential test of the fence checker (see the crate docs): a fixed seed's
 //! statements, each checked and run on PostgreSQL as the superseded leader. No statement the
-//! checker accepts may return, change or lock a row there.
+//! checker accepts may change or lock a row there, nor, if it is a claim, return one.
 //!
 //! It also fails when the generator proves little: too few statements the checker accepts that
 //! are safe, none it rightly refuses, a construct never generated, or accepted claims that do
