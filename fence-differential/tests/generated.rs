@@ -18,8 +18,10 @@ use fence_differential::schema::Fixture;
 
 /// The seed CI runs: change it only with the figures it was tuned on.
 const SEED: u64 = 1;
-/// How many statements: about 20 s on the 2-core CI machine in the dev profile.
-const CASES: usize = 2_500;
+/// How many statements: about 15 s on the 2-core CI machine in the dev profile (25 s when other
+/// builds load it), with, against the rewritten checker, 8 statements that a seeded OR-as-AND
+/// bug lets through and 7 for a `<> ALL` gate (`scripts/mutants.py`).
+const CASES: usize = 2_000;
 
 /// The share of statements that must be accepted and safe, so the run tests acceptance.
 const MIN_ACCEPTED_SAFE: f64 = 0.25;
