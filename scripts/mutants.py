@@ -191,6 +191,18 @@ M = [
            "AEXPR_OP if is_strict_comparison(fields) =>",
            "AEXPR_OP if false =>")],
      "-p leader-fence-check --test rules the_queue_pop"),
+    # The generated differential test must find a seeded rule bug by itself, with its fixed
+    # seed: statements whose only gate is under OR, or behind `<> ALL` (2 is ALL_SUBLINK).
+    ("fence differential: OR counted as AND",
+     [edit("leader-fence-check/src/levels.rs",
+           'Some(("BoolExpr", fields)) if int(fields, "boolop") == AND_EXPR => {',
+           'Some(("BoolExpr", fields)) if matches!(int(fields, "boolop"), AND_EXPR | OR_EXPR) => {')],
+     "-p fence-differential --test generated"),
+    ("fence differential: <> ALL gates",
+     [edit("leader-fence-check/src/props.rs",
+           "EXISTS_SUBLINK | ANY_SUBLINK | EXPR_SUBLINK => self.sub_select_empty(fields),",
+           "2 | EXISTS_SUBLINK | ANY_SUBLINK | EXPR_SUBLINK => self.sub_select_empty(fields),")],
+     "-p fence-differential --test generated"),
     ("fenced: strings to an Executor unchecked",
      [edit("leader-macros/src/fenced/sends.rs",
            "None if EXECUTOR_METHODS.contains(&method.method.to_string().as_str())\n",
@@ -318,8 +330,10 @@ M = [
 ]
 
 # Mutations CI runs on every change: one in the SQL of a statement, one in the runtime's timer
-# logic, each with a single test, so the run stays short and the harness keeps being exercised.
-CI_SUBSET = ["renew ignores token", "heartbeat waits for in-flight renew"]
+# logic, each with a single test, so the run stays short and the harness keeps being exercised;
+# and two seeded fence-rule bugs the generated differential test must find on its own.
+CI_SUBSET = ["renew ignores token", "heartbeat waits for in-flight renew",
+             "fence differential: OR counted as AND", "fence differential: <> ALL gates"]
 
 # cargo-nextest exit codes (nextest-metadata's NextestExitCode).
 TEST_RUN_FAILED, BUILD_FAILED, NO_TESTS_RUN = 100, 101, 4

@@ -1,0 +1,172 @@
+//! Runs one statement as a leader would and measures what it did, inside a transaction that is
+//! rolled back, so every statement meets the same seeded rows.
+//!
+//! What counts as an effect:
+//!
+//! * **returned**: the rows the statement returned;
+//! * **written**: row versions whose `xmin` is the transaction's, in every table of
+//!   [`TABLES`] (an update, an insert, a merge, a call of `take_budget`);
+//! * **deleted**: rows fewer than seeded, per table;
+//! * **locked**: rows another connection cannot lock, per table, seen from a second connection
+//!   while the transaction is still open: `SELECT … FOR UPDATE SKIP LOCKED` skips every row the
+//!   statement locked, whatever the lock's strength, and every row it updated or deleted.
+//!
+//! Two connections serve a whole run; each statement costs five round trips on the first and one
+//! on the second.
+
+use std::time::Duration;
+
+use leader_testkit::TestDb;
+use sqlx::{Connection, PgConnection, Row};
+
+use crate::Res;
+use crate::schema::TABLES;
+
+/// How long one statement may run before PostgreSQL cancels it (`57014`, a `pg_error`).
+pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// What a statement did, in rows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Effect {
+    pub returned: u64,
+    pub written: i64,
+    pub deleted: i64,
+    pub locked: i64,
+}
+
+impl Effect {
+    /// Whether it returned, wrote, deleted or locked any row.
+    pub fn any(&self) -> bool {
+        *self != Effect::default()
+    }
+
+    /// Whether it wrote, deleted or locked any row.
+    pub fn changed_or_locked(&self) -> bool {
+        self.written > 0 || self.deleted > 0 || self.locked > 0
+    }
+}
+
+impl std::fmt::Display for Effect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "returned {}, wrote {}, deleted {}, locked {}",
+            self.returned, self.written, self.deleted, self.locked
+        )
+    }
+}
+
+/// The outcome of running a statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ran {
+    Effect(Effect),
+    /// PostgreSQL refused the statement (at parse, plan or run time).
+    Error {
+        sqlstate: String,
+        message: String,
+    },
+}
+
+/// The two connections of a run: one runs statements, one watches for their row locks.
+#[derive(Debug)]
+pub struct Probe {
+    claim: PgConnection,
+    watcher: PgConnection,
+    measure: String,
+    watch: String,
+}
+
+impl Probe {
+    /// Opens both connections directly to the server (never through a pooler: the measurement
+    /// needs its transaction and its snapshot on one session).
+    ///
+    /// # Errors
+    ///
+    /// If a connection or a setting fails.
+    pub async fn connect(db: &TestDb) -> Res<Probe> {
+        let options = (*db.admin().connect_options()).clone();
+        let mut claim = PgConnection::connect_with(&options).await?;
+        let mut watcher = PgConnection::connect_with(&options).await?;
+        let timeout = format!(
+            "SET statement_timeout = {}; SET lock_timeout = {}",
+            STATEMENT_TIMEOUT.as_millis(),
+            STATEMENT_TIMEOUT.as_millis()
+        );
+        for conn in [&mut claim, &mut watcher] {
+            sqlx::raw_sql(sqlx::AssertSqlSafe(timeout.clone()))
+                .execute(&mut *conn)
+                .await?;
+        }
+        let measure = TABLES
+            .iter()
+            .map(|(table, _)| {
+                format!(
+                    "(SELECT count(*) FROM {table} WHERE xmin = x.id), \
+                     (SELECT count(*) FROM {table})"
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let watch = TABLES
+            .iter()
+            .map(|(table, _)| {
+                format!("(SELECT count(*) FROM (SELECT 1 FROM {table} FOR UPDATE SKIP LOCKED) s)")
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        Ok(Probe {
+            claim,
+            watcher,
+            measure: format!(
+                "SELECT {measure} FROM (SELECT xid(pg_current_xact_id_if_assigned()) AS id) x"
+            ),
+            watch: format!("SELECT {watch}"),
+        })
+    }
+
+    /// Runs `sql` with `$1`, `$2` bound to `fence` (role, token) when given, in a transaction it
+    /// then rolls back, and measures its effect.
+    ///
+    /// # Errors
+    ///
+    /// If the connection fails, or a measuring query does; a statement PostgreSQL refuses is
+    /// [`Ran::Error`], not an error.
+    pub async fn run(&mut self, sql: &str, fence: Option<(&str, i64)>) -> Res<Ran> {
+        let mut tx = self.claim.begin().await?;
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql.to_owned())).persistent(false);
+        if let Some((role, token)) = fence {
+            query = query.bind(role).bind(token);
+        }
+        let returned = match query.fetch_all(&mut *tx).await {
+            Ok(rows) => rows.len() as u64,
+            Err(sqlx::Error::Database(e)) => {
+                let sqlstate = e.code().map_or_else(String::new, |c| c.into_owned());
+                let message = e.message().to_owned();
+                tx.rollback().await?;
+                return Ok(Ran::Error { sqlstate, message });
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let counts = sqlx::query(sqlx::AssertSqlSafe(self.measure.clone()))
+            .persistent(true)
+            .fetch_one(&mut *tx)
+            .await?;
+        let unlocked = sqlx::query(sqlx::AssertSqlSafe(self.watch.clone()))
+            .fetch_one(&mut self.watcher)
+            .await?;
+        tx.rollback().await?;
+        let mut effect = Effect {
+            returned,
+            ..Effect::default()
+        };
+        for (i, (_, seeded)) in TABLES.iter().enumerate() {
+            let written: i64 = counts.try_get(2 * i)?;
+            let rows: i64 = counts.try_get(2 * i + 1)?;
+            let free: i64 = unlocked.try_get(i)?;
+            effect.written += written;
+            effect.deleted += (seeded - rows).max(0);
+            effect.locked += seeded - free;
+        }
+        Ok(Ran::Effect(effect))
+    }
+}

@@ -1,0 +1,273 @@
+//! The report of a run, as Markdown: totals per class, false rejections overall and by construct
+//! tag, the checker's refusals by reason, PostgreSQL's refusals, and the minimal reproducers of
+//! every accepted statement that acted as the superseded leader.
+
+use std::fmt::{self, Write as _};
+
+use crate::outcome::{Class, Counts, Outcome};
+
+/// The whole report; its sections start at `##`.
+pub fn markdown(outcome: &Outcome) -> String {
+    let mut w = String::new();
+    write(&mut w, outcome).expect("writing to a String cannot fail");
+    w
+}
+
+fn write(w: &mut String, outcome: &Outcome) -> fmt::Result {
+    totals(w, outcome)?;
+    false_rejections(w, outcome)?;
+    refusals(w, outcome)?;
+    pg_errors(w, outcome)?;
+    reproducers(w, outcome)
+}
+
+/// Totals per class, the time taken, and how many accepted claims acted live.
+fn totals(w: &mut String, outcome: &Outcome) -> fmt::Result {
+    let total = &outcome.total;
+    let settings = &outcome.settings;
+    writeln!(w, "## Totals\n")?;
+    writeln!(
+        w,
+        "{} statements from seed {}, each checked by `leader_fence_check::check` and run as the \
+         superseded leader{}, in {:.1} s ({:.1} ms a statement); shrinking took {:.1} s more.\n",
+        total.total(),
+        settings.seed,
+        if settings.live {
+            " (and, where it did nothing, as the live one)"
+        } else {
+            ""
+        },
+        outcome.cases_time.as_secs_f64(),
+        outcome.per_case().as_secs_f64() * 1e3,
+        outcome.shrink_time.as_secs_f64()
+    )?;
+    writeln!(w, "| class | statements | share |\n|---|---:|---:|")?;
+    for class in Class::ALL {
+        writeln!(
+            w,
+            "| `{}` | {} | {} |",
+            class.name(),
+            total.of(class),
+            percent(total.of(class), total.total())
+        )?;
+    }
+    writeln!(w)?;
+    let reads = &outcome.reads_returning_rows;
+    writeln!(
+        w,
+        "A claim is a statement that changes or locks rows, or calls a function (the checker's \
+         contract): it must not return, change or lock a row as the superseded leader. A \
+         statement that only reads must not change or lock one; {} such reads returned rows as \
+         the superseded leader ({} of them accepted), which {}.\n",
+        reads.total(),
+        reads.of(Class::AcceptedSafe) + reads.of(Class::AcceptedUnsafe),
+        if settings.reads_are_claims {
+            "this run counts as acting (`--reads-are-claims`)"
+        } else {
+            "the contract allows (`--reads-are-claims` counts them as acting)"
+        }
+    )?;
+    if settings.live {
+        writeln!(
+            w,
+            "As the live leader, {} of the {} accepted-safe statements ({}) returned, changed or \
+             locked rows: the accepted claims are not empty for want of a fence that is ever \
+             true.\n",
+            total.accepted_safe_live_acting,
+            total.of(Class::AcceptedSafe),
+            percent(
+                total.accepted_safe_live_acting,
+                total.of(Class::AcceptedSafe)
+            )
+        )?;
+    }
+    Ok(())
+}
+
+/// The share of safe statements refused, overall and by construct.
+fn false_rejections(w: &mut String, outcome: &Outcome) -> fmt::Result {
+    let total = &outcome.total;
+    let settings = &outcome.settings;
+    writeln!(w, "## False rejections\n")?;
+    writeln!(
+        w,
+        "Of the {} statements that did nothing as the superseded leader, the checker refused {} \
+         ({}).{}\n",
+        total.safe(),
+        total.of(Class::RefusedSafe),
+        share(total),
+        if settings.live {
+            format!(
+                " Of those, {} acted as the live leader (a claim someone could want to write); \
+                 the rest did nothing either way.",
+                total.refused_safe_live_acting
+            )
+        } else {
+            String::new()
+        }
+    )?;
+    writeln!(
+        w,
+        "By construct: a statement counts under every construct it uses; *safe* means it did \
+         nothing as the superseded leader, *false rejection* is the share of those the checker \
+         refused{}.\n",
+        if settings.live {
+            ", *acting live* how many of the refused ones acted as the live leader"
+        } else {
+            ""
+        }
+    )?;
+    writeln!(
+        w,
+        "| construct | statements | safe | refused of the safe | false rejection | acting live \
+         | accepted unsafe | pg_error |"
+    )?;
+    writeln!(w, "|---|---:|---:|---:|---:|---:|---:|---:|")?;
+    for (tag, counts) in &outcome.by_tag {
+        writeln!(
+            w,
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} |",
+            tag.name(),
+            counts.total(),
+            counts.safe(),
+            counts.of(Class::RefusedSafe),
+            share(counts),
+            counts.refused_safe_live_acting,
+            counts.of(Class::AcceptedUnsafe),
+            counts.of(Class::PgError)
+        )?;
+    }
+    let unseen = outcome.unseen_tags();
+    if !unseen.is_empty() {
+        let names: Vec<&str> = unseen.iter().map(|tag| tag.name()).collect();
+        writeln!(w, "\nNo statement used: `{}`.", names.join("`, `"))?;
+    }
+    writeln!(w)?;
+    Ok(())
+}
+
+/// The refusals by reason, each with its shortest false rejection.
+fn refusals(w: &mut String, outcome: &Outcome) -> fmt::Result {
+    let settings = &outcome.settings;
+    writeln!(w, "## Why the checker refused\n")?;
+    writeln!(
+        w,
+        "The refused statements by the reason of the checker's first error (less the place, \
+         the table and the fix), most false rejections first.\n"
+    )?;
+    writeln!(
+        w,
+        "| # | reason | refused | unsafe | safe (false rejections) | acting live |\n\
+         |---:|---|---:|---:|---:|---:|"
+    )?;
+    let mut reasons: Vec<_> = outcome.refusals.iter().collect();
+    reasons.sort_by_key(|(_, refusals)| {
+        std::cmp::Reverse((
+            refusals.counts.of(Class::RefusedSafe),
+            refusals.counts.total(),
+        ))
+    });
+    for (i, (reason, refusals)) in reasons.iter().enumerate() {
+        let counts = &refusals.counts;
+        writeln!(
+            w,
+            "| {} | {} | {} | {} | {} | {} |",
+            i + 1,
+            reason.replace('|', "\\|"),
+            counts.total(),
+            counts.of(Class::RefusedUnsafe),
+            counts.of(Class::RefusedSafe),
+            counts.refused_safe_live_acting
+        )?;
+    }
+    writeln!(w)?;
+    if settings.live {
+        writeln!(
+            w,
+            "The shortest false rejection of each reason that acted as the live leader:\n"
+        )?;
+        for (i, (_, refusals)) in reasons.iter().enumerate() {
+            if let Some(sql) = &refusals.shortest_false {
+                writeln!(w, "{}. `{sql}`", i + 1)?;
+            }
+        }
+        writeln!(w)?;
+    }
+    Ok(())
+}
+
+/// What PostgreSQL refused, by SQLSTATE.
+fn pg_errors(w: &mut String, outcome: &Outcome) -> fmt::Result {
+    writeln!(w, "## PostgreSQL's refusals\n")?;
+    writeln!(
+        w,
+        "Statements PostgreSQL refused as the superseded leader (out of the figures above).\n"
+    )?;
+    writeln!(w, "| SQLSTATE | statements | for example |\n|---|---:|---|")?;
+    let mut states: Vec<_> = outcome.sqlstates.iter().collect();
+    states.sort_by_key(|(_, (count, _))| std::cmp::Reverse(*count));
+    for (state, (count, message)) in states {
+        writeln!(w, "| {state} | {count} | {} |", message.replace('|', "\\|"))?;
+    }
+    writeln!(w)?;
+    Ok(())
+}
+
+/// The accepted statements that acted: minimal reproducers, then the rest.
+fn reproducers(w: &mut String, outcome: &Outcome) -> fmt::Result {
+    let total = &outcome.total;
+    writeln!(w, "## Accepted, yet acting as the superseded leader\n")?;
+    let unsafe_count = total.of(Class::AcceptedUnsafe);
+    if unsafe_count == 0 {
+        writeln!(w, "None.")?;
+        return Ok(());
+    }
+    writeln!(
+        w,
+        "{unsafe_count} statements. Minimal reproducers (proptest's shrinking, each step re-run \
+         on PostgreSQL), each with the number of accepted-unsafe statements that use all of its \
+         constructs but those every claim of its kind may have (the statement's kind, the \
+         fence, a view or sub-select read, a constant `LIMIT`):\n"
+    )?;
+    for (i, reproducer) in outcome.reproducers.iter().enumerate() {
+        let tags: Vec<&str> = reproducer.tags.iter().map(|tag| tag.name()).collect();
+        writeln!(
+            w,
+            "{}. {} ({} alike; {} shrink steps from {} characters); constructs `{}`\n\n   \
+             ```sql\n   {}\n   ```\n",
+            i + 1,
+            reproducer.effect,
+            reproducer.alike,
+            reproducer.steps,
+            reproducer.original.len(),
+            tags.join("`, `"),
+            reproducer.sql
+        )?;
+    }
+    if !outcome.unshrunk.is_empty() {
+        writeln!(
+            w,
+            "Not like any of those, and not shrunk (the {} shrinks were spent):\n",
+            outcome.settings.max_shrinks
+        )?;
+        for (sql, effect) in &outcome.unshrunk {
+            writeln!(w, "* {effect}: `{sql}`")?;
+        }
+        writeln!(w)?;
+    }
+    Ok(())
+}
+
+fn share(counts: &Counts) -> String {
+    counts
+        .false_rejection()
+        .map_or("–".to_owned(), |share| format!("{:.1} %", share * 100.0))
+}
+
+fn percent(part: usize, whole: usize) -> String {
+    if whole == 0 {
+        "–".to_owned()
+    } else {
+        format!("{:.1} %", part as f64 * 100.0 / whole as f64)
+    }
+}
