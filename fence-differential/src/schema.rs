@@ -113,7 +113,7 @@ impl Fixture {
 
 async fn grant(db: &TestDb, holder: &str) -> Res<Fence> {
     let timings = Timings::scaled_to_ttl(Duration::from_secs(24 * 3600))?;
-    match lease::acquire(db.admin(), ROLE, holder, Duration::from_millis(1), &timings).await? {
+    match lease::acquire_one(db.admin(), ROLE, holder, Duration::from_millis(1), &timings).await? {
         Acquired::Granted(grant) => Ok(grant.fence),
         Acquired::Refused(refusal) => Err(format!("{holder} was refused: {refusal:?}").into()),
     }
