@@ -10,7 +10,7 @@
 //!   next due tick goes to whichever replica asks first.
 //!
 //! Both take the application's state ([`State<App>`](leader_runtime::State)), the value axum's
-//! handlers get, and claim through a `#[fenced]` funnel of [`Store`].
+//! handlers get, and claim through a `#[fenced]` funnel of [`Store`](crate::store::Store).
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! `leader-runtime` run.
 //!
 //! Every replica serves the same HTTP API, and every replica runs the same
-//! [`Runtime`](leader_runtime::Runtime); the database decides which replica leads each role
+//! [`Runtime`]; the database decides which replica leads each role
 //! at each moment. Both halves share **one pool and one state**: [`App`] is handed to axum's
 //! `Router::with_state` and to [`RuntimeBuilder::with_state`](leader_runtime::RuntimeBuilder::with_state),
 //! so a handler and a job reach the database (and any client you add to [`App`]) the same way.
@@ -74,14 +74,25 @@
 //!
 //! # Running it
 //!
+//! Two replicas on a PostgreSQL of yours, one command per terminal. The first applies the
+//! migrations before it serves; start the second once it serves (or give it `--migrate` too:
+//! sqlx's advisory lock makes the second run find them applied).
+//!
 //! ```sh
-//! # a throwaway PostgreSQL for as long as the shell runs, then two replicas
-//! cargo run -q -p leader-testkit --bin with-postgres -- bash -c '
-//!   cargo run -q -p axum-service -- --migrate --listen 127.0.0.1:8080 --replica web-1 &
-//!   cargo run -q -p axum-service -- --listen 127.0.0.1:8081 --replica web-2'
-//! curl -s localhost:8080/healthz; curl -s localhost:8081/healthz
-//! curl -s -XPOST localhost:8081/emails -H 'content-type: application/json' \
-//!      -d '{"to": "ada@example.com", "subject": "hello"}'
+//! export DATABASE_URL=postgres://postgres@localhost/app
+//! cargo run -p axum-service -- --migrate --listen 127.0.0.1:8080 --replica web-1 --metrics-addr 127.0.0.1:9464
+//! cargo run -p axum-service -- --listen 127.0.0.1:8081 --replica web-2
+//! ```
+//!
+//! Without a server, `cargo run -q -p leader-testkit --bin with-postgres -- bash` opens a shell
+//! with `DATABASE_URL` set to a throwaway cluster, removed when the shell exits. Then:
+//!
+//! ```sh
+//! curl -s localhost:8080/healthz   # {"holder":"web-1","roles":[...],"leading":[{"role":"email_outbox","token":...}]}
+//! curl -s localhost:8081/emails -H 'content-type: application/json' \
+//!      -d '{"to": "ada@example.com", "subject": "hello"}'        # {"id":1}, sent by web-1
+//! curl -s localhost:8081/emails/1                                 # "sent_by":"web-1"
+//! kill -TERM <web-1's pid>   # web-1 releases and exits 0; web-2 leads email_outbox at once
 //! ```
 //!
 //! # Pool sizing
