@@ -40,8 +40,8 @@
 //! what the runtime means to export: `install` sets the tick-duration histogram's buckets (5 ms
 //! to an hour) and the `# HELP` lines. Rendering a `metrics-exporter-prometheus` handle in an
 //! axum route would put `/metrics` on the API's port, but the runtime keeps its bucket list to
-//! itself, so that route would export the tick durations as a summary without the buckets the
-//! alert rules read. A separate scrape port is also the usual Prometheus layout. The service's
+//! itself, so that route would export the tick durations as a summary (the exporter's default),
+//! not as the histogram the runtime documents. A separate scrape port is also the usual Prometheus layout. The service's
 //! own `emails_enqueued_total` goes to the same exporter.
 //!
 //! # Configuration
