@@ -162,13 +162,21 @@ pub(super) async fn idle_naive(
     ))
 }
 
-/// Part 1: the runtimes' idle load, and the naive baseline's with its statement errors.
+/// What part 1 measured: the runtimes' idle load, and the naive baseline's with its statement
+/// errors.
+pub(super) struct IdleLoad {
+    pub(super) runtime: Steady,
+    pub(super) naive: Steady,
+    pub(super) naive_errors: usize,
+}
+
+/// Part 1: the runtimes' idle load, then the naive baseline's.
 pub(super) async fn idle_load(
     options: &PgConnectOptions,
     admin: &mut PgConnection,
     marker: &mut PgConnection,
     log: &Path,
-) -> Res<(Steady, Steady, usize)> {
+) -> Res<IdleLoad> {
     progress(
         NAME,
         "part 1: four runtimes, one leading a long tick (settle 4 s, count 20 s)",
@@ -179,17 +187,15 @@ pub(super) async fn idle_load(
         "part 1: naive baseline, four replicas polling every 250 ms (settle 4 s, count 20 s)",
     );
     let (naive, naive_errors) = idle_naive(options, admin, marker, log).await?;
-    Ok((runtime, naive, naive_errors))
+    Ok(IdleLoad {
+        runtime,
+        naive,
+        naive_errors,
+    })
 }
 
 /// Part 1's section: statements per second, the runtime's and the naive baseline's.
-pub(super) fn idle_section(
-    w: &mut String,
-    runtime: &Steady,
-    naive: &Steady,
-    naive_errors: usize,
-    idle_ok: bool,
-) -> Res<()> {
+pub(super) fn idle_section(w: &mut String, idle: &IdleLoad, idle_ok: bool) -> Res<()> {
     let t = timings();
     writeln!(w, "## 1. Idle load: statements per second\n")?;
     writeln!(
@@ -206,8 +212,8 @@ pub(super) fn idle_section(
         SETTLE.as_secs(),
         WINDOW.as_secs()
     )?;
-    idle_table(w, runtime, naive)?;
-    idle_findings(w, runtime, naive, naive_errors, idle_ok)?;
+    idle_table(w, &idle.runtime, &idle.naive)?;
+    idle_findings(w, idle, idle_ok)?;
     writeln!(w)?;
     Ok(())
 }
@@ -248,13 +254,8 @@ fn idle_table(w: &mut String, runtime: &Steady, naive: &Steady) -> Res<()> {
 
 /// Part 1's findings: the rates against the target, the leader kept, the replicas' polls, and
 /// any statement counted as `other`.
-fn idle_findings(
-    w: &mut String,
-    runtime: &Steady,
-    naive: &Steady,
-    naive_errors: usize,
-    idle_ok: bool,
-) -> Res<()> {
+fn idle_findings(w: &mut String, idle: &IdleLoad, idle_ok: bool) -> Res<()> {
+    let (runtime, naive, naive_errors) = (&idle.runtime, &idle.naive, idle.naive_errors);
     let rt_rate = runtime.window.rate();
     let naive_rate = naive.window.rate();
     writeln!(

@@ -173,7 +173,7 @@ async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
         return Err(format!("log_statement is {log_statement:?} on a new connection").into());
     }
 
-    let (runtime, naive, naive_errors) = idle_load(&options, &mut admin, &mut marker, &log).await?;
+    let idle = idle_load(&options, &mut admin, &mut marker, &log).await?;
     let scale = scale_load(&options, &mut admin, &mut marker, &log).await?;
     let (takeovers, takeover_errors) = takeover_runs(cluster, &mut admin).await?;
     let handoffs = handoff_runs(&options, &mut admin).await?;
@@ -184,7 +184,7 @@ async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
     let span = start.end();
 
     // Checks.
-    let idle_ok = runtime.one_leader_throughout();
+    let idle_ok = idle.runtime.one_leader_throughout();
     let overlap: Vec<usize> = takeovers
         .iter()
         .enumerate()
@@ -198,7 +198,7 @@ async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
     let mut r = String::new();
     let w = &mut r;
     header(w, &span, &version)?;
-    idle_section(w, &runtime, &naive, naive_errors, idle_ok)?;
+    idle_section(w, &idle, idle_ok)?;
     takeover_section(w, &takeovers, &takeover_errors, &overlap)?;
     scale_section(w, &scale)?;
     handoff_section(w, &handoffs)?;
