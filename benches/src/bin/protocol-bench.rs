@@ -663,21 +663,10 @@ fn race_section(w: &mut String, race: &RaceReport, race_ok: bool) -> Res<()> {
 
 /// Part 3's section: the fence's cost on a claim, and the plan with a stale token.
 fn fence_section(w: &mut String, fence_cost: &FenceCost) -> Res<()> {
-    let FenceCost {
-        setup_time,
-        pending_due,
-        fence,
-        runs,
-        stale,
-        stale_rows,
-        explain_stale,
-        explain_live,
-        one_time_ok,
-        ratios,
-        median_ratio,
-        p99_ratios,
-    } = fence_cost;
-    let (median_ratio, one_time_ok) = (*median_ratio, *one_time_ok);
+    let c = fence_cost;
+    let (pending_due, stale, stale_rows) = (c.pending_due, c.stale, c.stale_rows);
+    let (median_ratio, explain_stale, explain_live) =
+        (c.median_ratio, &c.explain_stale, &c.explain_live);
     writeln!(w, "## 3. The fence's cost on a claim\n")?;
     writeln!(
         w,
@@ -686,7 +675,7 @@ fn fence_section(w: &mut String, fence_cost: &FenceCost) -> Res<()> {
          `fence_schema::OUTBOX`, as `fence-bench` builds it), one in five `sent`, {pending_due} pending and due; index `outbox_pending_due \
          ON outbox (due_at) WHERE status = 'pending'`; built with one `INSERT … SELECT \
          generate_series` then `CREATE INDEX` and `ANALYZE` in {:.1} s.\n",
-        setup_time.as_secs_f64()
+        c.setup_time.as_secs_f64()
     )?;
     writeln!(w, "```sql\n-- A\n{CLAIM_A}\n-- B\n{CLAIM_B}\n```\n")?;
     writeln!(
@@ -703,18 +692,18 @@ fn fence_section(w: &mut String, fence_cost: &FenceCost) -> Res<()> {
         "| run | A median (ms) | B median (ms) | **median(B)/median(A)** | B − A (µs) | A p99 (ms) | B p99 (ms) | p99(B)/p99(A) |"
     )?;
     writeln!(w, "|---:|---:|---:|---:|---:|---:|---:|---:|")?;
-    for (i, run) in runs.iter().enumerate() {
+    for (i, run) in c.runs.iter().enumerate() {
         writeln!(
             w,
             "| {} | {} | {} | **{:.3}** | {:+.0} | {} | {} | {:.3} |",
             i + 1,
             ms(run.a.median),
             ms(run.b.median),
-            ratios[i],
+            c.ratios[i],
             (run.b.median.as_secs_f64() - run.a.median.as_secs_f64()) * 1e6,
             ms(run.a.p99),
             ms(run.b.p99),
-            p99_ratios[i]
+            c.p99_ratios[i]
         )?;
     }
     writeln!(
@@ -732,8 +721,8 @@ fn fence_section(w: &mut String, fence_cost: &FenceCost) -> Res<()> {
          returned {stale_rows} rows. The fence is a `One-Time Filter` evaluated once per statement; \
          false, the index scan below it is `never executed`, so a stale leader neither reads nor \
          locks a row{}:\n",
-        fence.role(),
-        if one_time_ok {
+        c.fence.role(),
+        if c.one_time_ok {
             ""
         } else {
             " (**CHECK FAILED: the plan below does not show it**)"
