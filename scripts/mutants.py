@@ -1,5 +1,6 @@
+#!/usr/bin/env python3
 """Mutation check: removes one protocol or runtime feature at a time, runs the test that covers
-it, and reports CAUGHT (the test failed, as it must) or MISSED. Restores each file afterwards.
+it, and reports CAUGHT (the test failed, as it must) or MISSED.
 
 Run under a server, e.g.
     cargo run -q -p leader-testkit --bin with-postgres -- python3 scripts/mutants.py [NAME...]
@@ -7,17 +8,29 @@ Run under a server, e.g.
 Every selected mutation must apply: before any test runs, each one's search text is looked up,
 and a text that is gone (the code it mutates was reworded) or no longer unique fails the run,
 naming the mutation. A mutant that does not build, or whose filter selects no test, fails the
-run too: only a failing test counts as caught.
+run too: only a failing test counts as caught. Telling these apart takes cargo-nextest's exit
+codes, so a run without cargo-nextest stops before it starts, saying how to install it.
 
-    python3 scripts/mutants.py --check     only checks that every mutation applies (no server)
-    python3 scripts/mutants.py --ci        the fast subset CI runs (CI_SUBSET)
+    scripts/mutants.py --check     only checks that every mutation applies (no server)
+    scripts/mutants.py --ci        the fast subset CI runs (CI_SUBSET)
+
+The tree itself is never written: the mutants go into a scratch copy of the workspace (every
+file git lists, tracked or untracked and not ignored; every file but target/ outside a git
+checkout) under TARGET/mutants/workspace, built in TARGET/mutants/target, where TARGET is the
+workspace's target directory. Both are kept between runs, so a run rebuilds only what changed:
+each run first brings the copy up to date, rewriting only the files that differ (a mutant a
+killed run left behind among them). One run at a time uses them; a second one stops at once.
 """
+import fcntl
+import json
 import os
 import re
+import shutil
+import signal
 import subprocess
 import sys
 
-os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 MIGRATION = "leader-core/migrations/20261201000000_leader_leases.up.sql"
 ACQUIRE = "leader-core/src/lease/acquire.rs"
@@ -338,12 +351,25 @@ CI_SUBSET = ["renew ignores token", "heartbeat waits for in-flight renew",
 # cargo-nextest exit codes (nextest-metadata's NextestExitCode).
 TEST_RUN_FAILED, BUILD_FAILED, NO_TESTS_RUN = 100, 101, 4
 
+NO_NEXTEST = ("mutants: cargo-nextest is not installed, and only its exit codes tell a caught mutant "
+              "from one that does not build; install it: cargo install --locked cargo-nextest")
 
-def mutated_sources(edits):
-    """The mutated text of each file, or the reason the mutation does not apply."""
+
+def read(root, path):
+    with open(os.path.join(root, path)) as f:
+        return f.read()
+
+
+def write(root, path, text):
+    with open(os.path.join(root, path), "w") as f:
+        f.write(text)
+
+
+def mutated_sources(edits, root=ROOT):
+    """The mutated text of each file under `root`, or the reason the mutation does not apply."""
     sources = {}
     for path, old, new, count in edits:
-        text = sources.get(path) or open(path).read()
+        text = sources.get(path) or read(root, path)
         found = text.count(old)
         if found != count:
             where = "is gone" if found == 0 else f"occurs {found} times, not {count}"
@@ -352,21 +378,144 @@ def mutated_sources(edits):
     return sources, None
 
 
-def run(mutation):
+class Stopped(Exception):
+    """A SIGTERM or SIGHUP: raised in the main thread as Ctrl-C raises KeyboardInterrupt, so
+    that every `finally` (the scratch copy's restore, the test run's end) runs."""
+
+    def __init__(self, signum):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def raise_on_signals():
+    def stop(signum, _frame):
+        raise Stopped(signum)
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, stop)
+
+
+def target_directory(root=ROOT):
+    """The workspace's target directory, as cargo resolves it (CARGO_TARGET_DIR, config)."""
+    out = subprocess.run(["cargo", "metadata", "--format-version", "1", "--no-deps"], cwd=root,
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)["target_directory"]
+
+
+def workspace_files(root, leave_out):
+    """The workspace's files, relative to `root`: what git lists (tracked, or untracked and not
+    ignored), or outside a git checkout every file but target/ and .git/; none under
+    `leave_out` (the target directory, wherever it is)."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                            cwd=root, capture_output=True)
+    if listed.returncode == 0:
+        names = listed.stdout.decode().split("\0")
+    else:
+        names = []
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = [d for d in dirnames if d not in ("target", ".git")]
+            names += [os.path.relpath(os.path.join(dirpath, f), root) for f in filenames]
+    inside = os.path.relpath(os.path.realpath(leave_out), os.path.realpath(root))
+    return sorted({name for name in names
+                   if name and os.path.lexists(os.path.join(root, name))
+                   and not (name == inside or name.startswith(inside + os.sep))})
+
+
+def same_file(src, dst):
+    if os.path.islink(src) or os.path.islink(dst):
+        return os.path.islink(src) and os.path.islink(dst) and os.readlink(src) == os.readlink(dst)
+    if not os.path.isfile(dst) or os.stat(src).st_mode != os.stat(dst).st_mode:
+        return False
+    with open(src, "rb") as a, open(dst, "rb") as b:
+        return a.read() == b.read()
+
+
+def sync(root, files, dest):
+    """Makes `dest` hold `files` as they are under `root`, and nothing else. Only a file that
+    differs is written, so its mtime moves and cargo rebuilds what reads it, while every other
+    file keeps its mtime and so its build. Returns how many files were written."""
+    wanted = set(files)
+    for dirpath, dirnames, filenames in os.walk(dest):
+        for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+            path = os.path.join(dirpath, name)
+            if os.path.relpath(path, dest) not in wanted:
+                os.remove(path)
+    written = 0
+    for name in files:
+        src, dst = os.path.join(root, name), os.path.join(dest, name)
+        if same_file(src, dst):
+            continue
+        if os.path.isdir(dst) and not os.path.islink(dst):
+            shutil.rmtree(dst)
+        elif os.path.lexists(dst):
+            os.remove(dst)
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        if os.path.islink(src):
+            os.symlink(os.readlink(src), dst)
+        else:
+            shutil.copyfile(src, dst)
+            shutil.copymode(src, dst)
+        written += 1
+    return written
+
+
+class Scratch:
+    """The scratch copy of the workspace the mutants are written into (`workspace`), and the
+    target directory it is built in (`target`), both under `base`; held by one run at a time."""
+
+    def __init__(self, base):
+        self.base = base
+        self.workspace = os.path.join(base, "workspace")
+        self.target = os.path.join(base, "target")
+        self.lock = None
+
+    def __enter__(self):
+        os.makedirs(self.workspace, exist_ok=True)
+        self.lock = open(os.path.join(self.base, "lock"), "w")
+        try:
+            fcntl.flock(self.lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            sys.exit(f"mutants: another run is using {self.base}")
+        return self
+
+    def __exit__(self, *_):
+        self.lock.close()
+
+    def bring_up_to_date(self, root=ROOT):
+        return sync(root, workspace_files(root, os.path.dirname(self.base)), self.workspace)
+
+
+def nextest(test, scratch):
+    """Runs `cargo nextest run` on the scratch copy; its exit code and output. Stopped (a signal,
+    Ctrl-C), it stops the test run too before it passes the stop on."""
+    child = subprocess.Popen(["cargo", "nextest", "run", "--no-fail-fast", *test.split()],
+                             cwd=scratch.workspace, env=dict(os.environ, CARGO_TARGET_DIR=scratch.target),
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        out, _ = child.communicate()
+    except BaseException:
+        child.terminate()
+        try:
+            child.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            child.kill()
+        raise
+    return child.returncode, out
+
+
+def run(mutation, scratch):
     name, edits, test = mutation
-    sources, problem = mutated_sources(edits)
+    sources, problem = mutated_sources(edits, scratch.workspace)
     if problem:
         return "STALE", problem
-    originals = {path: open(path).read() for path in sources}
+    originals = {path: read(scratch.workspace, path) for path in sources}
     try:
         for path, text in sources.items():
-            open(path, "w").write(text)
-        r = subprocess.run(f"cargo nextest run --no-fail-fast {test}", shell=True,
-                           capture_output=True, text=True)
+            write(scratch.workspace, path, text)
+        code, out = nextest(test, scratch)
     finally:
         for path, text in originals.items():
-            open(path, "w").write(text)
-    out = r.stdout + r.stderr
+            write(scratch.workspace, path, text)
     # Said in our own words: nextest's closing line ("N tests run: N passed, N failed") would read,
     # to anything scanning the log for test results, as a failing test run of the project.
     run_line = re.search(r"(\d+) tests? run: (\d+) passed.*?(\d+) failed", out)
@@ -377,12 +526,40 @@ def run(mutation):
         summary = " | ".join(l.strip() for l in out.splitlines() if "error[" in l or "error:" in l)[:200]
     verdict = {0: "MISSED", TEST_RUN_FAILED: "CAUGHT", BUILD_FAILED: "BROKEN (the mutant does not build)",
                NO_TESTS_RUN: "BROKEN (the filter selects no test)"}
-    return verdict.get(r.returncode, f"BROKEN (cargo nextest exited {r.returncode})"), summary
+    return verdict.get(code, f"BROKEN (cargo nextest exited {code})"), summary
+
+
+def has_nextest():
+    try:
+        return subprocess.run(["cargo", "nextest", "--version"], capture_output=True).returncode == 0
+    except OSError:
+        return False
+
+
+def run_all(selected):
+    """Runs each selected mutation on the scratch copy; the names of those not caught."""
+    with Scratch(os.path.join(target_directory(), "mutants")) as scratch:
+        written = scratch.bring_up_to_date()
+        print(f"mutants: the mutants go into {scratch.workspace} ({written} files brought up to "
+              f"date), built in {scratch.target}", flush=True)
+        failed = []
+        for mutation in selected:
+            verdict, summary = run(mutation, scratch)
+            print(f"{verdict} {mutation[0]} :: {summary}", flush=True)
+            if verdict != "CAUGHT":
+                failed.append(mutation[0])
+        return failed
 
 
 def main(args):
+    if "-h" in args or "--help" in args:
+        print(__doc__.strip())
+        return
+    unknown = [a for a in args if a.startswith("-") and a not in ("--check", "--ci")]
+    if unknown:
+        sys.exit(f"mutants: unknown option {unknown[0]} (see --help)")
     check_only = "--check" in args
-    names = [a for a in args if not a.startswith("--")]
+    names = [a for a in args if not a.startswith("-")]
     if "--ci" in args:
         names += CI_SUBSET
     selected = [m for m in M if not names or any(n in m[0] for n in names)]
@@ -398,13 +575,17 @@ def main(args):
     if check_only:
         print(f"all {len(M)} mutations apply")
         return
+    if not has_nextest():
+        sys.exit(NO_NEXTEST)
 
-    failed = []
-    for mutation in selected:
-        verdict, summary = run(mutation)
-        print(f"{verdict} {mutation[0]} :: {summary}", flush=True)
-        if verdict != "CAUGHT":
-            failed.append(mutation[0])
+    raise_on_signals()
+    try:
+        failed = run_all(selected)
+    except (Stopped, KeyboardInterrupt) as stop:
+        signum = stop.signum if isinstance(stop, Stopped) else signal.SIGINT
+        print(f"mutants: stopped by {signal.Signals(signum).name}; the tree was never written, and "
+              "the scratch copy is restored", file=sys.stderr)
+        sys.exit(128 + signum)
     print(f"{len(selected) - len(failed)} of {len(selected)} mutations caught")
     sys.exit(1 if failed else 0)
 

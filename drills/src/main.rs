@@ -112,13 +112,39 @@ async fn main() -> ExitCode {
     if args.faults.is_empty() {
         args.faults = Fault::ALL.to_vec();
     }
-    match drill(&args).await {
+    // Stopped by a signal, the drill's future is dropped before `main` returns: its replicas are
+    // killed and its servers, links and network namespaces removed, which the default action
+    // (the process ends at once) would leave behind.
+    let outcome = tokio::select! {
+        outcome = drill(&args) => outcome,
+        (name, number) = stop_signal() => {
+            eprintln!("drill: stopped by {name}; removing its replicas, servers and network namespaces");
+            return ExitCode::from(128 + number);
+        }
+    };
+    match outcome {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(error) => {
             eprintln!("drill: {error}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// The first SIGTERM, SIGINT or SIGHUP to arrive: its name and number.
+async fn stop_signal() -> (&'static str, u8) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let listen = |kind| signal(kind).expect("a signal handler can be installed");
+    let (mut term, mut int, mut hup) = (
+        listen(SignalKind::terminate()),
+        listen(SignalKind::interrupt()),
+        listen(SignalKind::hangup()),
+    );
+    tokio::select! {
+        _ = term.recv() => ("SIGTERM", 15),
+        _ = int.recv() => ("SIGINT", 2),
+        _ = hup.recv() => ("SIGHUP", 1),
     }
 }
 

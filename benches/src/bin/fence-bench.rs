@@ -260,14 +260,46 @@ async fn run(write: Option<String>) -> Res<bool> {
 
     progress(NAME, "starting a durable throwaway cluster (fsync on)");
     let cluster = tokio::task::spawn_blocking(Cluster::start_durable).await??;
+    let (_server, mut conn) = create_database(&cluster).await?;
+    let (version, settings) = server_facts(&mut conn).await?;
+    progress(NAME, "building the 1,000,000-row outbox");
+    build(&mut conn).await?;
+
+    progress(NAME, "part 1: the fence's parts, server-side");
+    let part_us = time_parts(&mut conn).await?;
+    progress(
+        NAME,
+        "part 2: the same conditions, one autocommit statement each",
+    );
+    let statement_us = time_statements(&mut conn).await?;
+    let funnel = time_funnels(&mut conn).await?;
+    let span = start.end();
+
+    let mut w = String::new();
+    header(&mut w, &span, &version, &settings)?;
+    parts_section(&mut w, &part_us)?;
+    statements_section(&mut w, &statement_us)?;
+    funnel_section(&mut w, &funnel)?;
+    print!("{w}");
+    Ok(report::conclude(NAME, &w, write.as_deref(), true, "")?)
+}
+
+/// Creates the bench's database on `cluster`: a connection to the server's maintenance
+/// database (kept for the run) and one to the bench's.
+async fn create_database(cluster: &Cluster) -> Res<(PgConnection, PgConnection)> {
     let url = |db: &str| format!("postgres://postgres@127.0.0.1:{}/{db}", cluster.port());
     let mut server = PgConnection::connect(&url("postgres")).await?;
     sqlx::raw_sql("CREATE DATABASE fence_bench")
         .execute(&mut server)
         .await?;
-    let mut conn = PgConnection::connect(&url("fence_bench")).await?;
+    let conn = PgConnection::connect(&url("fence_bench")).await?;
+    Ok((server, conn))
+}
+
+/// The server's version and the settings the report quotes.
+async fn server_facts(conn: &mut PgConnection) -> Res<(String, Vec<String>)> {
     let version: String = sqlx::query_scalar("SELECT version()")
-        .fetch_one(&mut conn)
+        .fetch_one(&mut *conn)
         .await?;
     let mut settings = Vec::new();
     for name in [
@@ -278,15 +310,19 @@ async fn run(write: Option<String>) -> Res<bool> {
     ] {
         settings.push(format!(
             "`{name}={}`",
-            machine::setting(&mut conn, name).await?
+            machine::setting(&mut *conn, name).await?
         ));
     }
+    Ok((version, settings))
+}
 
-    progress(NAME, "building the 1,000,000-row outbox");
-    fence_schema::build(&mut conn).await?;
+/// Builds the outbox and the fence's parts, and each condition's timing loop; checks that
+/// every variant answers as the fence does.
+async fn build(conn: &mut PgConnection) -> Res<()> {
+    fence_schema::build(&mut *conn).await?;
     for (index, (_, _, condition)) in PARTS.iter().enumerate() {
         sqlx::raw_sql(sqlx::AssertSqlSafe(loop_function(index, condition)))
-            .execute(&mut conn)
+            .execute(&mut *conn)
             .await?;
     }
     // Every variant must answer as the fence does: true for the live token, false for a stale
@@ -295,7 +331,7 @@ async fn run(write: Option<String>) -> Res<bool> {
         for (token, expected) in [(TOKEN, true), (TOKEN - 1, false)] {
             let sql = format!("SELECT {}", condition.replace("{tok}", &token.to_string()));
             let answer: bool = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-                .fetch_one(&mut conn)
+                .fetch_one(&mut *conn)
                 .await?;
             if answer != expected {
                 return Err(format!(
@@ -305,8 +341,12 @@ async fn run(write: Option<String>) -> Res<bool> {
             }
         }
     }
+    Ok(())
+}
 
-    progress(NAME, "part 1: the fence's parts, server-side");
+/// Part 1: each condition's microseconds per statement, server-side: the median over the
+/// rounds, in [`PARTS`]' order.
+async fn time_parts(conn: &mut PgConnection) -> Res<Vec<f64>> {
     let mut per_part: Vec<Vec<f64>> = vec![Vec::new(); PARTS.len()];
     for index in 0..PARTS.len() {
         // Warm-up: plan caches, the function's compiled form.
@@ -314,7 +354,7 @@ async fn run(write: Option<String>) -> Res<bool> {
         sqlx::query_scalar::<_, f64>(sqlx::AssertSqlSafe(sql))
             .bind(LOOP_ITERATIONS / 4)
             .bind(TOKEN)
-            .fetch_one(&mut conn)
+            .fetch_one(&mut *conn)
             .await?;
     }
     for _ in 0..ROUNDS {
@@ -324,17 +364,17 @@ async fn run(write: Option<String>) -> Res<bool> {
                 sqlx::query_scalar::<_, f64>(sqlx::AssertSqlSafe(sql))
                     .bind(LOOP_ITERATIONS)
                     .bind(TOKEN)
-                    .fetch_one(&mut conn)
+                    .fetch_one(&mut *conn)
                     .await?,
             );
         }
     }
-    let part_us: Vec<f64> = per_part.into_iter().map(median).collect();
+    Ok(per_part.into_iter().map(median).collect())
+}
 
-    progress(
-        NAME,
-        "part 2: the same conditions, one autocommit statement each",
-    );
+/// Part 2: each condition's median microseconds in an autocommit statement of its own, in
+/// [`PARTS`]' order.
+async fn time_statements(conn: &mut PgConnection) -> Res<Vec<f64>> {
     let statements: Vec<String> = PARTS
         .iter()
         .map(|(_, _, condition)| {
@@ -347,14 +387,17 @@ async fn run(write: Option<String>) -> Res<bool> {
     let mut per_statement: Vec<Vec<f64>> = vec![Vec::new(); PARTS.len()];
     for round in 0..STATEMENT_ROUNDS + STATEMENT_ROUNDS / 10 {
         for (sql, samples) in statements.iter().zip(per_statement.iter_mut()) {
-            let us = statement_once(&mut conn, sql).await?;
+            let us = statement_once(&mut *conn, sql).await?;
             if round >= STATEMENT_ROUNDS / 10 {
                 samples.push(us);
             }
         }
     }
-    let statement_us: Vec<f64> = per_statement.into_iter().map(median).collect();
+    Ok(per_statement.into_iter().map(median).collect())
+}
 
+/// Part 3: the funnel's runs through each protocol.
+async fn time_funnels(conn: &mut PgConnection) -> Res<Vec<(Protocol, Vec<FunnelRun>)>> {
     let mut funnel: Vec<(Protocol, Vec<FunnelRun>)> = Vec::new();
     for protocol in [Protocol::Prepared, Protocol::Simple] {
         let mut runs = Vec::new();
@@ -367,19 +410,21 @@ async fn run(write: Option<String>) -> Res<bool> {
                 ),
             );
             // Every run starts from the same table: the claims of the last one left row versions.
-            sqlx::raw_sql("VACUUM outbox").execute(&mut conn).await?;
-            runs.push(funnel_run(&mut conn, protocol).await?);
+            sqlx::raw_sql("VACUUM outbox").execute(&mut *conn).await?;
+            runs.push(funnel_run(&mut *conn, protocol).await?);
         }
         funnel.push((protocol, runs));
     }
-    let span = start.end();
+    Ok(funnel)
+}
 
-    let mut w = String::new();
+/// The report's title, the Machine section and what the run started from.
+fn header(w: &mut String, span: &report::RunSpan, version: &str, settings: &[String]) -> Res<()> {
     report::header(
-        &mut w,
+        w,
         "The fence's cost: where it goes, and on a funnel",
         NAME,
-        &span,
+        span,
         COMMAND,
     )?;
     writeln!(
@@ -388,14 +433,19 @@ async fn run(write: Option<String>) -> Res<bool> {
          connection is direct.\n"
     )?;
     report::machine_section(
-        &mut w,
-        &span,
-        &version,
+        w,
+        span,
+        version,
         &format!(
             "private durable cluster on loopback; {}",
             settings.join(", ")
         ),
     )?;
+    Ok(())
+}
+
+/// Part 1's section: where the fence's cost goes.
+fn parts_section(w: &mut String, part_us: &[f64]) -> Res<()> {
     writeln!(w, "## 1. Where the fence's cost goes (server-side)\n")?;
     writeln!(
         w,
@@ -410,7 +460,7 @@ async fn run(write: Option<String>) -> Res<bool> {
         "| condition | what it measures | µs per statement | cost (µs) |\n|---|---|---:|---:|"
     )?;
     let baseline = part_us[0];
-    for ((name, what, _), us) in PARTS.iter().zip(&part_us) {
+    for ((name, what, _), us) in PARTS.iter().zip(part_us) {
         writeln!(
             w,
             "| {name} | {what} | {us:.2} | {} |",
@@ -430,6 +480,11 @@ async fn run(write: Option<String>) -> Res<bool> {
         "\nOf the shipped fence's {fence:.1} µs: the call {call:.1} µs, the isolation check \
          {check:.1} µs, the row read {read:.1} µs (each part's figure minus the one before it).\n"
     )?;
+    Ok(())
+}
+
+/// Part 2's section: per statement.
+fn statements_section(w: &mut String, statement_us: &[f64]) -> Res<()> {
     writeln!(
         w,
         "## 2. Per statement, each its own transaction (client-side)\n"
@@ -446,7 +501,7 @@ async fn run(write: Option<String>) -> Res<bool> {
         w,
         "| condition | median µs per statement | cost (µs) |\n|---|---:|---:|"
     )?;
-    for ((name, _, _), us) in PARTS.iter().zip(&statement_us) {
+    for ((name, _, _), us) in PARTS.iter().zip(statement_us) {
         writeln!(
             w,
             "| {name} | {us:.1} | {} |",
@@ -457,6 +512,11 @@ async fn run(write: Option<String>) -> Res<bool> {
             }
         )?;
     }
+    Ok(())
+}
+
+/// Part 3's section: the fence on a funnel, per protocol, and whether the target was met.
+fn funnel_section(w: &mut String, funnel: &[(Protocol, Vec<FunnelRun>)]) -> Res<()> {
     writeln!(w, "\n## 3. The fence on a funnel\n")?;
     writeln!(
         w,
@@ -481,7 +541,7 @@ async fn run(write: Option<String>) -> Res<bool> {
          Each ratio is that gate's median over A's within the run; the target is B's.\n"
     )?;
     let mut met = true;
-    for (protocol, runs) in &funnel {
+    for (protocol, runs) in funnel {
         writeln!(w, "### {}\n", protocol.name())?;
         writeln!(
             w,
@@ -526,6 +586,5 @@ async fn run(write: Option<String>) -> Res<bool> {
         "The target (B/A ≤ {TARGET_RATIO} in both protocols, in this run): **{}**.\n",
         if met { "met" } else { "not met" }
     )?;
-    print!("{w}");
-    Ok(report::conclude(NAME, &w, write.as_deref(), true, "")?)
+    Ok(())
 }

@@ -240,16 +240,43 @@ async fn main() -> ExitCode {
 
 async fn run(write: Option<String>) -> Res<bool> {
     let start = report::RunStart::now();
+    let valgrind = valgrind_version()?;
+
+    progress(NAME, "starting a durable throwaway cluster (fsync on)");
+    let cluster = tokio::task::spawn_blocking(Cluster::start_durable).await??;
+    let version = build_and_shut_down(&cluster).await?;
+    refuse_stale_tokens(&cluster)?;
+    settle(&cluster)?;
+    let counts = count(&cluster)?;
+    let span = start.end();
+
+    let mut w = String::new();
+    header(&mut w, &span, &version, &valgrind)?;
+    counts_section(&mut w, &counts)?;
+    steps_section(&mut w, &counts)?;
+
+    print!("{w}");
+    if let Some(path) = &write {
+        report::write_report(path, NAME, &w)?;
+        progress(NAME, &format!("wrote {path}"));
+    }
+    Ok(true)
+}
+
+/// Valgrind's version, or an error saying how to install it.
+fn valgrind_version() -> Res<String> {
     let valgrind = std::process::Command::new("valgrind")
         .arg("--version")
         .output()
         .map_err(|e| {
             format!("valgrind is not runnable ({e}); install it: apt-get install valgrind")
         })?;
-    let valgrind = String::from_utf8_lossy(&valgrind.stdout).trim().to_owned();
+    Ok(String::from_utf8_lossy(&valgrind.stdout).trim().to_owned())
+}
 
-    progress(NAME, "starting a durable throwaway cluster (fsync on)");
-    let cluster = tokio::task::spawn_blocking(Cluster::start_durable).await??;
+/// Builds the outbox on `cluster`, then shuts it down for the single-user runs; the server's
+/// version.
+async fn build_and_shut_down(cluster: &Cluster) -> Res<String> {
     let url = |db: &str| format!("postgres://postgres@127.0.0.1:{}/{db}", cluster.port());
     let mut server = PgConnection::connect(&url("postgres")).await?;
     sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {DATABASE}")))
@@ -264,11 +291,14 @@ async fn run(write: Option<String>) -> Res<bool> {
     conn.close().await?;
     server.close().await?;
     cluster.shut_down()?;
+    Ok(version)
+}
 
-    // Each gate that reads the lease must refuse a stale token: its funnels claim nothing.
+/// Each gate that reads the lease must refuse a stale token: its funnels claim nothing.
+fn refuse_stale_tokens(cluster: &Cluster) -> Res<()> {
     for gate in GATES.iter().filter(|gate| gate.reads_lease) {
         for sent in [Sent::Prepared, Sent::Text] {
-            let ran = single_user(&cluster, &sent.script(gate, TOKEN - 1, 3), false)?;
+            let ran = single_user(cluster, &sent.script(gate, TOKEN - 1, 3), false)?;
             if ran.claimed != 0 {
                 return Err(format!(
                     "gate {} ({}) claimed {} rows for a stale token",
@@ -280,21 +310,29 @@ async fn run(write: Option<String>) -> Res<bool> {
             }
         }
     }
+    Ok(())
+}
 
-    // The outbox as built is not what repeated claims leave: the first funnels' updates find
-    // full pages, later ones the room vacuum made. Settle it, so the first gate counted sees
-    // the table the rest see (A, counted again last, shows how well).
+/// The outbox as built is not what repeated claims leave: the first funnels' updates find
+/// full pages, later ones the room vacuum made. Settle it, so the first gate counted sees
+/// the table the rest see (A, counted again last, shows how well).
+fn settle(cluster: &Cluster) -> Res<()> {
     progress(
         NAME,
         &format!("settling the outbox: 3 × {LONG} unfenced funnels"),
     );
     for _ in 0..3 {
         single_user(
-            &cluster,
+            cluster,
             &Sent::Prepared.script(&GATES[0], TOKEN, LONG),
             false,
         )?;
     }
+    Ok(())
+}
+
+/// Each gate's instructions per funnel transaction, sent each way, and A's counted again last.
+fn count(cluster: &Cluster) -> Res<Vec<(Sent, Vec<f64>, f64)>> {
     let mut counts: Vec<(Sent, Vec<f64>, f64)> = Vec::new();
     for sent in [Sent::Prepared, Sent::Text] {
         let mut per_gate = Vec::new();
@@ -307,20 +345,22 @@ async fn run(write: Option<String>) -> Res<bool> {
                     sent.name()
                 ),
             );
-            per_gate.push(per_funnel(&cluster, gate, sent)?);
+            per_gate.push(per_funnel(cluster, gate, sent)?);
         }
         progress(NAME, &format!("gate A again, {}", sent.name()));
-        let again = per_funnel(&cluster, &GATES[0], sent)?;
+        let again = per_funnel(cluster, &GATES[0], sent)?;
         counts.push((sent, per_gate, again));
     }
-    let span = start.end();
+    Ok(counts)
+}
 
-    let mut w = String::new();
+/// The report's title, how the figures were made, and the Machine section.
+fn header(w: &mut String, span: &report::RunSpan, version: &str, valgrind: &str) -> Res<()> {
     report::header(
-        &mut w,
+        w,
         "The fence's cost on the funnel, in instructions",
         NAME,
-        &span,
+        span,
         COMMAND,
     )?;
     writeln!(
@@ -335,11 +375,16 @@ async fn run(write: Option<String>) -> Res<bool> {
         LONG - SHORT
     )?;
     report::machine_section(
-        &mut w,
-        &span,
-        &version,
+        w,
+        span,
+        version,
         "private durable cluster, run in single-user mode (`postgres --single`) under callgrind",
     )?;
+    Ok(())
+}
+
+/// Each gate's instructions per funnel transaction, sent each way.
+fn counts_section(w: &mut String, counts: &[(Sent, Vec<f64>, f64)]) -> Res<()> {
     writeln!(w, "## Instructions per funnel transaction\n")?;
     writeln!(
         w,
@@ -374,6 +419,11 @@ async fn run(write: Option<String>) -> Res<bool> {
         counts[1].2 - counts[1].1[0],
         counts[1].0.name()
     )?;
+    Ok(())
+}
+
+/// What each step of the fence adds, and B/A.
+fn steps_section(w: &mut String, counts: &[(Sent, Vec<f64>, f64)]) -> Res<()> {
     writeln!(w, "## Where the fence's instructions go\n")?;
     writeln!(
         w,
@@ -412,7 +462,7 @@ async fn run(write: Option<String>) -> Res<bool> {
             cell(&counts[1].1)
         )?;
     }
-    for (sent, per_gate, _) in &counts {
+    for (sent, per_gate, _) in counts {
         writeln!(
             w,
             "\n{}: B/A = **{:.4}** in instructions.",
@@ -421,11 +471,5 @@ async fn run(write: Option<String>) -> Res<bool> {
         )?;
     }
     writeln!(w)?;
-
-    print!("{w}");
-    if let Some(path) = &write {
-        report::write_report(path, NAME, &w)?;
-        progress(NAME, &format!("wrote {path}"));
-    }
-    Ok(true)
+    Ok(())
 }

@@ -31,8 +31,9 @@ use leader_core::lease::{self, Acquired, RefusalReason, Renewed};
 use leader_core::{Fence, ReleaseOutcome, Role, Timings};
 use leader_testkit::TestDb;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{ConnectOptions, Connection, PgConnection};
+use sqlx::{ConnectOptions, Connection, PgConnection, PgPool};
 use tokio::sync::{Barrier, Mutex};
+use tokio::task::JoinHandle;
 
 const NAME: &str = "protocol-bench";
 const COMMAND: &str = "cargo run --release -p leader-benches --bin protocol-bench -- --write docs/benchmarks/protocol.md";
@@ -165,41 +166,21 @@ struct RaceReport {
 
 type Outcome = (Duration, Result<Acquired, String>);
 
+/// Where the racers and the bench meet: all wait at `go` to start a round, and at `done` once
+/// every racer has put its outcome in `results`.
+#[derive(Clone)]
+struct Rounds {
+    go: Arc<Barrier>,
+    done: Arc<Barrier>,
+    results: Arc<Mutex<Vec<Outcome>>>,
+}
+
 async fn race(options: &PgConnectOptions, admin: &mut PgConnection) -> Res<RaceReport> {
     let pool = PgPoolOptions::new()
         .max_connections(RACERS as u32)
         .connect_with(options.clone())
         .await?;
-    // Open every connection before the first round, so no round pays for a connect.
-    let mut conns = Vec::with_capacity(RACERS);
-    for _ in 0..RACERS {
-        conns.push(pool.acquire().await?);
-    }
-    let total = ROUNDS_WARMUP + ROUNDS;
-    let go = Arc::new(Barrier::new(RACERS + 1));
-    let done = Arc::new(Barrier::new(RACERS + 1));
-    let results: Arc<Mutex<Vec<Outcome>>> = Arc::new(Mutex::new(Vec::with_capacity(RACERS)));
-
-    let mut tasks = Vec::with_capacity(RACERS);
-    for (i, mut conn) in conns.into_iter().enumerate() {
-        let (go, done, results) = (go.clone(), done.clone(), results.clone());
-        tasks.push(tokio::spawn(async move {
-            let holder = format!("racer-{i}");
-            for _ in 0..total {
-                go.wait().await;
-                let start = Instant::now();
-                let outcome =
-                    lease::acquire(&mut *conn, RACE, &holder, INTERVAL, &Timings::DEFAULT).await;
-                let elapsed = start.elapsed();
-                results
-                    .lock()
-                    .await
-                    .push((elapsed, outcome.map_err(|e| e.to_string())));
-                done.wait().await;
-            }
-        }));
-    }
-
+    let (rounds, tasks) = spawn_racers(&pool).await?;
     let mut report = RaceReport {
         winners: Vec::with_capacity(ROUNDS),
         bad_rounds: Vec::new(),
@@ -212,39 +193,12 @@ async fn race(options: &PgConnectOptions, admin: &mut PgConnection) -> Res<RaceR
     };
     let mut latencies = Vec::with_capacity(ROUNDS * RACERS);
     let mut winner_latencies = Vec::with_capacity(ROUNDS);
-    for round in 0..total {
+    for round in 0..ROUNDS_WARMUP + ROUNDS {
         make_due(admin, RACE).await?;
-        go.wait().await;
-        done.wait().await;
-        let outcomes: Vec<Outcome> = results.lock().await.drain(..).collect();
-        let measured = round >= ROUNDS_WARMUP;
-        let mut fences: Vec<Fence> = Vec::new();
-        for (elapsed, outcome) in outcomes {
-            match outcome {
-                Ok(Acquired::Granted(grant)) => {
-                    fences.push(grant.fence);
-                    if measured {
-                        winner_latencies.push(elapsed);
-                    }
-                }
-                Ok(Acquired::Refused(refusal)) if measured => match refusal.reason {
-                    RefusalReason::Held => report.held += 1,
-                    RefusalReason::Contended => report.contended += 1,
-                    _ => report.other_refusals += 1,
-                },
-                Ok(Acquired::Refused(_)) => {}
-                Err(e) => report.errors.push(format!("round {round}: {e}")),
-            }
-            if measured {
-                latencies.push(elapsed);
-            }
-        }
-        if fences.len() != 1 {
-            report.bad_rounds.push((round, fences.len()));
-        }
-        if measured {
-            report.winners.push(fences.len());
-        }
+        rounds.go.wait().await;
+        rounds.done.wait().await;
+        let outcomes: Vec<Outcome> = rounds.results.lock().await.drain(..).collect();
+        let fences = report.tally(round, outcomes, &mut latencies, &mut winner_latencies);
         // End the winning tick(s), untimed, so the next round starts from a free role.
         for fence in fences {
             lease::release(
@@ -266,6 +220,84 @@ async fn race(options: &PgConnectOptions, admin: &mut PgConnection) -> Res<RaceR
         report.winner_latency = Stats::of(winner_latencies);
     }
     Ok(report)
+}
+
+/// Opens every racer's connection before the first round, so no round pays for a connect, and
+/// starts the racers: each ACQUIREs the role once a round, timed.
+async fn spawn_racers(pool: &PgPool) -> Res<(Rounds, Vec<JoinHandle<()>>)> {
+    let mut conns = Vec::with_capacity(RACERS);
+    for _ in 0..RACERS {
+        conns.push(pool.acquire().await?);
+    }
+    let total = ROUNDS_WARMUP + ROUNDS;
+    let rounds = Rounds {
+        go: Arc::new(Barrier::new(RACERS + 1)),
+        done: Arc::new(Barrier::new(RACERS + 1)),
+        results: Arc::new(Mutex::new(Vec::with_capacity(RACERS))),
+    };
+    let mut tasks = Vec::with_capacity(RACERS);
+    for (i, mut conn) in conns.into_iter().enumerate() {
+        let rounds = rounds.clone();
+        tasks.push(tokio::spawn(async move {
+            let holder = format!("racer-{i}");
+            for _ in 0..total {
+                rounds.go.wait().await;
+                let start = Instant::now();
+                let outcome =
+                    lease::acquire(&mut *conn, RACE, &holder, INTERVAL, &Timings::DEFAULT).await;
+                let elapsed = start.elapsed();
+                rounds
+                    .results
+                    .lock()
+                    .await
+                    .push((elapsed, outcome.map_err(|e| e.to_string())));
+                rounds.done.wait().await;
+            }
+        }));
+    }
+    Ok((rounds, tasks))
+}
+
+impl RaceReport {
+    /// Counts round `round`'s outcomes (and, past the warm-up, their latencies); the fences of
+    /// its winners.
+    fn tally(
+        &mut self,
+        round: usize,
+        outcomes: Vec<Outcome>,
+        latencies: &mut Vec<Duration>,
+        winner_latencies: &mut Vec<Duration>,
+    ) -> Vec<Fence> {
+        let measured = round >= ROUNDS_WARMUP;
+        let mut fences: Vec<Fence> = Vec::new();
+        for (elapsed, outcome) in outcomes {
+            match outcome {
+                Ok(Acquired::Granted(grant)) => {
+                    fences.push(grant.fence);
+                    if measured {
+                        winner_latencies.push(elapsed);
+                    }
+                }
+                Ok(Acquired::Refused(refusal)) if measured => match refusal.reason {
+                    RefusalReason::Held => self.held += 1,
+                    RefusalReason::Contended => self.contended += 1,
+                    _ => self.other_refusals += 1,
+                },
+                Ok(Acquired::Refused(_)) => {}
+                Err(e) => self.errors.push(format!("round {round}: {e}")),
+            }
+            if measured {
+                latencies.push(elapsed);
+            }
+        }
+        if fences.len() != 1 {
+            self.bad_rounds.push((round, fences.len()));
+        }
+        if measured {
+            self.winners.push(fences.len());
+        }
+        fences
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -332,6 +364,23 @@ async fn main() -> ExitCode {
     report::run_main(NAME, run).await
 }
 
+/// What part 3 found: the outbox, the fence's runs, and the fence with a stale token.
+struct FenceCost {
+    setup_time: Duration,
+    pending_due: i64,
+    fence: Fence,
+    runs: Vec<FenceRun>,
+    stale: i64,
+    stale_rows: usize,
+    explain_stale: String,
+    explain_live: String,
+    /// A stale token's claim returned nothing, and its plan shows why.
+    one_time_ok: bool,
+    ratios: Vec<f64>,
+    median_ratio: f64,
+    p99_ratios: Vec<f64>,
+}
+
 /// Runs every part and reports; `Ok(false)` when a correctness check failed.
 async fn run(write: Option<String>) -> Res<bool> {
     let start = report::RunStart::now();
@@ -344,9 +393,46 @@ async fn run(write: Option<String>) -> Res<bool> {
     let options: PgConnectOptions = (*db.admin().connect_options()).clone();
     let mut admin = options.connect().await?;
     let mut conn = options.connect().await?;
+    let (version, settings) = server_facts(&mut admin).await?;
 
+    progress(NAME, "part 1: sequential acquire/renew/release cycles");
+    let (acq, ren, rel) = statement_latency(&mut conn, &mut admin).await?;
+    progress(NAME, "part 2: 64 concurrent acquirers");
+    let race = race(&options, &mut admin).await?;
+    let race_ok = race.bad_rounds.is_empty() && race.errors.is_empty();
+    progress(NAME, "part 3: building the 1,000,000-row outbox");
+    let fence = fence_cost(&mut admin, &mut conn).await?;
+    let span = start.end();
+
+    let mut r = String::new();
+    let w = &mut r;
+    header(w, &span, &version, &settings, external)?;
+    latency_section(w, [("ACQUIRE", acq), ("RENEW", ren), ("RELEASE", rel)])?;
+    race_section(w, &race, race_ok)?;
+    fence_section(w, &fence)?;
+
+    print!("{r}");
+    let ok = race_ok && fence.one_time_ok;
+
+    drop(conn);
+    drop(admin);
+    if external {
+        drop_database(db).await;
+    }
+
+    Ok(report::conclude(
+        NAME,
+        &r,
+        write.as_deref(),
+        ok,
+        "a correctness check failed",
+    )?)
+}
+
+/// The server's version and the settings the report quotes.
+async fn server_facts(admin: &mut PgConnection) -> Res<(String, Vec<String>)> {
     let version: String = sqlx::query_scalar("SELECT version()")
-        .fetch_one(&mut admin)
+        .fetch_one(&mut *admin)
         .await?;
     let mut settings = Vec::new();
     for name in [
@@ -357,46 +443,32 @@ async fn run(write: Option<String>) -> Res<bool> {
     ] {
         settings.push(format!(
             "`{name}={}`",
-            machine::setting(&mut admin, name).await?
+            machine::setting(&mut *admin, name).await?
         ));
     }
+    Ok((version, settings))
+}
 
-    // Part 1.
-    progress(NAME, "part 1: sequential acquire/renew/release cycles");
-    cycles(&mut conn, &mut admin, CYCLES_WARMUP).await?;
-    let samples = cycles(&mut conn, &mut admin, CYCLES).await?;
-    let (acq, ren, rel) = (
+/// Part 1: ACQUIRE, RENEW and RELEASE latency over the cycles, after the warm-up's.
+async fn statement_latency(
+    conn: &mut PgConnection,
+    admin: &mut PgConnection,
+) -> Res<(Stats, Stats, Stats)> {
+    cycles(conn, admin, CYCLES_WARMUP).await?;
+    let samples = cycles(conn, admin, CYCLES).await?;
+    Ok((
         Stats::of(samples.acquire),
         Stats::of(samples.renew),
         Stats::of(samples.release),
-    );
+    ))
+}
 
-    // Part 2.
-    progress(NAME, "part 2: 64 concurrent acquirers");
-    let race = race(&options, &mut admin).await?;
-    let race_ok = race.bad_rounds.is_empty() && race.errors.is_empty();
-
-    // Part 3.
-    progress(NAME, "part 3: building the 1,000,000-row outbox");
-    let setup_start = Instant::now();
-    sqlx::raw_sql(fence_schema::OUTBOX)
-        .execute(&mut admin)
-        .await?;
-    sqlx::raw_sql("ANALYZE outbox").execute(&mut admin).await?;
-    let setup_time = setup_start.elapsed();
-    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM outbox")
-        .fetch_one(&mut admin)
-        .await?;
-    if rows != OUTBOX_ROWS {
-        return Err(format!("the outbox has {rows} rows, not {OUTBOX_ROWS}").into());
-    }
-    let pending_due: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM outbox WHERE status = 'pending' AND due_at <= now()",
-    )
-    .fetch_one(&mut admin)
-    .await?;
+/// Part 3: builds the outbox, acquires the fence's role with a long lease, runs the claims,
+/// tries a stale token, and releases the role.
+async fn fence_cost(admin: &mut PgConnection, conn: &mut PgConnection) -> Res<FenceCost> {
+    let (setup_time, pending_due) = build_outbox(admin).await?;
     let fence = match lease::acquire(
-        &mut admin,
+        &mut *admin,
         FENCE_ROLE,
         "bench-fence",
         INTERVAL,
@@ -413,12 +485,12 @@ async fn run(write: Option<String>) -> Res<bool> {
             NAME,
             &format!("part 3: fence run {} of {FENCE_RUNS}", i + 1),
         );
-        runs.push(fence_run(&mut conn, fence).await?);
+        runs.push(fence_run(&mut *conn, fence).await?);
     }
     let stale = fence.token() - 1;
-    let (_, stale_rows) = claim(&mut conn, Some((fence.role(), stale))).await?;
-    let explain_stale = explain_b(&mut conn, fence.role(), stale).await?;
-    let explain_live = explain_b(&mut conn, fence.role(), fence.token()).await?;
+    let (_, stale_rows) = claim(&mut *conn, Some((fence.role(), stale))).await?;
+    let explain_stale = explain_b(&mut *conn, fence.role(), stale).await?;
+    let explain_live = explain_b(&mut *conn, fence.role(), fence.token()).await?;
     let one_time_ok = explain_stale.contains("One-Time Filter")
         && explain_stale.contains("never executed")
         && stale_rows == 0;
@@ -426,20 +498,61 @@ async fn run(write: Option<String>) -> Res<bool> {
     let median_ratio = stats::median(ratios.clone());
     let p99_ratios: Vec<f64> = runs.iter().map(|r| ratio(r.b.p99, r.a.p99)).collect();
     lease::release(
-        &mut admin,
+        &mut *admin,
         fence,
         ReleaseOutcome::Completed,
         INTERVAL,
         &long_lease(),
     )
     .await?;
+    Ok(FenceCost {
+        setup_time,
+        pending_due,
+        fence,
+        runs,
+        stale,
+        stale_rows,
+        explain_stale,
+        explain_live,
+        one_time_ok,
+        ratios,
+        median_ratio,
+        p99_ratios,
+    })
+}
 
-    let span = start.end();
+/// Builds and analyzes the outbox and checks its size; how long that took, and how many rows
+/// are pending and due.
+async fn build_outbox(admin: &mut PgConnection) -> Res<(Duration, i64)> {
+    let setup_start = Instant::now();
+    sqlx::raw_sql(fence_schema::OUTBOX)
+        .execute(&mut *admin)
+        .await?;
+    sqlx::raw_sql("ANALYZE outbox").execute(&mut *admin).await?;
+    let setup_time = setup_start.elapsed();
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM outbox")
+        .fetch_one(&mut *admin)
+        .await?;
+    if rows != OUTBOX_ROWS {
+        return Err(format!("the outbox has {rows} rows, not {OUTBOX_ROWS}").into());
+    }
+    let pending_due: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM outbox WHERE status = 'pending' AND due_at <= now()",
+    )
+    .fetch_one(&mut *admin)
+    .await?;
+    Ok((setup_time, pending_due))
+}
 
-    // The report.
-    let mut r = String::new();
-    let w = &mut r;
-    report::header(w, "Lease protocol benchmark", NAME, &span, COMMAND)?;
+/// The report's title, the Machine section and how latencies are given.
+fn header(
+    w: &mut String,
+    span: &report::RunSpan,
+    version: &str,
+    settings: &[String],
+    external: bool,
+) -> Res<()> {
+    report::header(w, "Lease protocol benchmark", NAME, span, COMMAND)?;
     writeln!(
         w,
         "Without `DATABASE_URL` it starts a private throwaway PostgreSQL cluster from the machine's \
@@ -455,13 +568,17 @@ async fn run(write: Option<String>) -> Res<bool> {
         },
         settings.join(", ")
     );
-    report::machine_section(w, &span, &version, &server)?;
+    report::machine_section(w, span, version, &server)?;
     writeln!(
         w,
         "Latencies are client-side wall time of one statement (one round trip), in milliseconds; \
          percentiles are nearest-rank over the whole sample.\n"
     )?;
+    Ok(())
+}
 
+/// Part 1's section: statement latency, uncontended.
+fn latency_section(w: &mut String, statements: [(&str, Stats); 3]) -> Res<()> {
     writeln!(w, "## 1. Statement latency, uncontended\n")?;
     writeln!(
         w,
@@ -475,7 +592,7 @@ async fn run(write: Option<String>) -> Res<bool> {
         "| statement | count | median (ms) | p99 (ms) | max (ms) |"
     )?;
     writeln!(w, "|---|---:|---:|---:|---:|")?;
-    for (name, s) in [("ACQUIRE", acq), ("RENEW", ren), ("RELEASE", rel)] {
+    for (name, s) in statements {
         writeln!(
             w,
             "| {name} | {} | {} | {} | {} |",
@@ -486,7 +603,11 @@ async fn run(write: Option<String>) -> Res<bool> {
         )?;
     }
     writeln!(w)?;
+    Ok(())
+}
 
+/// Part 2's section: ACQUIRE under contention.
+fn race_section(w: &mut String, race: &RaceReport, race_ok: bool) -> Res<()> {
     writeln!(w, "## 2. ACQUIRE under contention\n")?;
     writeln!(
         w,
@@ -537,6 +658,15 @@ async fn run(write: Option<String>) -> Res<bool> {
         writeln!(w)?;
     }
 
+    Ok(())
+}
+
+/// Part 3's section: the fence's cost on a claim, and the plan with a stale token.
+fn fence_section(w: &mut String, fence_cost: &FenceCost) -> Res<()> {
+    let c = fence_cost;
+    let (pending_due, stale, stale_rows) = (c.pending_due, c.stale, c.stale_rows);
+    let (median_ratio, explain_stale, explain_live) =
+        (c.median_ratio, &c.explain_stale, &c.explain_live);
     writeln!(w, "## 3. The fence's cost on a claim\n")?;
     writeln!(
         w,
@@ -545,7 +675,7 @@ async fn run(write: Option<String>) -> Res<bool> {
          `fence_schema::OUTBOX`, as `fence-bench` builds it), one in five `sent`, {pending_due} pending and due; index `outbox_pending_due \
          ON outbox (due_at) WHERE status = 'pending'`; built with one `INSERT … SELECT \
          generate_series` then `CREATE INDEX` and `ANALYZE` in {:.1} s.\n",
-        setup_time.as_secs_f64()
+        c.setup_time.as_secs_f64()
     )?;
     writeln!(w, "```sql\n-- A\n{CLAIM_A}\n-- B\n{CLAIM_B}\n```\n")?;
     writeln!(
@@ -562,18 +692,18 @@ async fn run(write: Option<String>) -> Res<bool> {
         "| run | A median (ms) | B median (ms) | **median(B)/median(A)** | B − A (µs) | A p99 (ms) | B p99 (ms) | p99(B)/p99(A) |"
     )?;
     writeln!(w, "|---:|---:|---:|---:|---:|---:|---:|---:|")?;
-    for (i, run) in runs.iter().enumerate() {
+    for (i, run) in c.runs.iter().enumerate() {
         writeln!(
             w,
             "| {} | {} | {} | **{:.3}** | {:+.0} | {} | {} | {:.3} |",
             i + 1,
             ms(run.a.median),
             ms(run.b.median),
-            ratios[i],
+            c.ratios[i],
             (run.b.median.as_secs_f64() - run.a.median.as_secs_f64()) * 1e6,
             ms(run.a.p99),
             ms(run.b.p99),
-            p99_ratios[i]
+            c.p99_ratios[i]
         )?;
     }
     writeln!(
@@ -591,8 +721,8 @@ async fn run(write: Option<String>) -> Res<bool> {
          returned {stale_rows} rows. The fence is a `One-Time Filter` evaluated once per statement; \
          false, the index scan below it is `never executed`, so a stale leader neither reads nor \
          locks a row{}:\n",
-        fence.role(),
-        if one_time_ok {
+        c.fence.role(),
+        if c.one_time_ok {
             ""
         } else {
             " (**CHECK FAILED: the plan below does not show it**)"
@@ -601,23 +731,7 @@ async fn run(write: Option<String>) -> Res<bool> {
     writeln!(w, "```text\n{explain_stale}\n```\n")?;
     writeln!(w, "The same with the live token, for comparison:\n")?;
     writeln!(w, "```text\n{explain_live}\n```")?;
-
-    print!("{r}");
-    let ok = race_ok && one_time_ok;
-
-    drop(conn);
-    drop(admin);
-    if external {
-        drop_database(db).await;
-    }
-
-    Ok(report::conclude(
-        NAME,
-        &r,
-        write.as_deref(),
-        ok,
-        "a correctness check failed",
-    )?)
+    Ok(())
 }
 
 /// Drops the run's database from a `DATABASE_URL` server (best effort: 1 M rows is worth it).

@@ -161,3 +161,162 @@ pub(super) async fn idle_naive(
         errors,
     ))
 }
+
+/// What part 1 measured: the runtimes' idle load, and the naive baseline's with its statement
+/// errors.
+pub(super) struct IdleLoad {
+    pub(super) runtime: Steady,
+    pub(super) naive: Steady,
+    pub(super) naive_errors: usize,
+}
+
+/// Part 1: the runtimes' idle load, then the naive baseline's.
+pub(super) async fn idle_load(
+    options: &PgConnectOptions,
+    admin: &mut PgConnection,
+    marker: &mut PgConnection,
+    log: &Path,
+) -> Res<IdleLoad> {
+    progress(
+        NAME,
+        "part 1: four runtimes, one leading a long tick (settle 4 s, count 20 s)",
+    );
+    let runtime = idle_runtime(options, admin, marker, log).await?;
+    progress(
+        NAME,
+        "part 1: naive baseline, four replicas polling every 250 ms (settle 4 s, count 20 s)",
+    );
+    let (naive, naive_errors) = idle_naive(options, admin, marker, log).await?;
+    Ok(IdleLoad {
+        runtime,
+        naive,
+        naive_errors,
+    })
+}
+
+/// Part 1's section: statements per second, the runtime's and the naive baseline's.
+pub(super) fn idle_section(w: &mut String, idle: &IdleLoad, idle_ok: bool) -> Res<()> {
+    let t = timings();
+    writeln!(w, "## 1. Idle load: statements per second\n")?;
+    writeln!(
+        w,
+        "{REPLICAS} replicas of one role in one process, each with its own pool of at most 2 \
+         connections. **Runtime**: four `Runtime`s (default status refresh, every 15 s); the \
+         leader's job waits on `tick.cancelled()`, so the leader only renews and the others only \
+         poll. **Naive**: four loops calling `lease::acquire` every {} ms each (the holder too), \
+         the holder also calling `lease::renew` every {} ms. Each setup ran {} s after its first \
+         grant, then every statement the server logged between two marker statements ({} s apart; \
+         markers excluded) was counted from the server log and classified by the name in its leading comment (`/* leader:acquire */`).\n",
+        NAIVE_POLL.as_millis(),
+        t.heartbeat().as_millis(),
+        SETTLE.as_secs(),
+        WINDOW.as_secs()
+    )?;
+    idle_table(w, &idle.runtime, &idle.naive)?;
+    idle_findings(w, idle, idle_ok)?;
+    writeln!(w)?;
+    Ok(())
+}
+
+/// Part 1's table: each kind of statement counted, and its rate, for both setups.
+fn idle_table(w: &mut String, runtime: &Steady, naive: &Steady) -> Res<()> {
+    let rt_rate = runtime.window.rate();
+    let naive_rate = naive.window.rate();
+    writeln!(
+        w,
+        "| statement | runtime: count | runtime: per s | naive: count | naive: per s |"
+    )?;
+    writeln!(w, "|---|---:|---:|---:|---:|")?;
+    for kind in Kind::ALL {
+        let rc = runtime.window.by_kind.get(&kind).copied().unwrap_or(0);
+        let nc = naive.window.by_kind.get(&kind).copied().unwrap_or(0);
+        writeln!(
+            w,
+            "| {} | {rc} | {:.2} | {nc} | {:.2} |",
+            kind.name(),
+            runtime.window.kind_rate(kind),
+            naive.window.kind_rate(kind)
+        )?;
+    }
+    writeln!(
+        w,
+        "| **all** | **{}** | **{rt_rate:.2}** | **{}** | **{naive_rate:.2}** |",
+        runtime.window.total(),
+        naive.window.total()
+    )?;
+    writeln!(
+        w,
+        "| window (s, between the markers) | {:.2} | | {:.2} | |\n",
+        runtime.window.seconds, naive.window.seconds
+    )?;
+    Ok(())
+}
+
+/// Part 1's findings: the rates against the target, the leader kept, the replicas' polls, and
+/// any statement counted as `other`.
+fn idle_findings(w: &mut String, idle: &IdleLoad, idle_ok: bool) -> Res<()> {
+    let (runtime, naive, naive_errors) = (&idle.runtime, &idle.naive, idle.naive_errors);
+    let rt_rate = runtime.window.rate();
+    let naive_rate = naive.window.rate();
+    writeln!(
+        w,
+        "- **Runtime: {rt_rate:.2} statements/s** (target ≤ {TARGET_RATE:.0}/s: **{}**).",
+        if rt_rate <= TARGET_RATE {
+            "met"
+        } else {
+            "not met"
+        }
+    )?;
+    writeln!(
+        w,
+        "- **Naive: {naive_rate:.2} statements/s** (the issue quotes about {ISSUE_NAIVE_RATE:.0}/s \
+         for such a peer in this setting)."
+    )?;
+    writeln!(w, "- **Naive / runtime: {:.1}×**.", naive_rate / rt_rate)?;
+    writeln!(
+        w,
+        "- One leader through the runtime window: {} (`{}` token {} before, {} after).",
+        if idle_ok { "yes" } else { "**NO**" },
+        runtime.before.0,
+        runtime.before.1,
+        runtime
+            .after
+            .as_ref()
+            .map_or("nobody".to_owned(), |(h, tok)| format!("`{h}` token {tok}"))
+    )?;
+    writeln!(
+        w,
+        "- Naive leader kept through its window: {}; naive statement errors: {naive_errors}.",
+        if naive.one_leader_throughout() {
+            "yes"
+        } else {
+            "no"
+        }
+    )?;
+    let polls: Vec<String> = runtime
+        .window
+        .acquires_by_holder
+        .iter()
+        .map(|(h, n)| {
+            format!(
+                "`{h}` {n} (one per {:.2} s)",
+                runtime.window.seconds / *n as f64
+            )
+        })
+        .collect();
+    writeln!(
+        w,
+        "- Runtime ACQUIREs per replica: {}.",
+        if polls.is_empty() {
+            "none".to_owned()
+        } else {
+            polls.join(", ")
+        }
+    )?;
+    for (name, window) in [("runtime", &runtime.window), ("naive", &naive.window)] {
+        for sample in &window.other_samples {
+            writeln!(w, "- {name}, an `other` statement: `{sample}`")?;
+        }
+    }
+    Ok(())
+}

@@ -89,3 +89,96 @@ pub(super) async fn idle_scale(
         leaders: leaders as usize,
     })
 }
+
+/// Part 3: the idle load of each setup of [`SCALE_SETUPS`].
+pub(super) async fn scale_load(
+    options: &PgConnectOptions,
+    admin: &mut PgConnection,
+    marker: &mut PgConnection,
+    log: &Path,
+) -> Res<Vec<ScaleRun>> {
+    let mut scale = Vec::with_capacity(SCALE_SETUPS.len());
+    for setup in SCALE_SETUPS {
+        progress(
+            NAME,
+            &format!(
+                "part 3: {} roles on {} runtimes at the default timings (settle {} s, count {} s)",
+                setup.0,
+                setup.1,
+                SCALE_SETTLE.as_secs(),
+                SCALE_WINDOW.as_secs()
+            ),
+        );
+        scale.push(idle_scale(options, admin, marker, log, setup).await?);
+    }
+    Ok(scale)
+}
+
+/// The report's section for part 3.
+pub(super) fn scale_section(w: &mut String, runs: &[ScaleRun]) -> Res<()> {
+    let t = Timings::DEFAULT;
+    writeln!(
+        w,
+        "## 3. Idle load over many roles, at the default timings\n"
+    )?;
+    writeln!(
+        w,
+        "Each setup: that many `Runtime`s in one process (each its own pool of at most 2 \
+         connections and its own holder id), each registering the same roles (`scale_000`, …), \
+         at `Timings::DEFAULT` (TTL {:?}, heartbeat {:?}, max poll {:?}; status refresh every \
+         15 s). Every job waits on `tick.cancelled()`, so leaders only renew and the rest only \
+         poll. Once every role is held, {} s to settle, then every statement the server logged \
+         in a {} s window, counted as in part 1. A replica polls for all its roles not in a tick \
+         with one ACQUIRE (`batch::acquire_many`) and renews all its leases with one RENEW \
+         (`batch::renew_many`).\n",
+        t.ttl(),
+        t.heartbeat(),
+        t.max_poll(),
+        SCALE_SETTLE.as_secs(),
+        SCALE_WINDOW.as_secs()
+    )?;
+    writeln!(
+        w,
+        "| roles | replicas | replicas leading | ACQUIRE/s | RENEW/s | other/s | **all/s** |"
+    )?;
+    writeln!(w, "|---:|---:|---:|---:|---:|---:|---:|")?;
+    for run in runs {
+        let rest = run.window.rate()
+            - run.window.kind_rate(Kind::Acquire)
+            - run.window.kind_rate(Kind::Renew);
+        writeln!(
+            w,
+            "| {} | {} | {} | {:.2} | {:.2} | {:.2} | **{:.2}** |",
+            run.roles,
+            run.replicas,
+            run.leaders,
+            run.window.kind_rate(Kind::Acquire),
+            run.window.kind_rate(Kind::Renew),
+            rest,
+            run.window.rate()
+        )?;
+    }
+    let rate = |roles: usize, replicas: usize| {
+        runs.iter()
+            .find(|r| r.roles == roles && r.replicas == replicas)
+            .map(|r| r.window.rate())
+    };
+    if let (Some(many), Some(one)) = (rate(100, 16), rate(1, 16)) {
+        let ratio = many / one;
+        writeln!(
+            w,
+            "\n- **100 roles × 16 replicas: {many:.2} statements/s, {ratio:.2}× 1 role × 16 \
+             replicas ({one:.2}/s)** (target ≤ {SCALE_TARGET_RATIO:.0}×: **{}**).",
+            if ratio <= SCALE_TARGET_RATIO {
+                "met"
+            } else {
+                "not met"
+            }
+        )?;
+    }
+    writeln!(
+        w,
+        "- \"other\" is the status reads (one per replica every 15 s) and any RELEASE.\n"
+    )?;
+    Ok(())
+}

@@ -186,3 +186,136 @@ pub(super) async fn replica(url: &str, holder: &str, run: i32) -> Res<()> {
     runtime.run(CancellationToken::new()).await?;
     Ok(())
 }
+
+/// Part 2: the takeover runs; those that completed, and what each failed one said.
+pub(super) async fn takeover_runs(
+    cluster: &Cluster,
+    admin: &mut PgConnection,
+) -> Res<(Vec<TakeoverRun>, Vec<String>)> {
+    progress(
+        NAME,
+        &format!(
+            "part 2: {TAKEOVER_RUNS} takeovers of a SIGKILLed leader, {TAKEOVER_REPLICAS} replica processes each"
+        ),
+    );
+    let exe = std::env::current_exe()?;
+    let url = format!(
+        "{}/{DATABASE}",
+        cluster.url().rsplit_once('/').expect("a URL").0
+    );
+    let mut takeovers = Vec::with_capacity(TAKEOVER_RUNS);
+    let mut takeover_errors = Vec::new();
+    for run in 0..TAKEOVER_RUNS {
+        match takeover_run(&exe, &url, admin, run).await {
+            Ok(t) => {
+                progress(
+                    NAME,
+                    &format!(
+                        "part 2: run {}: killed {} {:.0} ms after its last RENEW; {} took over after {:.3} s",
+                        run + 1,
+                        t.killed,
+                        t.since_renew * 1e3,
+                        t.successor,
+                        t.takeover
+                    ),
+                );
+                takeovers.push(t);
+            }
+            Err(e) => {
+                progress(NAME, &format!("part 2: run {}: {e}", run + 1));
+                takeover_errors.push(format!("run {}: {e}", run + 1));
+            }
+        }
+    }
+    Ok((takeovers, takeover_errors))
+}
+
+/// Part 2's section: each takeover, and their spread.
+pub(super) fn takeover_section(
+    w: &mut String,
+    takeovers: &[TakeoverRun],
+    takeover_errors: &[String],
+    overlap: &[usize],
+) -> Res<()> {
+    let t = timings();
+    let takeover_s: Vec<f64> = takeovers.iter().map(|t| t.takeover).collect();
+    let takeover_median = median(takeover_s.clone());
+    let takeover_max = max(&takeover_s);
+    let overshoot: Vec<f64> = takeovers.iter().map(|t| t.takeover - t.remaining).collect();
+    writeln!(w, "## 2. Takeover after the leader is killed\n")?;
+    writeln!(
+        w,
+        "{TAKEOVER_RUNS} runs. Each starts {TAKEOVER_REPLICAS} replica processes (this binary \
+         re-executed as `runtime-bench replica`, one `Runtime` each) on a freshly reset role. Once \
+         one leads (its job inserts `clock_timestamp()` and waits on `tick.cancelled()`), the \
+         bench waits {} ms plus a uniformly random 0–{} ms (one heartbeat), so the kill lands at \
+         a random point of the renew cycle, then kills the leader's process with SIGKILL \
+         (`Child::kill`) and at once reads `clock_timestamp()` and the lease's `expires_at`. The \
+         takeover instant is the `clock_timestamp()` the next leader's job inserts: both instants \
+         are on the database clock. \"Since RENEW\" is TTL − (expires_at − kill): how long before \
+         the kill the last RENEW (or the ACQUIRE) ran. \"After expiry\" is takeover − (expires_at − \
+         kill): how late after the lease ran out the successor's job started.\n",
+        KILL_BASE.as_millis(),
+        t.heartbeat().as_millis()
+    )?;
+    writeln!(
+        w,
+        "| run | killed | since RENEW (ms) | lease left at kill (s) | successor | **takeover (s)** | after expiry (ms) |"
+    )?;
+    writeln!(w, "|---:|---|---:|---:|---|---:|---:|")?;
+    for (i, t) in takeovers.iter().enumerate() {
+        writeln!(
+            w,
+            "| {} | `{}` | {:.0} | {:.3} | `{}` | **{:.3}** | {:.0} |",
+            i + 1,
+            t.killed,
+            t.since_renew * 1e3,
+            t.remaining,
+            t.successor,
+            t.takeover,
+            (t.takeover - t.remaining) * 1e3
+        )?;
+    }
+    writeln!(w)?;
+    if takeovers.is_empty() {
+        writeln!(w, "No run completed.\n")?;
+    } else {
+        writeln!(
+            w,
+            "- **Takeover: median {takeover_median:.3} s, max {takeover_max:.3} s, min {:.3} s** \
+             over {} runs (target: median < {:.0} s: **{}**).",
+            min(&takeover_s),
+            takeovers.len(),
+            TARGET_TAKEOVER.as_secs_f64(),
+            if takeover_median < TARGET_TAKEOVER.as_secs_f64() {
+                "met"
+            } else {
+                "not met"
+            }
+        )?;
+        writeln!(
+            w,
+            "- Lease left at the kill: median {:.3} s (range {:.3}–{:.3} s). Successor's start \
+             after the expiry: median {:.0} ms, max {:.0} ms.",
+            median(takeovers.iter().map(|t| t.remaining).collect()),
+            min(&takeovers.iter().map(|t| t.remaining).collect::<Vec<_>>()),
+            max(&takeovers.iter().map(|t| t.remaining).collect::<Vec<_>>()),
+            median(overshoot.clone()) * 1e3,
+            max(&overshoot) * 1e3
+        )?;
+        writeln!(
+            w,
+            "- Every successor started after the killed leader's lease expired: {}.",
+            if overlap.is_empty() {
+                "yes".to_owned()
+            } else {
+                format!("**NO** (runs {overlap:?})")
+            }
+        )?;
+    }
+    for e in takeover_errors {
+        writeln!(w, "- **failed** {e}")?;
+    }
+    writeln!(w)?;
+    Ok(())
+}
