@@ -7,7 +7,8 @@ use sqlx::PgConnection;
 use crate::Res;
 
 /// The framework's schema, as the first migration creates it.
-pub const FRAMEWORK_UP: &str = include_str!("../../migrations/20261201000000_leader_leases.up.sql");
+pub const FRAMEWORK_UP: &str =
+    include_str!("../../leader-core/migrations/20261201000000_leader_leases.up.sql");
 
 /// The live lease's token (role `fence`): every fenced funnel passes the fence.
 pub const TOKEN: i64 = 1_000;

@@ -5,7 +5,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use futures_util::future::BoxFuture;
+use futures_util::FutureExt;
+use futures_util::future::{BoxFuture, Shared};
 
 /// Resolves on SIGTERM or Ctrl-C (SIGINT): the graceful shutdown of a rolling deploy.
 ///
@@ -15,21 +16,26 @@ use futures_util::future::BoxFuture;
 /// [`Runtime::run`](crate::Runtime::run)): dropped, a SIGTERM does nothing. If a handler cannot
 /// be installed, the error is logged and the future waits for the other signal.
 ///
+/// Clones resolve together, so one signal can stop the runtime and an HTTP server (axum's
+/// `with_graceful_shutdown`) alike.
+///
 /// ```no_run
 /// # async fn run(runtime: leader_runtime::Runtime) -> Result<(), leader_runtime::RunError> {
 /// runtime.run(leader_runtime::shutdown::signal()).await
 /// # }
 /// ```
 pub fn signal() -> Signal {
+    let received: BoxFuture<'static, ()> = Box::pin(listen());
     Signal {
-        received: Box::pin(listen()),
+        received: received.shared(),
     }
 }
 
-/// The future [`signal`] returns.
+/// The future [`signal`] returns; its clones resolve on the same signal.
+#[derive(Clone)]
 #[must_use = "the signal handlers are installed: dropped, SIGTERM and Ctrl-C do nothing"]
 pub struct Signal {
-    received: BoxFuture<'static, ()>,
+    received: Shared<BoxFuture<'static, ()>>,
 }
 
 impl fmt::Debug for Signal {
@@ -42,7 +48,7 @@ impl Future for Signal {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        self.received.as_mut().poll(cx)
+        self.received.poll_unpin(cx)
     }
 }
 
@@ -95,6 +101,7 @@ mod tests {
     #[tokio::test]
     async fn sigterm_resolves_the_signal() {
         let signal = super::signal();
+        let also = signal.clone();
         let status = std::process::Command::new("kill")
             .args(["-TERM", &std::process::id().to_string()])
             .status()
@@ -103,5 +110,8 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(10), signal)
             .await
             .expect("SIGTERM resolves the signal future");
+        tokio::time::timeout(Duration::from_secs(10), also)
+            .await
+            .expect("and its clone");
     }
 }

@@ -69,13 +69,13 @@ const EXPLAIN_B: &str = "EXPLAIN (ANALYZE, COSTS OFF) \
 
 /// A lease long enough that the fence stays live through every fence run.
 fn long_lease() -> Timings {
-    Timings::new(
-        Duration::from_secs(3_600),
-        Duration::from_secs(60),
-        Duration::from_secs(2),
-        Duration::from_secs(120),
-        Duration::from_secs(5),
-    )
+    Timings::new(leader_runtime::TimingParts {
+        ttl: Duration::from_secs(3_600),
+        heartbeat: Duration::from_secs(60),
+        statement_timeout: Duration::from_secs(2),
+        abandon_after: Duration::from_secs(120),
+        max_poll: Duration::from_secs(5),
+    })
     .expect("a valid combination")
 }
 
@@ -116,14 +116,14 @@ async fn cycles(conn: &mut PgConnection, admin: &mut PgConnection, n: usize) -> 
     };
     for _ in 0..n {
         let start = Instant::now();
-        let acquired = lease::acquire(&mut *conn, BENCH, "bench-1", INTERVAL, &t).await?;
+        let acquired = lease::acquire_one(&mut *conn, BENCH, "bench-1", INTERVAL, &t).await?;
         out.acquire.push(start.elapsed());
         let Acquired::Granted(grant) = acquired else {
             return Err(format!("ACQUIRE of a due, free role refused: {acquired:?}").into());
         };
 
         let start = Instant::now();
-        let renewed = lease::renew(&mut *conn, grant.fence, &t).await?;
+        let renewed = lease::renew_one(&mut *conn, grant.fence, &t).await?;
         out.renew.push(start.elapsed());
         if !matches!(renewed, Renewed::Extended { .. }) {
             return Err(format!("RENEW of a live lease failed: {renewed:?}").into());
@@ -244,7 +244,8 @@ async fn spawn_racers(pool: &PgPool) -> Res<(Rounds, Vec<JoinHandle<()>>)> {
                 rounds.go.wait().await;
                 let start = Instant::now();
                 let outcome =
-                    lease::acquire(&mut *conn, RACE, &holder, INTERVAL, &Timings::DEFAULT).await;
+                    lease::acquire_one(&mut *conn, RACE, &holder, INTERVAL, &Timings::DEFAULT)
+                        .await;
                 let elapsed = start.elapsed();
                 rounds
                     .results
@@ -467,7 +468,7 @@ async fn statement_latency(
 /// tries a stale token, and releases the role.
 async fn fence_cost(admin: &mut PgConnection, conn: &mut PgConnection) -> Res<FenceCost> {
     let (setup_time, pending_due) = build_outbox(admin).await?;
-    let fence = match lease::acquire(
+    let fence = match lease::acquire_one(
         &mut *admin,
         FENCE_ROLE,
         "bench-fence",

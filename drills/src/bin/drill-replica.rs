@@ -59,7 +59,15 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         .connect_lazy(&args.url)?;
     // Linking a symbol of billing-demo keeps its #[leader_role] registrations in the binary.
     let _ = &billing_demo::MIGRATOR;
-    let shutdown = leader_runtime::shutdown::on_signal();
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let signal = leader_runtime::shutdown::signal();
+    tokio::spawn({
+        let shutdown = shutdown.clone();
+        async move {
+            signal.await;
+            shutdown.cancel();
+        }
+    });
     let mut builder = Runtime::builder(pool.clone()).registered_jobs();
     let advisory = if args.advisory_lock {
         Some(tokio::spawn(leader_drills::advisory::lead(
@@ -80,7 +88,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         .status_every(Duration::from_secs(1))
         .build()?;
     tracing::info!(roles = ?runtime.roles(), advisory = args.advisory_lock, "drill replica starting");
-    runtime.run(shutdown).await?;
+    runtime.run_until_cancelled(shutdown).await?;
     if let Some(advisory) = advisory {
         advisory.await?;
     }

@@ -50,7 +50,7 @@ fn handoff_runtime(
             }
         });
     if let Some(options) = wake {
-        builder = builder.wake(options);
+        builder = builder.wake_on_release(options);
     }
     Ok(builder.build()?)
 }
@@ -123,7 +123,7 @@ pub(super) async fn handoff_run(
         run,
         wake_options.clone(),
     )?;
-    let a = tokio::spawn(a.run(stop_a.clone()));
+    let a = tokio::spawn(a.run_until_cancelled(stop_a.clone()));
     wait_event(admin, run, &leader, "started").await?;
     let stop_b = CancellationToken::new();
     let b = handoff_runtime(
@@ -132,7 +132,7 @@ pub(super) async fn handoff_run(
         run,
         wake_options,
     )?;
-    let b = tokio::spawn(b.run(stop_b.clone()));
+    let b = tokio::spawn(b.run_until_cancelled(stop_b.clone()));
     // The follower is polling (and listening); the shutdown lands at `point` of its poll cycle.
     tokio::time::sleep(HANDOFF_SETTLE + point).await;
     stop_a.cancel();

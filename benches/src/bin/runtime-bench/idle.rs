@@ -69,7 +69,7 @@ pub(super) async fn idle_runtime(
                 Ok::<(), JobError>(())
             })
             .build()?;
-        runs.push(tokio::spawn(runtime.run(shutdown.clone())));
+        runs.push(tokio::spawn(runtime.run_until_cancelled(shutdown.clone())));
     }
     let before = wait_for_holder(admin, IDLE, Duration::from_secs(10)).await?;
     tokio::time::sleep(SETTLE).await;
@@ -105,7 +105,7 @@ pub(super) async fn naive_replica(pool: PgPool, holder: String, stop: Cancellati
     loop {
         tokio::select! {
             () = stop.cancelled() => break,
-            _ = poll.tick() => match lease::acquire(&pool, NAIVE, &holder, EVERY, &t).await {
+            _ = poll.tick() => match lease::acquire_one(&pool, NAIVE, &holder, EVERY, &t).await {
                 Ok(Acquired::Granted(grant)) => {
                     held = Some(grant.fence);
                     renew.reset();
@@ -115,7 +115,7 @@ pub(super) async fn naive_replica(pool: PgPool, holder: String, stop: Cancellati
             },
             _ = renew.tick(), if held.is_some() => {
                 let fence = held.expect("guarded by the branch condition");
-                match lease::renew(&pool, fence, &t).await {
+                match lease::renew_one(&pool, fence, &t).await {
                     Ok(Renewed::Extended { .. }) => {}
                     Ok(Renewed::Lost(_)) => held = None,
                     Err(_) => errors += 1,

@@ -53,7 +53,9 @@ pub(super) async fn idle_scale(
                 Ok::<(), JobError>(())
             });
         }
-        runs.push(tokio::spawn(builder.build()?.run(shutdown.clone())));
+        runs.push(tokio::spawn(
+            builder.build()?.run_until_cancelled(shutdown.clone()),
+        ));
     }
     let deadline = Instant::now() + Duration::from_secs(120);
     while held_count(admin, &roles).await? < n_roles as i64 {

@@ -45,6 +45,7 @@ impl Kind {
                 | Statement::ClearCooldown
                 | Statement::StatusView,
             )
+            | Some(_)
             | None => Kind::Other,
         }
     }

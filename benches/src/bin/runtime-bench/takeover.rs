@@ -183,7 +183,9 @@ pub(super) async fn replica(url: &str, holder: &str, run: i32) -> Res<()> {
         writeln!(out, "ready")?;
         out.flush()?;
     }
-    runtime.run(CancellationToken::new()).await?;
+    runtime
+        .run_until_cancelled(CancellationToken::new())
+        .await?;
     Ok(())
 }
 
