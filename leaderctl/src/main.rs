@@ -7,6 +7,7 @@
 mod check;
 mod connect;
 mod failure;
+mod migrate;
 mod migrations;
 mod operate;
 mod roles;
@@ -38,7 +39,17 @@ struct Cli {
 /// Where the database is (commands that talk to one).
 #[derive(Debug, clap::Args)]
 struct Database {
-    /// The database to connect to (a PgBouncer in transaction mode works too).
+    /// The database to connect to, as the application's login role (a PgBouncer in transaction
+    /// mode works too).
+    #[arg(long, env = "DATABASE_URL", value_name = "URL", hide_env_values = true)]
+    database_url: String,
+}
+
+/// Where the database is, for `migrate`.
+#[derive(Debug, clap::Args)]
+struct DirectDatabase {
+    /// The database to migrate, connected to directly (not through PgBouncer or RDS Proxy) as
+    /// the role that owns the schema.
     #[arg(long, env = "DATABASE_URL", value_name = "URL", hide_env_values = true)]
     database_url: String,
 }
@@ -105,6 +116,28 @@ enum Command {
         /// Also check that this role is registered and seeded (repeatable).
         #[arg(long = "role", value_name = "ROLE")]
         roles: Vec<String>,
+    },
+    /// Apply the framework's migrations (or DIR's) over a direct connection, printing each one
+    /// applied or already applied.
+    ///
+    /// Without --dir, the framework's migrations embedded in this binary; with --dir, DIR's
+    /// alone, which must hold the framework's files as `migrations write DIR` writes them (sqlx
+    /// keeps one table of applied migrations, so one set is applied, the one your application's
+    /// sqlx::migrate! applies). Needs a direct connection as the schema's owner: sqlx's
+    /// migration lock is a session advisory lock, which a transaction-mode pooler (PgBouncer,
+    /// RDS Proxy) breaks; migrate stops when it sees the session change under the lock.
+    #[command(after_help = EXIT_CODES)]
+    Migrate {
+        #[command(flatten)]
+        db: DirectDatabase,
+        /// Apply this migrations folder (the framework's files in it included) instead of the
+        /// framework's migrations alone.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// How long to wait for sqlx's migration lock (another migrator may hold it).
+        #[arg(long, default_value_t = 60, value_name = "SECS",
+              value_parser = clap::value_parser!(u64).range(1..))]
+        lock_timeout_secs: u64,
     },
     /// The framework's migration files.
     #[command(subcommand)]
@@ -175,6 +208,18 @@ async fn run(command: Command) -> Result<(), Failure> {
         Command::Check { db, roles } => {
             let pool = connect::connect(&db.database_url).await?;
             check::run(&pool, &roles).await
+        }
+        Command::Migrate {
+            db,
+            dir,
+            lock_timeout_secs,
+        } => {
+            migrate::run(
+                &db.database_url,
+                dir.as_deref(),
+                std::time::Duration::from_secs(lock_timeout_secs),
+            )
+            .await
         }
         Command::Migrations(MigrationsCommand::Write { dir, force }) => {
             migrations::write(&dir, force)

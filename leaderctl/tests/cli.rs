@@ -731,3 +731,111 @@ async fn roles_add_writes_one_plain_file_where_the_folder_has_no_down_migrations
     .expect(1, "is not a folder");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `url` logged in as `user` instead.
+fn as_user(url: &str, user: &str) -> String {
+    let start = url.find("://").map_or(0, |scheme| scheme + 3);
+    let rest = &url[start..];
+    let host = rest.find('@').map_or(rest, |at| &rest[at + 1..]);
+    format!("{}{user}@{host}", &url[..start])
+}
+
+/// The login role the grant tests use (cluster-wide, so created if missing).
+async fn create_login(db: &TestDb) {
+    db.exec(
+        "DO $$ BEGIN
+             CREATE ROLE leader_app LOGIN;
+         EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+         END $$;",
+    )
+    .await;
+}
+
+async fn applied_versions(db: &TestDb) -> Vec<i64> {
+    sqlx::raw_sql("SELECT version FROM _sqlx_migrations WHERE success ORDER BY version")
+        .fetch_all(db.admin())
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect()
+}
+
+#[tokio::test]
+async fn migrate_applies_the_framework_migrations_once_and_says_so_per_migration() {
+    let db = TestDb::unmigrated().await;
+    let url = db.url();
+    let ups = MIGRATION_FILES
+        .iter()
+        .filter(|f| !f.name.ends_with(".down.sql"))
+        .count();
+    let run = ctl(Some(&url), &["migrate"]).await;
+    run.expect(0, &format!("{ups} applied, 0 already applied"));
+    assert_eq!(run.stdout.matches(" applied in ").count(), ups, "{run:#?}");
+    assert_eq!(applied_versions(&db).await.len(), ups);
+    let again = ctl(Some(&url), &["migrate"]).await;
+    again.expect(0, &format!("0 applied, {ups} already applied"));
+    assert_eq!(again.stdout.matches("already applied\n").count(), ups);
+    let run = ctl(Some(&db.app_url()), &["check"]).await;
+    assert!(
+        !run.stdout.contains("is missing") && !run.stdout.contains("out of date"),
+        "{run:#?}"
+    );
+}
+
+#[tokio::test]
+async fn migrate_waits_for_the_migration_lock_at_most_lock_timeout_secs() {
+    use sqlx::Connection;
+    use sqlx::migrate::Migrate;
+
+    let db = TestDb::unmigrated().await;
+    let mut holder = sqlx::PgConnection::connect(&db.url()).await.unwrap();
+    holder.lock().await.unwrap();
+    let started = std::time::Instant::now();
+    ctl(Some(&db.url()), &["migrate", "--lock-timeout-secs", "1"])
+        .await
+        .expect(1, "waited 1s for sqlx's migration lock");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    holder.unlock().await.unwrap();
+    ctl(Some(&db.url()), &["migrate", "--lock-timeout-secs", "1"])
+        .await
+        .expect(0, "applied");
+}
+
+#[tokio::test]
+async fn migrate_as_the_application_role_is_refused_with_who_should_run_it() {
+    let db = TestDb::new().await;
+    sqlx::raw_sql(ROLES).execute(db.admin()).await.unwrap();
+    create_login(&db).await;
+    db.exec("SELECT leader_grant_app_role('leader_app')").await;
+    ctl(Some(&as_user(&db.url(), "leader_app")), &["migrate"])
+        .await
+        .expect(1, "as the role that owns the schema");
+    ctl(Some(&closed_port_url()), &["migrate"])
+        .await
+        .expect(2, "cannot reach the database");
+    ctl(None, &["migrate"]).await.expect(1, "--database-url");
+}
+
+/// Through PgBouncer in transaction mode the lock may be taken on one server session and the
+/// migrations run on another; whether that happens depends on the pooler's other clients. Each
+/// run either kept to one session (and applied) or stopped saying to use a direct URL, and a
+/// direct run afterwards finds the database consistent.
+#[tokio::test]
+async fn migrate_through_a_transaction_pooler_applies_on_one_session_or_says_to_go_direct() {
+    let db = TestDb::unmigrated().await;
+    let Some(pooled) = db.pooler_url() else {
+        eprintln!("skipped: no LEADER_POOLER_URL (PgBouncer is not installed)");
+        return;
+    };
+    for _ in 0..3 {
+        let run = ctl(Some(&pooled), &["migrate", "--lock-timeout-secs", "5"]).await;
+        match run.code {
+            Some(0) => run.expect(0, "the database has every migration"),
+            _ => run.expect(1, "goes through a transaction-mode pooler"),
+        };
+    }
+    ctl(Some(&db.url()), &["migrate"])
+        .await
+        .expect(0, "the database has every migration");
+}
