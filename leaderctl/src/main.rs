@@ -7,6 +7,7 @@
 mod check;
 mod connect;
 mod failure;
+mod folder;
 mod migrate;
 mod migrations;
 mod operate;
@@ -163,8 +164,14 @@ enum MigrationsCommand {
 
 #[derive(Debug, Subcommand)]
 enum RolesCommand {
-    /// Write the next migration of DIR registering these roles: it re-creates the role CHECK
-    /// with every role DIR's migrations already register plus these, and seeds their rows.
+    /// Write the next migration of DIR with whatever registering these roles still takes: the
+    /// role CHECK re-created with every role DIR's migrations already register plus these (if
+    /// one is missing from it), and a row seeded for each role DIR's migrations do not seed.
+    ///
+    /// A role in the CHECK but never seeded (added by hand to get past `#[leader_role]`'s compile
+    /// error) gets its row. When every role is registered and seeded already, it writes nothing
+    /// and exits 1 saying so. A .down.sql is written too when DIR's migrations are reversible.
+    /// No database is needed.
     #[command(after_help = EXIT_CODES)]
     Add {
         /// The roles to register.

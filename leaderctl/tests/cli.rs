@@ -740,6 +740,27 @@ fn as_user(url: &str, user: &str) -> String {
     format!("{}{user}@{host}", &url[..start])
 }
 
+/// The `.sql` files in `dir`, sorted.
+fn sql_files(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".sql"))
+        .collect();
+    names.sort();
+    names
+}
+
+/// The one file in `dir` whose name ends with `suffix`.
+fn the_file(dir: &Path, suffix: &str) -> String {
+    let found: Vec<String> = sql_files(dir)
+        .into_iter()
+        .filter(|n| n.ends_with(suffix))
+        .collect();
+    assert_eq!(found.len(), 1, "one *{suffix} in {:?}", sql_files(dir));
+    found.into_iter().next().unwrap()
+}
+
 /// The login role the grant tests use (cluster-wide, so created if missing).
 async fn create_login(db: &TestDb) {
     db.exec(
@@ -759,6 +780,91 @@ async fn applied_versions(db: &TestDb) -> Vec<i64> {
         .iter()
         .map(|row| row.get(0))
         .collect()
+}
+
+/// The issue's sequence: `#[leader_role]` refused a role missing from the CHECK, someone added it
+/// to the CHECK by hand and nothing else, start-up refused the role for its missing row.
+#[tokio::test]
+async fn roles_add_seeds_a_role_the_check_lists_but_no_migration_seeds() {
+    let dir = temp_dir("seed-only").join("migrations");
+    let dir_arg = dir.to_str().unwrap();
+    ctl(None, &["migrations", "write", dir_arg])
+        .await
+        .expect(0, "new");
+    std::fs::write(
+        dir.join("20270101000000_roles.up.sql"),
+        "ALTER TABLE leader_leases ADD CONSTRAINT leader_leases_role_registered
+             CHECK (role IN ('alpha', 'beta'));
+         INSERT INTO leader_leases (role, holder_token) VALUES ('alpha', leader_seed_token());",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("20270101000000_roles.down.sql"),
+        "DELETE FROM leader_leases;",
+    )
+    .unwrap();
+
+    let run = ctl(None, &["roles", "add", "alpha", "beta", "--dir", dir_arg]).await;
+    run.expect(
+        0,
+        "seeds beta; beta already in the role CHECK, never seeded",
+    );
+    assert!(
+        run.stdout
+            .contains("role alpha                                       already registered and seeded (20270101000000_roles.up.sql)"),
+        "{run:#?}"
+    );
+    let up = the_file(&dir, "_leader_roles.up.sql");
+    let sql = read(&dir, &up);
+    assert!(
+        !sql.contains("CONSTRAINT"),
+        "the CHECK is left alone: {sql}"
+    );
+    assert!(
+        sql.contains("VALUES ('beta', leader_seed_token())\nON CONFLICT (role) DO NOTHING;"),
+        "{sql}"
+    );
+    let down = read(&dir, &up.replace(".up.sql", ".down.sql"));
+    assert_eq!(down, "DELETE FROM leader_leases WHERE role IN ('beta');\n");
+
+    // Now nothing is missing, and it says exactly that.
+    ctl(None, &["roles", "add", "beta", "--dir", dir_arg])
+        .await
+        .expect(
+            1,
+            "every role given (beta) is already registered and seeded",
+        );
+
+    let db = TestDb::unmigrated().await;
+    ctl(Some(&db.url()), &["migrate", "--dir", dir_arg])
+        .await
+        .expect(0, "applied");
+    ctl(
+        Some(&db.app_url()),
+        &["check", "--role", "alpha", "--role", "beta"],
+    )
+    .await
+    .expect(0, "role beta is registered and seeded");
+    std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
+}
+
+#[tokio::test]
+async fn roles_add_registers_a_seeded_role_the_check_lacks_without_seeding_it_again() {
+    let dir = temp_dir("check-only");
+    std::fs::write(
+        dir.join("0001_roles.sql"),
+        "INSERT INTO leader_leases (role, holder_token) VALUES ('a', 1), ('b', 2);
+         ALTER TABLE leader_leases ADD CONSTRAINT leader_leases_role_registered
+             CHECK (role IN ('a'));",
+    )
+    .unwrap();
+    ctl(None, &["roles", "add", "b", "--dir", dir.to_str().unwrap()])
+        .await
+        .expect(0, "registers b; keeps a");
+    let sql = read(&dir, &the_file(&dir, "_leader_roles.sql"));
+    assert!(sql.contains("CHECK (role IN ('a', 'b'))"), "{sql}");
+    assert!(!sql.contains("INSERT"), "b is seeded already: {sql}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[tokio::test]
