@@ -1,16 +1,19 @@
 //! What an application's migrations folder already does for the framework, read from its files:
-//! the roles its CHECK registers, the roles it seeds a row for, its next version, and whether it writes reversible migrations.
+//! the roles its CHECK registers, the roles it seeds a row for, the login roles it grants, its
+//! next version, and whether it writes reversible migrations.
 //!
-//! The CHECK is read by [`leader_role_check`], as `#[leader_role]` reads it. Seeds are read
-//! here with the same scanner (PostgreSQL's own, through `pg_query`), so comments, quoted
+//! The CHECK is read by [`leader_role_check`], as `#[leader_role]` reads it. Seeds and grants are
+//! read here with the same scanner (PostgreSQL's own, through `pg_query`), so comments, quoted
 //! names and escaped quotes are read as PostgreSQL reads them:
 //!
 //! * a role is **seeded** by a file when one of its statements starts `INSERT INTO leader_leases`
 //!   (schema-qualified or not) and has the role's name as a string constant anywhere before the
 //!   statement's `;` (`VALUES ('billing', ...)`, `SELECT 'billing', ...`, `ARRAY['billing', ...]`);
+//! * a login role is **granted** by a file that calls `leader_grant_app_role('my_app')` (the
+//!   first argument a string constant naming it, `::name` cast or not).
 //!
 //! Only a file's own statements are read: SQL inside a `DO` block or a function body is one
-//! string constant to the scanner, so a seed written there is not seen (and is written
+//! string constant to the scanner, so a seed or a grant written there is not seen (and is written
 //! again). Down migrations (`*.down.sql`) are skipped: they undo, they do not define the schema.
 //! A statement that later deletes a seeded row is not followed either.
 
@@ -28,6 +31,8 @@ struct File {
     name: String,
     /// Roles seeded by this file's `INSERT INTO leader_leases` statements.
     seeds: Vec<String>,
+    /// Login roles this file calls `leader_grant_app_role` for.
+    grants: Vec<String>,
 }
 
 /// The folder's migrations, as far as the framework is concerned.
@@ -76,6 +81,7 @@ impl Folder {
             files.push(File {
                 name: name.clone(),
                 seeds: seeds(&tokens),
+                grants: grants(&tokens),
             });
         }
         Ok(Folder {
@@ -114,6 +120,14 @@ impl Folder {
             }
         }
         roles
+    }
+
+    /// The first file that grants `login`.
+    pub fn granted_by(&self, login: &str) -> Option<&str> {
+        self.files
+            .iter()
+            .find(|f| f.grants.iter().any(|g| g == login))
+            .map(|f| f.name.as_str())
     }
 
     /// True when the folder's migrations come in `.up.sql`/`.down.sql` pairs, so a new one should
@@ -225,12 +239,29 @@ fn seeds(tokens: &[Token<'_>]) -> Vec<String> {
     roles
 }
 
+/// The login roles named by the first argument of `leader_grant_app_role(...)` calls.
+fn grants(tokens: &[Token<'_>]) -> Vec<String> {
+    tokens
+        .windows(3)
+        .filter(|w| {
+            names(&w[0], "leader_grant_app_role")
+                && is(&w[1], Kind::Ascii40)
+                && is(&w[2], Kind::Sconst)
+        })
+        .filter_map(|w| string_value(w[2].1))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn seeded(sql: &str) -> Vec<String> {
         seeds(&scan(sql).unwrap())
+    }
+
+    fn granted(sql: &str) -> Vec<String> {
+        grants(&scan(sql).unwrap())
     }
 
     #[test]
@@ -267,6 +298,16 @@ mod tests {
                    SELECT 'after_the_insert';\n\
                    DO $$ BEGIN INSERT INTO leader_leases VALUES ('in_a_do_block', 1); END $$;";
         assert_eq!(seeded(sql), ["seeded"]);
+    }
+
+    #[test]
+    fn grants_are_read_from_calls_only() {
+        let sql = "SELECT leader_grant_app_role('my_app');\n\
+                   SELECT public.leader_grant_app_role('Other-App'::name);\n\
+                   -- SELECT leader_grant_app_role('commented');\n\
+                   REVOKE EXECUTE ON FUNCTION leader_grant_app_role(name) FROM PUBLIC;\n\
+                   SELECT 'leader_grant_app_role(''in_a_string'')';";
+        assert_eq!(granted(sql), ["my_app", "Other-App"]);
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod check;
 mod connect;
 mod failure;
 mod folder;
+mod grant;
 mod migrate;
 mod migrations;
 mod operate;
@@ -140,7 +141,7 @@ enum Command {
               value_parser = clap::value_parser!(u64).range(1..))]
         lock_timeout_secs: u64,
     },
-    /// The framework's migration files.
+    /// Write the migrations an application needs: the framework's, its roles, its login's grant.
     #[command(subcommand)]
     Migrations(MigrationsCommand),
     /// The application's roles migrations.
@@ -150,15 +151,31 @@ enum Command {
 
 #[derive(Debug, Subcommand)]
 enum MigrationsCommand {
-    /// Write the framework's migrations into an application's migrations folder, saying which
-    /// files are new, unchanged or out of date there.
+    /// Write the framework's migrations into an application's migrations folder, and with
+    /// --role and --grant the roles migration and the login role's grant: every migration a new
+    /// service needs, in one step.
+    ///
+    /// Idempotent: each framework file is said to be new, unchanged or out of date; each role
+    /// already registered and seeded, and each login role already granted, by DIR's migrations
+    /// is said to be so, and nothing is written for it. No database is needed; apply the result
+    /// with `leaderctl migrate --dir DIR` (a direct connection), your application's
+    /// sqlx::migrate!, or `sqlx migrate run`.
     #[command(after_help = EXIT_CODES)]
     Write {
         /// The application's migrations folder (created if missing).
         dir: PathBuf,
-        /// Overwrite files that differ from the framework's.
+        /// Overwrite framework files that differ from this leaderctl's.
         #[arg(long)]
         force: bool,
+        /// Register this leader role (repeatable): the migration `roles add` writes, with only
+        /// what DIR's migrations do not do yet (the CHECK entry, the row).
+        #[arg(long = "role", value_name = "NAME")]
+        roles: Vec<String>,
+        /// Grant this login role (the one your application connects as) what the protocol needs
+        /// (repeatable): a migration running SELECT leader_grant_app_role('LOGIN'), unless one of
+        /// DIR's migrations already calls it for that role.
+        #[arg(long = "grant", value_name = "LOGIN")]
+        grants: Vec<String>,
     },
 }
 
@@ -228,9 +245,12 @@ async fn run(command: Command) -> Result<(), Failure> {
             )
             .await
         }
-        Command::Migrations(MigrationsCommand::Write { dir, force }) => {
-            migrations::write(&dir, force)
-        }
+        Command::Migrations(MigrationsCommand::Write {
+            dir,
+            force,
+            roles,
+            grants,
+        }) => migrations::write(&dir, force, &roles, &grants),
         Command::Roles(RolesCommand::Add { names, dir }) => roles::add(&dir, &names),
     }
 }

@@ -275,6 +275,15 @@ pub fn done_line(done: &Done) -> String {
     )
 }
 
+/// Prints the lines for a migration just written: the up (or plain) file with what it does, and
+/// its down file.
+pub fn print_written(up: &str, what: &str) {
+    println!("{up:<48} new, written: {what}");
+    if let Some(stem) = up.strip_suffix(".up.sql") {
+        println!("{:<48} new, written", format!("{stem}.down.sql"));
+    }
+}
+
 /// `'name'`, quotes doubled.
 pub fn literal(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))

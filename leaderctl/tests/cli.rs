@@ -782,6 +782,179 @@ async fn applied_versions(db: &TestDb) -> Vec<i64> {
         .collect()
 }
 
+#[tokio::test]
+async fn migrations_write_with_roles_and_a_grant_writes_every_migration_once() {
+    let dir = temp_dir("onestep").join("migrations");
+    let dir_arg = dir.to_str().unwrap();
+    let args = [
+        "migrations",
+        "write",
+        dir_arg,
+        "--role",
+        "billing",
+        "--role",
+        "email_outbox",
+        "--grant",
+        "leader_app",
+    ];
+    let run = ctl(None, &args).await;
+    run.expect(0, "new, written: registers billing, email_outbox");
+    assert!(
+        run.stdout
+            .contains("new, written: SELECT leader_grant_app_role('leader_app')"),
+        "{run:#?}"
+    );
+    let written = sql_files(&dir);
+    assert_eq!(written.len(), MIGRATION_FILES.len() + 4, "{written:?}");
+    let roles_up = the_file(&dir, "_leader_roles.up.sql");
+    let grant_up = the_file(&dir, "_leader_grant_leader_app.up.sql");
+    the_file(&dir, "_leader_roles.down.sql");
+    the_file(&dir, "_leader_grant_leader_app.down.sql");
+    assert!(
+        MIGRATION_FILES.iter().all(|f| f.name < roles_up.as_str()) && roles_up < grant_up,
+        "the framework's run first, then the roles, then the grant: {written:?}"
+    );
+    let roles_sql = read(&dir, &roles_up);
+    assert!(
+        roles_sql.contains("CHECK (role IN ('billing', 'email_outbox'))"),
+        "{roles_sql}"
+    );
+    assert!(
+        roles_sql.contains("ON CONFLICT (role) DO NOTHING;"),
+        "{roles_sql}"
+    );
+    assert!(
+        read(&dir, &grant_up).contains("SELECT leader_grant_app_role('leader_app');"),
+        "{}",
+        read(&dir, &grant_up)
+    );
+
+    // The same command again writes nothing, and says why per file and role.
+    let again = ctl(None, &args).await;
+    again.expect(0, "unchanged");
+    assert_eq!(
+        again.stdout.matches("unchanged").count(),
+        MIGRATION_FILES.len()
+    );
+    for line in ["role billing", "role email_outbox", "grant to leader_app"] {
+        assert!(again.stdout.contains(line), "{line}: {again:#?}");
+    }
+    assert_eq!(
+        again
+            .stdout
+            .matches("already registered and seeded")
+            .count(),
+        2
+    );
+    assert!(
+        again
+            .stdout
+            .contains(&format!("already granted ({grant_up})")),
+        "{again:#?}"
+    );
+    assert!(!again.stdout.contains("new, written"), "{again:#?}");
+    assert_eq!(sql_files(&dir), written, "nothing new");
+
+    // One role more and a second login: only those are written.
+    let more = ctl(
+        None,
+        &[
+            "migrations",
+            "write",
+            dir_arg,
+            "--role",
+            "billing",
+            "--role",
+            "dunning",
+            "--grant",
+            "leader_app",
+            "--grant",
+            "other_app",
+        ],
+    )
+    .await;
+    more.expect(
+        0,
+        "registers dunning; keeps billing, email_outbox; seeds dunning",
+    );
+    assert!(more.stdout.contains("already granted"), "{more:#?}");
+    assert!(
+        more.stdout
+            .contains("SELECT leader_grant_app_role('other_app')"),
+        "{more:#?}"
+    );
+    assert_eq!(sql_files(&dir).len(), written.len() + 4);
+
+    // They apply, and the login role can run the service's check.
+    let db = TestDb::unmigrated().await;
+    create_login(&db).await;
+    db.exec(
+        "DO $$ BEGIN
+             CREATE ROLE other_app LOGIN;
+         EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+         END $$;",
+    )
+    .await;
+    ctl(Some(&db.url()), &["migrate", "--dir", dir_arg])
+        .await
+        .expect(0, "applied");
+    let roles: String = scalar(
+        &db,
+        "SELECT string_agg(role, ',' ORDER BY role) FROM leader_leases",
+    )
+    .await;
+    assert_eq!(roles, "billing,dunning,email_outbox");
+    ctl(
+        Some(&db.app_url_as("leader_app")),
+        &["check", "--role", "billing", "--role", "dunning"],
+    )
+    .await
+    .expect(0, "role dunning is registered and seeded");
+    std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
+}
+
+#[tokio::test]
+async fn migrations_write_refuses_a_bad_role_or_login_before_writing_anything() {
+    let dir = temp_dir("onestep-bad").join("migrations");
+    let dir_arg = dir.to_str().unwrap();
+    ctl(
+        None,
+        &["migrations", "write", dir_arg, "--role", "Bad-Name"],
+    )
+    .await
+    .expect(1, "Bad-Name");
+    ctl(None, &["migrations", "write", dir_arg, "--grant", ""])
+        .await
+        .expect(1, "is empty");
+    let long = "x".repeat(64);
+    ctl(None, &["migrations", "write", dir_arg, "--grant", &long])
+        .await
+        .expect(1, "63 bytes");
+    assert!(!dir.exists(), "nothing written");
+
+    // A framework file that differs refuses the roles and the grant too.
+    ctl(None, &["migrations", "write", dir_arg])
+        .await
+        .expect(0, "new, written");
+    std::fs::write(dir.join(MIGRATION_FILES[1].name), "-- edited\n").unwrap();
+    ctl(
+        None,
+        &[
+            "migrations",
+            "write",
+            dir_arg,
+            "--role",
+            "billing",
+            "--grant",
+            "leader_app",
+        ],
+    )
+    .await
+    .expect(1, "--force");
+    assert_eq!(sql_files(&dir).len(), MIGRATION_FILES.len());
+    std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
+}
+
 /// The issue's sequence: `#[leader_role]` refused a role missing from the CHECK, someone added it
 /// to the CHECK by hand and nothing else, start-up refused the role for its missing row.
 #[tokio::test]
@@ -887,6 +1060,107 @@ async fn migrate_applies_the_framework_migrations_once_and_says_so_per_migration
         !run.stdout.contains("is missing") && !run.stdout.contains("out of date"),
         "{run:#?}"
     );
+}
+
+/// The embedded set and a folder holding the framework's files share their versions and
+/// checksums, so either applies after the other without conflict; a folder that lacks what was
+/// applied, or changed it, is refused before anything runs.
+#[tokio::test]
+async fn migrate_dir_applies_the_folder_alone_and_refuses_one_sqlx_would_refuse() {
+    let dir = temp_dir("migrate-dir").join("migrations");
+    let dir_arg = dir.to_str().unwrap();
+    let db = TestDb::unmigrated().await;
+    let url = db.url();
+
+    let bare = temp_dir("migrate-bare");
+    std::fs::write(
+        bare.join("0001_app.sql"),
+        "CREATE TABLE app_table (id int);",
+    )
+    .unwrap();
+    ctl(Some(&url), &["migrate", "--dir", bare.to_str().unwrap()])
+        .await
+        .expect(1, "does not hold this leaderctl's framework migrations");
+    ctl(
+        Some(&url),
+        &["migrate", "--dir", &format!("{dir_arg}-missing")],
+    )
+    .await
+    .expect(1, "is not a folder");
+    assert_eq!(
+        db.count("SELECT count(*) FROM pg_tables WHERE tablename = '_sqlx_migrations'")
+            .await,
+        0,
+        "nothing ran"
+    );
+
+    // The embedded set first, then the folder: the folder's copies are found applied.
+    ctl(Some(&url), &["migrate"]).await.expect(0, "applied");
+    ctl(None, &["migrations", "write", dir_arg, "--role", "alpha"])
+        .await
+        .expect(0, "new, written");
+    let run = ctl(Some(&url), &["migrate", "--dir", dir_arg]).await;
+    run.expect(0, "1 applied");
+    assert!(run.stdout.contains("leader roles"), "{run:#?}");
+    // And the embedded set after the folder leaves the application's migration alone.
+    ctl(Some(&url), &["migrate"]).await.expect(0, "0 applied");
+
+    // The folder without the roles migration that was applied from it (both its files: sqlx
+    // counts a version as known while its .down.sql is there).
+    let roles = the_file(&dir, "_leader_roles.up.sql");
+    let roles_down = roles.replace(".up.sql", ".down.sql");
+    let (kept, kept_down) = (read(&dir, &roles), read(&dir, &roles_down));
+    std::fs::remove_file(dir.join(&roles)).unwrap();
+    std::fs::remove_file(dir.join(&roles_down)).unwrap();
+    ctl(Some(&url), &["migrate", "--dir", dir_arg])
+        .await
+        .expect(1, "applied that");
+    // ...or with it changed.
+    std::fs::write(dir.join(&roles), format!("{kept}\n-- edited\n")).unwrap();
+    std::fs::write(dir.join(&roles_down), kept_down).unwrap();
+    ctl(Some(&url), &["migrate", "--dir", dir_arg])
+        .await
+        .expect(1, "was applied with other contents");
+    std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
+    std::fs::remove_dir_all(&bare).unwrap();
+}
+
+#[tokio::test]
+async fn migrate_rolls_back_a_failing_migration_and_says_which() {
+    let dir = temp_dir("migrate-fail").join("migrations");
+    let dir_arg = dir.to_str().unwrap();
+    ctl(
+        None,
+        &[
+            "migrations",
+            "write",
+            dir_arg,
+            "--grant",
+            "no_such_login_role",
+        ],
+    )
+    .await
+    .expect(0, "new, written");
+    let grant = the_file(&dir, "_leader_grant_no_such_login_role.up.sql");
+    let version: i64 = grant.split('_').next().unwrap().parse().unwrap();
+    let db = TestDb::unmigrated().await;
+    let run = ctl(Some(&db.url()), &["migrate", "--dir", dir_arg]).await;
+    run.expect(
+        1,
+        &format!("migration {version} failed and was rolled back"),
+    );
+    assert!(
+        run.stderr.contains("no_such_login_role"),
+        "names the cause: {run:#?}"
+    );
+    let applied = applied_versions(&db).await;
+    assert!(!applied.contains(&version), "{applied:?}");
+    assert_eq!(
+        applied.len(),
+        MIGRATION_FILES.len() / 2,
+        "the ones before it stay"
+    );
+    std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
 }
 
 #[tokio::test]
