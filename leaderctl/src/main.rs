@@ -1,8 +1,35 @@
-//! `leaderctl`: see and steer leader-runtime's leadership without writing SQL.
+//! `leaderctl`: see and steer leader-runtime's leadership without writing SQL, and set a service
+//! up with its migrations in one step.
 //!
-//! Every statement it sends is one simple-protocol query with its values inlined by
-//! `leader-core` (the lease API and `leader_core::status`), so it works through a
-//! transaction-mode pooler.
+//! # Install
+//!
+//! ```sh
+//! cargo install leaderctl              # once published on crates.io
+//! cargo install --path leaderctl       # from a checkout of this repository
+//! cargo run -p leaderctl -- --help     # in the repository, without installing
+//! ```
+//!
+//! # Commands, and what each needs
+//!
+//! | command | needs |
+//! |---|---|
+//! | `migrations write DIR [--role NAME]... [--grant LOGIN]... [--force]` | no database: writes the framework's migrations into `DIR`, plus the roles migration and the grant `DIR` still lacks ([`migrations`]) |
+//! | `roles add NAME... --dir DIR` | no database: writes what registering the roles still takes ([`roles`]) |
+//! | `migrate [--dir DIR] [--lock-timeout-secs SECS]` | a **direct** connection (not through PgBouncer or RDS Proxy: sqlx's migration lock is a session advisory lock) as the schema's owner ([`migrate`]) |
+//! | `status`, `pause`, `unpause`, `clear-cooldown`, `check` | the application's login role, granted with `leader_grant_app_role`; a transaction-mode pooler works |
+//!
+//! The setup of a new service, from nothing:
+//!
+//! ```sh
+//! leaderctl migrations write migrations/ --role billing --role email_outbox --grant my_app
+//! leaderctl migrate --dir migrations/ --database-url postgres://owner@db:5432/app   # direct
+//! leaderctl check --role billing --role email_outbox --database-url postgres://my_app@pooler:6432/app
+//! ```
+//!
+//! Every statement the operator commands send is one simple-protocol query with its values
+//! inlined by `leader-core` (the lease API and `leader_core::status`), so they work through a
+//! transaction-mode pooler. Every error is one line on stderr saying what to do, and the exit code
+//! says its kind ([`failure`]).
 
 mod check;
 mod connect;
@@ -22,17 +49,52 @@ use clap::{Parser, Subcommand};
 
 use crate::failure::Failure;
 
-const EXIT_CODES: &str = "\
+/// The exit codes, said in every command's help.
+macro_rules! exit_codes {
+    () => {
+        "\
 Exit codes:
   0  done
   1  refused: unknown role, malformed role name, role already paused, a migration file that
-     differs from the framework's without --force, or a malformed command line
-  2  cannot reach the database, or the framework schema is missing there";
+     differs from the framework's without --force, `roles add` with nothing to write, a folder
+     `migrate --dir` cannot apply, a migration that failed, a pooler under `migrate`, or a
+     malformed command line
+  2  cannot reach the database, or the framework schema is missing there"
+    };
+}
+
+const EXIT_CODES: &str = exit_codes!();
+
+/// The top-level help's epilogue: how to install, what each command needs, the exit codes.
+const OVERVIEW: &str = concat!(
+    "\
+Install:
+  cargo install leaderctl            once published on crates.io
+  cargo install --path leaderctl     from a checkout of leader-runtime
+  cargo run -p leaderctl -- ARGS     in that repository, without installing
+
+What each command needs:
+  migrations write, roles add
+      no database: they write files into your migrations folder
+  migrate
+      a DIRECT connection to PostgreSQL, not through PgBouncer or RDS Proxy (sqlx's migration
+      lock is a session advisory lock), as the role that owns the schema
+  status, pause, unpause, clear-cooldown, check
+      the application's login role, granted with leader_grant_app_role; a transaction-mode
+      pooler works
+
+A new service, from nothing:
+  leaderctl migrations write migrations/ --role billing --grant my_app
+  leaderctl migrate --dir migrations/ --database-url postgres://owner@db:5432/app
+
+",
+    exit_codes!()
+);
 
 /// See and steer leader-runtime's leadership: who leads each role, pause and unpause a role,
-/// clear a cooldown, check a database, and write the migrations an application needs.
+/// clear a cooldown, check a database, and write and apply the migrations an application needs.
 #[derive(Debug, Parser)]
-#[command(name = "leaderctl", version, after_help = EXIT_CODES)]
+#[command(name = "leaderctl", version, after_help = OVERVIEW)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
