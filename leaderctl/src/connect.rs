@@ -4,7 +4,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{ConnectOptions, Connection, PgPool};
+use sqlx::{ConnectOptions, Connection, PgConnection, PgPool};
 
 use crate::failure::Failure;
 
@@ -14,6 +14,27 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// A pool of one connection to `url`. A pool because the schema check reads through a shareable
 /// executor; one connection because every command sends its statements one after another.
 pub async fn connect(url: &str) -> Result<PgPool, Failure> {
+    let (options, place) = parse(url)?;
+    // The pool retries a failed connect until its timeout and then reports only the timeout, so
+    // one direct connect first says why the server cannot be reached.
+    let probe = connect_one(&options, &place).await?;
+    let _ = probe.close().await;
+    PgPoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(CONNECT_TIMEOUT)
+        .connect_with(options)
+        .await
+        .map_err(|e| unreachable(&place, &e))
+}
+
+/// One connection to `url`, for `migrate`, which needs a session of its own.
+pub async fn connect_session(url: &str) -> Result<PgConnection, Failure> {
+    let (options, place) = parse(url)?;
+    connect_one(&options, &place).await
+}
+
+/// The options in `url`, and `host:port/database` for messages.
+fn parse(url: &str) -> Result<(PgConnectOptions, String), Failure> {
     let options = PgConnectOptions::from_str(url).map_err(|e| {
         Failure::unreachable(format!(
             "--database-url / DATABASE_URL is not a PostgreSQL URL ({e}): use \
@@ -26,24 +47,20 @@ pub async fn connect(url: &str) -> Result<PgPool, Failure> {
         options.get_port(),
         options.get_database().unwrap_or("(default database)")
     );
-    let unreachable = |e: &dyn std::fmt::Display| {
-        Failure::unreachable(format!(
-            "cannot reach the database at {place}: {}: check --database-url / DATABASE_URL and \
-             that the server (or pooler) is running and accepts this user",
-            e.to_string().replace('\n', " ")
-        ))
-    };
-    // The pool retries a failed connect until its timeout and then reports only the timeout, so
-    // one direct connect first says why the server cannot be reached.
-    let probe = tokio::time::timeout(CONNECT_TIMEOUT, options.connect())
+    Ok((options, place))
+}
+
+async fn connect_one(options: &PgConnectOptions, place: &str) -> Result<PgConnection, Failure> {
+    tokio::time::timeout(CONNECT_TIMEOUT, options.connect())
         .await
-        .map_err(|_| unreachable(&format!("no answer within {CONNECT_TIMEOUT:?}")))?
-        .map_err(|e| unreachable(&e))?;
-    let _ = probe.close().await;
-    PgPoolOptions::new()
-        .max_connections(1)
-        .acquire_timeout(CONNECT_TIMEOUT)
-        .connect_with(options)
-        .await
-        .map_err(|e| unreachable(&e))
+        .map_err(|_| unreachable(place, &format!("no answer within {CONNECT_TIMEOUT:?}")))?
+        .map_err(|e| unreachable(place, &e))
+}
+
+fn unreachable(place: &str, e: &dyn std::fmt::Display) -> Failure {
+    Failure::unreachable(format!(
+        "cannot reach the database at {place}: {}: check --database-url / DATABASE_URL and \
+         that the server (or pooler) is running and accepts this user",
+        e.to_string().replace('\n', " ")
+    ))
 }

@@ -75,7 +75,8 @@ impl Failure {
                 Some("42P01" | "42883") => {
                     return Failure::unreachable(format!(
                         "the framework schema is missing here ({}): apply the framework \
-                         migrations (`leaderctl migrations write DIR`, then run your migrations); \
+                         migrations (`leaderctl migrate` over a direct connection, or \
+                         `leaderctl migrations write DIR` and then your migrations); \
                          `leaderctl check` lists what is missing",
                         db.message()
                     ));

@@ -1,12 +1,42 @@
-//! `leaderctl`: see and steer leader-runtime's leadership without writing SQL.
+//! `leaderctl`: see and steer leader-runtime's leadership without writing SQL, and set a service
+//! up with its migrations in one step.
 //!
-//! Every statement it sends is one simple-protocol query with its values inlined by
-//! `leader-core` (the lease API and `leader_core::status`), so it works through a
-//! transaction-mode pooler.
+//! # Install
+//!
+//! ```sh
+//! cargo install leaderctl              # once published on crates.io
+//! cargo install --path leaderctl       # from a checkout of this repository
+//! cargo run -p leaderctl -- --help     # in the repository, without installing
+//! ```
+//!
+//! # Commands, and what each needs
+//!
+//! | command | needs |
+//! |---|---|
+//! | `migrations write DIR [--role NAME]... [--grant LOGIN]... [--force]` | no database: writes the framework's migrations into `DIR`, plus the roles migration and the grant `DIR` still lacks ([`migrations`]) |
+//! | `roles add NAME... --dir DIR` | no database: writes what registering the roles still takes ([`roles`]) |
+//! | `migrate [--dir DIR] [--lock-timeout-secs SECS]` | a **direct** connection (not through PgBouncer or RDS Proxy: sqlx's migration lock is a session advisory lock) as the schema's owner ([`migrate`]) |
+//! | `status`, `pause`, `unpause`, `clear-cooldown`, `check` | the application's login role, granted with `leader_grant_app_role`; a transaction-mode pooler works |
+//!
+//! The setup of a new service, from nothing:
+//!
+//! ```sh
+//! leaderctl migrations write migrations/ --role billing --role email_outbox --grant my_app
+//! leaderctl migrate --dir migrations/ --database-url postgres://owner@db:5432/app   # direct
+//! leaderctl check --role billing --role email_outbox --database-url postgres://my_app@pooler:6432/app
+//! ```
+//!
+//! Every statement the operator commands send is one simple-protocol query with its values
+//! inlined by `leader-core` (the lease API and `leader_core::status`), so they work through a
+//! transaction-mode pooler. Every error is one line on stderr saying what to do, and the exit code
+//! says its kind ([`failure`]).
 
 mod check;
 mod connect;
 mod failure;
+mod folder;
+mod grant;
+mod migrate;
 mod migrations;
 mod operate;
 mod roles;
@@ -19,17 +49,52 @@ use clap::{Parser, Subcommand};
 
 use crate::failure::Failure;
 
-const EXIT_CODES: &str = "\
+/// The exit codes, said in every command's help.
+macro_rules! exit_codes {
+    () => {
+        "\
 Exit codes:
   0  done
   1  refused: unknown role, malformed role name, role already paused, a migration file that
-     differs from the framework's without --force, or a malformed command line
-  2  cannot reach the database, or the framework schema is missing there";
+     differs from the framework's without --force, `roles add` with nothing to write, a folder
+     `migrate --dir` cannot apply, a migration that failed, a pooler under `migrate`, or a
+     malformed command line
+  2  cannot reach the database, or the framework schema is missing there"
+    };
+}
+
+const EXIT_CODES: &str = exit_codes!();
+
+/// The top-level help's epilogue: how to install, what each command needs, the exit codes.
+const OVERVIEW: &str = concat!(
+    "\
+Install:
+  cargo install leaderctl            once published on crates.io
+  cargo install --path leaderctl     from a checkout of leader-runtime
+  cargo run -p leaderctl -- ARGS     in that repository, without installing
+
+What each command needs:
+  migrations write, roles add
+      no database: they write files into your migrations folder
+  migrate
+      a DIRECT connection to PostgreSQL, not through PgBouncer or RDS Proxy (sqlx's migration
+      lock is a session advisory lock), as the role that owns the schema
+  status, pause, unpause, clear-cooldown, check
+      the application's login role, granted with leader_grant_app_role; a transaction-mode
+      pooler works
+
+A new service, from nothing:
+  leaderctl migrations write migrations/ --role billing --grant my_app
+  leaderctl migrate --dir migrations/ --database-url postgres://owner@db:5432/app
+
+",
+    exit_codes!()
+);
 
 /// See and steer leader-runtime's leadership: who leads each role, pause and unpause a role,
-/// clear a cooldown, check a database, and write the migrations an application needs.
+/// clear a cooldown, check a database, and write and apply the migrations an application needs.
 #[derive(Debug, Parser)]
-#[command(name = "leaderctl", version, after_help = EXIT_CODES)]
+#[command(name = "leaderctl", version, after_help = OVERVIEW)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -38,7 +103,17 @@ struct Cli {
 /// Where the database is (commands that talk to one).
 #[derive(Debug, clap::Args)]
 struct Database {
-    /// The database to connect to (a PgBouncer in transaction mode works too).
+    /// The database to connect to, as the application's login role (a PgBouncer in transaction
+    /// mode works too).
+    #[arg(long, env = "DATABASE_URL", value_name = "URL", hide_env_values = true)]
+    database_url: String,
+}
+
+/// Where the database is, for `migrate`.
+#[derive(Debug, clap::Args)]
+struct DirectDatabase {
+    /// The database to migrate, connected to directly (not through PgBouncer or RDS Proxy) as
+    /// the role that owns the schema.
     #[arg(long, env = "DATABASE_URL", value_name = "URL", hide_env_values = true)]
     database_url: String,
 }
@@ -106,7 +181,29 @@ enum Command {
         #[arg(long = "role", value_name = "ROLE")]
         roles: Vec<String>,
     },
-    /// The framework's migration files.
+    /// Apply the framework's migrations (or DIR's) over a direct connection, printing each one
+    /// applied or already applied.
+    ///
+    /// Without --dir, the framework's migrations embedded in this binary; with --dir, DIR's
+    /// alone, which must hold the framework's files as `migrations write DIR` writes them (sqlx
+    /// keeps one table of applied migrations, so one set is applied, the one your application's
+    /// sqlx::migrate! applies). Needs a direct connection as the schema's owner: sqlx's
+    /// migration lock is a session advisory lock, which a transaction-mode pooler (PgBouncer,
+    /// RDS Proxy) breaks; migrate stops when it sees the session change under the lock.
+    #[command(after_help = EXIT_CODES)]
+    Migrate {
+        #[command(flatten)]
+        db: DirectDatabase,
+        /// Apply this migrations folder (the framework's files in it included) instead of the
+        /// framework's migrations alone.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// How long to wait for sqlx's migration lock (another migrator may hold it).
+        #[arg(long, default_value_t = 60, value_name = "SECS",
+              value_parser = clap::value_parser!(u64).range(1..))]
+        lock_timeout_secs: u64,
+    },
+    /// Write the migrations an application needs: the framework's, its roles, its login's grant.
     #[command(subcommand)]
     Migrations(MigrationsCommand),
     /// The application's roles migrations.
@@ -116,22 +213,44 @@ enum Command {
 
 #[derive(Debug, Subcommand)]
 enum MigrationsCommand {
-    /// Write the framework's migrations into an application's migrations folder, saying which
-    /// files are new, unchanged or out of date there.
+    /// Write the framework's migrations into an application's migrations folder, and with
+    /// --role and --grant the roles migration and the login role's grant: every migration a new
+    /// service needs, in one step.
+    ///
+    /// Idempotent: each framework file is said to be new, unchanged or out of date; each role
+    /// already registered and seeded, and each login role already granted, by DIR's migrations
+    /// is said to be so, and nothing is written for it. No database is needed; apply the result
+    /// with `leaderctl migrate --dir DIR` (a direct connection), your application's
+    /// sqlx::migrate!, or `sqlx migrate run`.
     #[command(after_help = EXIT_CODES)]
     Write {
         /// The application's migrations folder (created if missing).
         dir: PathBuf,
-        /// Overwrite files that differ from the framework's.
+        /// Overwrite framework files that differ from this leaderctl's.
         #[arg(long)]
         force: bool,
+        /// Register this leader role (repeatable): the migration `roles add` writes, with only
+        /// what DIR's migrations do not do yet (the CHECK entry, the row).
+        #[arg(long = "role", value_name = "NAME")]
+        roles: Vec<String>,
+        /// Grant this login role (the one your application connects as) what the protocol needs
+        /// (repeatable): a migration running SELECT leader_grant_app_role('LOGIN'), unless one of
+        /// DIR's migrations already calls it for that role.
+        #[arg(long = "grant", value_name = "LOGIN")]
+        grants: Vec<String>,
     },
 }
 
 #[derive(Debug, Subcommand)]
 enum RolesCommand {
-    /// Write the next migration of DIR registering these roles: it re-creates the role CHECK
-    /// with every role DIR's migrations already register plus these, and seeds their rows.
+    /// Write the next migration of DIR with whatever registering these roles still takes: the
+    /// role CHECK re-created with every role DIR's migrations already register plus these (if
+    /// one is missing from it), and a row seeded for each role DIR's migrations do not seed.
+    ///
+    /// A role in the CHECK but never seeded (added by hand to get past `#[leader_role]`'s compile
+    /// error) gets its row. When every role is registered and seeded already, it writes nothing
+    /// and exits 1 saying so. A .down.sql is written too when DIR's migrations are reversible.
+    /// No database is needed.
     #[command(after_help = EXIT_CODES)]
     Add {
         /// The roles to register.
@@ -176,9 +295,24 @@ async fn run(command: Command) -> Result<(), Failure> {
             let pool = connect::connect(&db.database_url).await?;
             check::run(&pool, &roles).await
         }
-        Command::Migrations(MigrationsCommand::Write { dir, force }) => {
-            migrations::write(&dir, force)
+        Command::Migrate {
+            db,
+            dir,
+            lock_timeout_secs,
+        } => {
+            migrate::run(
+                &db.database_url,
+                dir.as_deref(),
+                std::time::Duration::from_secs(lock_timeout_secs),
+            )
+            .await
         }
+        Command::Migrations(MigrationsCommand::Write {
+            dir,
+            force,
+            roles,
+            grants,
+        }) => migrations::write(&dir, force, &roles, &grants),
         Command::Roles(RolesCommand::Add { names, dir }) => roles::add(&dir, &names),
     }
 }

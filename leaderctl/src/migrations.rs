@@ -1,6 +1,17 @@
-//! `leaderctl migrations write DIR`: the framework's migrations, embedded in this binary
-//! ([`leader_core::schema::MIGRATION_FILES`]), written into an application's migrations folder so
-//! `sqlx migrate run` and `sqlx::migrate!` see them and nobody copies them by hand.
+//! `leaderctl migrations write DIR [--role NAME]... [--grant LOGIN]...`: every migration a service
+//! needs, in one step and idempotently:
+//!
+//! 1. the framework's migrations, embedded in this binary
+//!    ([`leader_core::schema::MIGRATION_FILES`]), written into the application's migrations folder
+//!    so `sqlx migrate run`, `sqlx::migrate!` and `leaderctl migrate --dir` see them and nobody
+//!    copies them by hand;
+//! 2. with `--role`, the roles migration `leaderctl roles add` writes, holding only what the
+//!    folder does not do yet ([`crate::roles`]);
+//! 3. with `--grant`, `SELECT leader_grant_app_role('LOGIN');` unless a migration of the folder
+//!    already calls it for that login role ([`crate::grant`]).
+//!
+//! Run again, it writes nothing and says of each file or role why (unchanged, already registered
+//! and seeded, already granted).
 
 use std::fs;
 use std::io::ErrorKind;
@@ -9,6 +20,8 @@ use std::path::Path;
 use leader_core::schema::{MIGRATION_FILES, MigrationFile};
 
 use crate::failure::Failure;
+use crate::folder::Folder;
+use crate::{grant, roles};
 
 /// What a framework file's copy in the folder is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,9 +46,38 @@ fn compare(dir: &Path, file: &MigrationFile) -> Result<Copy, Failure> {
     }
 }
 
+/// Writes every framework file missing from `dir`, then the roles and grant migrations `dir`
+/// still lacks; refuses, writing nothing, if a framework file there differs, unless `force`.
+pub fn write(
+    dir: &Path,
+    force: bool,
+    role_names: &[String],
+    logins: &[String],
+) -> Result<(), Failure> {
+    roles::validate(role_names)?;
+    grant::validate(logins)?;
+    write_framework(dir, force)?;
+    if !role_names.is_empty() {
+        let folder = Folder::read(dir)?;
+        let plan = roles::Plan::new(&folder, role_names);
+        for done in &plan.done {
+            println!("{}", roles::done_line(done));
+        }
+        if !plan.is_empty() {
+            let up = plan.write(dir, folder.next_version(), folder.reversible())?;
+            roles::print_written(&up, &plan.summary());
+        }
+    }
+    if !logins.is_empty() {
+        let folder = Folder::read(dir)?;
+        grant::write(dir, &folder, logins, folder.next_version())?;
+    }
+    Ok(())
+}
+
 /// Writes every framework file missing from `dir`; refuses, writing nothing, if a file there
 /// differs, unless `force`.
-pub fn write(dir: &Path, force: bool) -> Result<(), Failure> {
+fn write_framework(dir: &Path, force: bool) -> Result<(), Failure> {
     fs::create_dir_all(dir)
         .map_err(|e| Failure::refused(format!("cannot create {}: {e}", dir.display())))?;
     let copies: Vec<(&MigrationFile, Copy)> = MIGRATION_FILES
