@@ -4,6 +4,8 @@
 //! * A block whose first line of code starts with `let` is a function body: it is placed in
 //!   `async fn example(url: String) -> Result<(), Box<dyn Error>>`, followed by `Ok(())`.
 //! * Any other block is a list of items (`use`, `fn`, `impl`, annotated jobs).
+//! * Each block sees the public items of the item blocks before it, as a reader does (the state
+//!   type a job block defines is the one the run block builds).
 //! * A block marked `ignore`, `no_compile` or `text` after `rust` is refused: every Rust example in
 //!   the README compiles.
 
@@ -18,6 +20,7 @@ fn main() {
     let mut out = String::new();
     let mut lines = text.lines().enumerate();
     let mut starts = Vec::new();
+    let mut item_blocks: Vec<usize> = Vec::new();
     while let Some((number, line)) = lines.next() {
         let Some(info) = line.trim_start().strip_prefix("```") else {
             continue;
@@ -49,6 +52,9 @@ fn main() {
         writeln!(out, "#[allow(unused_imports, dead_code)]").unwrap();
         writeln!(out, "mod readme_line_{line} {{").unwrap();
         writeln!(out, "    use crate::scaffold::*;").unwrap();
+        for earlier in &item_blocks {
+            writeln!(out, "    use super::readme_line_{earlier}::*;").unwrap();
+        }
         if first.starts_with("let ") {
             writeln!(
                 out,
@@ -58,6 +64,7 @@ fn main() {
             .unwrap();
         } else {
             writeln!(out, "{code}").unwrap();
+            item_blocks.push(line);
         }
         writeln!(out, "}}\n").unwrap();
     }

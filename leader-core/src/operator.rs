@@ -1,6 +1,12 @@
 //! The operator's statements: PAUSE, UNPAUSE and CLEAR COOLDOWN, each a call of the framework's
 //! SQL function of the same name (`leader_pause`, `leader_unpause`, `leader_clear_cooldown`),
 //! which psql users call directly.
+//!
+//! | statement | what it does | guarded by, in its own `WHERE` |
+//! |---|---|---|
+//! | PAUSE (`leader_pause(role, who, why)`) | clears the holder, refuses ACQUIRE until unpaused, and raises `not_before` to the held lease's expiry | the role exists (else an error naming it) |
+//! | UNPAUSE (`leader_unpause(role)`) | lifts the pause; `not_before` stays | the role exists (else an error naming it) |
+//! | CLEAR COOLDOWN (`leader_clear_cooldown(role)`) | clears `not_before`, e.g. after a fix ships | the role exists (else an error naming it) |
 
 use chrono::{DateTime, Utc};
 use sqlx::{PgExecutor, Row};

@@ -4,13 +4,14 @@ use std::fmt;
 
 /// How a tick ended; RELEASE records it.
 ///
-/// | outcome | `last_tick_ended_at`, `last_tick_holder` | `not_before` (cooldown) |
-/// |---|---|---|
-/// | `Completed` | stamped with now and the holder | unchanged |
-/// | `Shutdown` | unchanged | unchanged |
-/// | `Failed` (the job returned an error) | unchanged | now + min(interval, 60 s) |
-/// | `Lost` | unchanged | now + min(interval, 60 s) |
-/// | `Panicked` | unchanged | now + interval |
+/// | outcome | the tick ended | `last_tick_ended_at`, `last_tick_holder` | cooldown (`not_before`) |
+/// |---|---|---|---|
+/// | `completed` | the job returned `Ok` | stamped with now and the holder | unchanged |
+/// | `failed` | the job returned an error | unchanged | now + min(interval, 60 s) |
+/// | `shutdown` | the runtime shut down (even if the job then panicked, or did not return within the grace period) | unchanged | unchanged: claimable at once |
+/// | `lost` | RENEW found the lease taken over, released, expired or paused (even if the job then panicked) | unchanged | now + min(interval, 60 s), if the row is still this token's |
+/// | `panicked` | the job panicked | unchanged | now + interval |
+/// | `lost`, no RELEASE | the heartbeat timed out | unchanged | unchanged: the lease runs out after its TTL |
 ///
 /// Only a completed tick counts as done, so a role whose ticks keep failing ages its
 /// last-tick metric instead of looking healthy. The short cooldown after a failure keeps a

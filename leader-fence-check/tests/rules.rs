@@ -632,7 +632,10 @@ fn attribute_notation_is_a_call() {
     // it: it must then return nothing to one (count(*) returns a row from no rows).
     let e = refused("SELECT count(*) FROM q t WHERE leader_fence($1, $2) AND t.take_budget = 1");
     assert!(e.contains("aggregates without GROUP BY"), "{e}");
-    assert_eq!(check("SELECT t.id FROM q t WHERE leader_fence($1, $2)").claims, 1);
+    assert_eq!(
+        check("SELECT t.id FROM q t WHERE leader_fence($1, $2)").claims,
+        1
+    );
     let read = check("SELECT q.take_budget FROM queue q");
     assert_eq!(read.claims, 1, "{read:?}");
     assert!(

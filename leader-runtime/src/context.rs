@@ -45,7 +45,7 @@ impl TickContext {
 
     /// The context the runtime would hand a job for `grant`, for calling a job directly in its
     /// tests. Its cancellation starts uncancelled; with the `test-support` feature,
-    /// [`TickContext::cancel_for_test`] cancels it to test how the job stops.
+    /// `TickContext::cancel_for_test` cancels it to test how the job stops.
     ///
     /// The grant comes from a real ACQUIRE ([`protocol::lease::acquire_one`]: the job's claims
     /// then pass `leader_fence`), or is built with `Grant::forge` around a fence from

@@ -5,23 +5,116 @@
 //! claim returns a [`Fence`]; every leader-only claim query proves it in its own WHERE with
 //! `leader_fence(role, token)`, so a replaced or frozen leader claims nothing.
 //!
-//! * [`Runtime`]: leads roles (builder API, or every `#[leader_role]` job in the binary).
-//! * [`TickContext`]: what a job gets each tick: the fence, a cancellation with its cause, the
-//!   pool.
-//! * [`panic_guard`]: per-step, per-item and rotating-sweep panic guards for job authors.
-//! * [`leader_role`] and [`fenced`]: registration, and the compile-time check that a claim query
-//!   carries the fence.
-//! * [`lease`], [`schema`]: the protocol underneath, from `leader-core`.
+//! # Getting started
 //!
-//! See the README for the migration an application adds, and the metrics in [`metrics`].
+//! **1. Add the dependency.** `leader-runtime = "0.1"` (with the macros, the default: building
+//! them needs a C compiler and libclang, for PostgreSQL's own SQL parser), or
+//! `{ version = "0.1", default-features = false }` for the builder alone. It re-exports the
+//! [`sqlx`] it is built with; use that one (or `sqlx = "0.9"`) for your pool.
+//!
+//! **2. Write and apply the migrations.** `leaderctl` writes the framework's migrations, your
+//! roles and your login role's grant into your migrations folder, and applies them over a direct
+//! connection:
+//!
+//! ```text
+//! leaderctl migrations write migrations/ --role email_outbox --grant my_app
+//! DATABASE_URL=postgres://owner@db:5432/app leaderctl migrate --dir migrations/
+//! ```
+//!
+//! The framework's own migrations are also embedded here ([`schema::MIGRATOR`],
+//! [`schema::MIGRATION_FILES`]).
+//!
+//! **3. Write a job that takes your application's state**, with its claim query fenced:
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use leader_runtime::{Fence, JobError, State, TickContext, fenced, leader_role};
+//! use leader_runtime::sqlx::{self, PgPool};
+//!
+//! #[derive(Clone)]
+//! pub struct App {
+//!     pool: PgPool,
+//!     mailer: Arc<Mailer>,
+//! }
+//! # pub struct Mailer;
+//! # impl Mailer { async fn send(&self, _id: i64) -> Result<(), JobError> { Ok(()) } }
+//!
+//! /// The claim: the fence is a top-level condition of the locking query's own WHERE.
+//! #[fenced]
+//! async fn claim(pool: &PgPool, fence: Fence) -> sqlx::Result<Vec<i64>> {
+//!     let mut tx = pool.begin().await?;
+//!     let ids = sqlx::query_scalar(
+//!         "SELECT id FROM email_outbox WHERE sent_at IS NULL AND leader_fence($1, $2)
+//!           ORDER BY id LIMIT 100 FOR UPDATE SKIP LOCKED",
+//!     )
+//!     .persistent(false)
+//!     .bind(fence.role())
+//!     .bind(fence.token())
+//!     .fetch_all(&mut *tx)
+//!     .await?;
+//!     tx.commit().await?;
+//!     Ok(ids)
+//! }
+//!
+//! #[leader_role("email_outbox", every = "5s")]
+//! async fn send_emails(tick: TickContext, State(app): State<App>) -> Result<(), JobError> {
+//!     for id in claim(&app.pool, tick.fence()).await? {
+//!         if tick.is_cancelled() {
+//!             break;
+//!         }
+//!         app.mailer.send(id).await?; // then mark it sent with a compare-and-set write
+//!     }
+//!     Ok(())
+//! }
+//! ```
+//!
+//! **4. Run the runtime, with a graceful shutdown:**
+//!
+//! ```no_run
+//! # #[derive(Clone)] struct App;
+//! # async fn main_(pool: leader_runtime::sqlx::PgPool, app: App) -> Result<(), Box<dyn std::error::Error>> {
+//! leader_runtime::Runtime::builder(pool)
+//!     .with_state(app)
+//!     .registered_jobs() // every #[leader_role] in the binary
+//!     .build()?
+//!     .run(leader_runtime::shutdown::signal()) // SIGTERM / Ctrl-C: release and stop
+//!     .await?;
+//! # Ok(()) }
+//! ```
+//!
+//! On SIGTERM each running tick is cancelled and released with no cooldown, so another replica
+//! leads at once. Without the macros, add jobs with [`RuntimeBuilder::role`].
+//!
+//! # What is proven, and where
+//!
+//! * [`fenced`]'s check, stated in terms of what PostgreSQL does, is `leader-fence-check`'s; it
+//!   is run against PostgreSQL on written and generated statements (`fence-differential`).
+//! * The protocol (`leader-core`) is model-checked with Stateright (`model/`) and drilled on real
+//!   processes (`drills/`); the repository's README has the figures and how to reproduce them.
+//!
+//! # The crate
+//!
+//! * [`Runtime`] and [`RuntimeBuilder`]: lead roles; [`Leadership`]: which roles lead now.
+//! * [`TickContext`]: what a job gets each tick (the fence, its cancellation and cause, the
+//!   pool); [`State`]: the application's state.
+//! * [`panic_guard`]: per-step, per-item and rotating-sweep panic guards for job authors.
+//! * [`leader_role`], [`fenced`], [`unfenced`] (feature `macros`).
+//! * [`schema`]: the framework's migrations and the start-up check.
+//! * [`shutdown`], [`metrics`], `prometheus` (feature `prometheus`).
+//! * [`protocol`]: the statements underneath, for tools.
 //!
 //! # Features
 //!
+//! * `macros` (default): `#[leader_role]`, `#[fenced]`, `#[unfenced]`; needs a C compiler and
+//!   libclang to build. Without it nothing of PostgreSQL's parser is built.
 //! * `prometheus`: `prometheus::install(addr)` serves the metrics on `/metrics` at an address the
 //!   application chooses (`metrics-exporter-prometheus`).
-//! * `test-support`: `Fence::forge`, so a job's unit tests can build a [`TickContext`]
-//!   ([`TickContext::from_grant`]) without a database granting the lease. Enable it only in
-//!   `[dev-dependencies]`: a forged fence proves nothing to `leader_fence`.
+//! * `audit`: `audit::assert_claims_fenced`, for a test that every row-locking statement of the
+//!   crate is fenced.
+//! * `test-support`: `Fence::forge`, `Grant::forge` and `TickContext::cancel_for_test`, so a
+//!   job's unit tests can build a [`TickContext`] ([`TickContext::from_grant`]) without a
+//!   database granting the lease. Enable it only in `[dev-dependencies]`: a forged fence proves
+//!   nothing to `leader_fence`.
 
 #![warn(missing_docs)]
 

@@ -65,7 +65,7 @@ impl<S: fmt::Debug> fmt::Debug for RuntimeBuilder<S> {
 ///   and location, and the tick is released as panicked.
 /// * After shutdown no ACQUIRE is sent; running ticks are cancelled with
 ///   [`CancelCause::Shutdown`](crate::CancelCause::Shutdown), given the grace period, and
-///   released with no cooldown ([`ReleaseOutcome::Shutdown`](crate::ReleaseOutcome::Shutdown)),
+///   released with no cooldown ([`ReleaseOutcome::Shutdown`](crate::protocol::ReleaseOutcome::Shutdown)),
 ///   so another replica leads at its next poll.
 /// * Start-up refuses a database whose schema or registered roles do not match the roles here
 ///   ([`schema::check_schema_ready`](crate::schema::check_schema_ready)), naming what to add.

@@ -3,13 +3,14 @@
 //! `build.rs` copies every ```rust block of `README.md` into a module of its own (a block that
 //! starts with `let` becomes the body of an async function); each module sees the items in
 //! [`scaffold`], which stand for what the README leaves to the reader (the application's store,
-//! its row type, its mail client). The blocks share those types, so a method the README defines
+//! its row type, its mail client type). The blocks share those types, so a method the README defines
 //! in one block and calls in another must agree in both. A README example that no longer
 //! compiles fails the build, and so `cargo clippy --workspace` in CI.
 
 /// What the README's examples assume the application has.
 pub mod scaffold {
     pub use leader_runtime::JobError;
+    pub use std::sync::Arc;
 
     /// The application's data access, holding its pool (the README adds methods to it).
     #[derive(Debug, Clone)]
@@ -39,10 +40,6 @@ pub mod scaffold {
             Ok(())
         }
     }
-
-    /// The mail client the README's job uses.
-    #[allow(non_upper_case_globals)]
-    pub static smtp: Smtp = Smtp;
 }
 
 include!(concat!(env!("OUT_DIR"), "/readme_examples.rs"));
@@ -60,5 +57,51 @@ mod tests {
             .collect();
         assert!(!rust_fences.is_empty(), "the README has Rust examples");
         assert_eq!(super::BLOCKS, rust_fences.as_slice());
+    }
+}
+
+/// The statement and outcome tables are written once, in the code's docs; the README and
+/// `docs/architecture.md` carry the same rows, word for word.
+#[cfg(test)]
+mod tables {
+    const LEASE: &str = include_str!("../../leader-core/src/lease/mod.rs");
+    const OPERATOR: &str = include_str!("../../leader-core/src/operator.rs");
+    const OUTCOME: &str = include_str!("../../leader-core/src/outcome.rs");
+    const README: &str = include_str!("../../README.md");
+    const ARCHITECTURE: &str = include_str!("../../docs/architecture.md");
+
+    /// The body rows of the markdown tables in `source`'s doc comments.
+    fn doc_rows(source: &str) -> Vec<String> {
+        source
+            .lines()
+            .filter_map(|line| {
+                let line = line.trim_start();
+                line.strip_prefix("//! ")
+                    .or_else(|| line.strip_prefix("/// "))
+            })
+            .filter(|line| line.starts_with("| ") && !line.starts_with("| statement |"))
+            .filter(|line| !line.starts_with("| outcome |"))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    #[test]
+    fn the_docs_carry_the_codes_statement_and_outcome_rows_word_for_word() {
+        let mut rows = doc_rows(LEASE);
+        rows.extend(doc_rows(OPERATOR));
+        rows.extend(doc_rows(OUTCOME));
+        assert_eq!(rows.len(), 12, "{rows:#?}");
+        for (name, doc) in [
+            ("README.md", README),
+            ("docs/architecture.md", ARCHITECTURE),
+        ] {
+            let lines: Vec<&str> = doc.lines().collect();
+            for row in &rows {
+                assert!(
+                    lines.contains(&row.as_str()),
+                    "{name} lacks the row, or words it differently:\n{row}"
+                );
+            }
+        }
     }
 }

@@ -1,10 +1,14 @@
 //! The lease statements a runtime sends: ACQUIRE, RENEW and RELEASE.
 //!
-//! | statement | effect | guard in its WHERE |
+//! | statement | what it does | guarded by, in its own `WHERE` |
 //! |---|---|---|
-//! | ACQUIRE | new token, holder, `expires_at = now() + ttl` | unpaused; unheld or expired; past `not_before`; last completed tick at least one interval ago |
+//! | ACQUIRE | issues a new token, sets the holder and `expires_at = now() + ttl` | unpaused; unheld or expired; past `not_before`; last completed tick at least one interval ago |
 //! | RENEW | `expires_at = now() + ttl` | this token holds the role; unexpired (a released or paused row has no expiry) |
-//! | RELEASE | clears the holder; stamps the tick or sets a cooldown by [`ReleaseOutcome`] | this token holds the role; the role is held |
+//! | RELEASE | clears the holder; stamps the tick or sets a cooldown, by the tick's outcome | this token holds the role; the role is held |
+//!
+//! These rows are the README's and `docs/architecture.md`'s, word for word (a test of the
+//! README examples crate compares them), as are [`ReleaseOutcome`]'s and
+//! [`crate::operator`]'s.
 //!
 //! (The operator's PAUSE, UNPAUSE and CLEAR COOLDOWN are in [`crate::operator`].)
 //!
