@@ -152,6 +152,29 @@ pub struct Checked {
 
 /// Checks every statement of `sql` against the fence rules (see the crate docs).
 pub fn check(sql: &str) -> Checked {
+    check_with(sql, &Hints::default())
+}
+
+/// What the caller knows of the SQL's binds, so the messages can show the fix that fits them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Hints {
+    /// The placeholders already bound to the fence's role and token, `(i, j)` for `$i` and
+    /// `$j`: a missing fence is then suggested as `leader_fence($i, $j)`.
+    pub fence_binds: Option<(usize, usize)>,
+}
+
+impl Hints {
+    /// Hints with the placeholders bound to the fence's role and token.
+    pub fn fence_binds(role: usize, token: usize) -> Hints {
+        Hints {
+            fence_binds: Some((role, token)),
+        }
+    }
+}
+
+/// [`check`], with what the caller knows of the binds.
+pub fn check_with(sql: &str, hints: &Hints) -> Checked {
     match tree::parse(sql) {
         Ok(statements) => {
             let mut checked = Checked {
@@ -159,7 +182,7 @@ pub fn check(sql: &str) -> Checked {
                 ..Checked::default()
             };
             for statement in &statements {
-                let outcome = rules::check(sql, statement);
+                let outcome = rules::check(sql, statement, hints);
                 checked.claims += usize::from(outcome.claim);
                 checked.fences.extend(outcome.fences);
                 checked.errors.extend(outcome.errors);

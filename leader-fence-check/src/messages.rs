@@ -37,7 +37,7 @@ pub struct Messages<'s> {
 }
 
 impl<'s> Messages<'s> {
-    pub fn new(sql: &'s str, statement: &Statement) -> Self {
+    pub fn new(sql: &'s str, statement: &Statement, hints: &crate::Hints) -> Self {
         let mut fence_elsewhere = false;
         for_each_node(&statement.kind, &statement.fields, &mut |kind, fields| {
             fence_elsewhere |= kind == "FuncCall" && functions::is_fence(&function_name(fields));
@@ -45,7 +45,7 @@ impl<'s> Messages<'s> {
         Messages {
             sql,
             text: statement.text.clone(),
-            fix: suggested_fix(&statement.kind, &statement.fields),
+            fix: suggested_fix(&statement.kind, &statement.fields, hints.fence_binds),
             fence_elsewhere,
         }
     }
@@ -402,8 +402,8 @@ fn lock_strength(fields: &Fields) -> &'static str {
 }
 
 /// The fence to suggest: the placeholders of a (misplaced) fence call if the statement has
-/// one, else the first two it does not use.
-fn suggested_fix(kind: &str, fields: &Fields) -> String {
+/// one, else those the caller bound to the fence, else the first two it does not use.
+fn suggested_fix(kind: &str, fields: &Fields, bound: Option<(usize, usize)>) -> String {
     let mut existing = None;
     let mut max = 0;
     for_each_node(kind, fields, &mut |kind, fields| match kind {
@@ -415,7 +415,7 @@ fn suggested_fix(kind: &str, fields: &Fields) -> String {
         "ParamRef" => max = max.max(usize::try_from(int(fields, "number")).unwrap_or(0)),
         _ => {}
     });
-    let (role, token) = existing.unwrap_or((max + 1, max + 2));
+    let (role, token) = existing.or(bound).unwrap_or((max + 1, max + 2));
     format!("AND leader_fence(${role}, ${token})")
 }
 

@@ -34,9 +34,9 @@ pub struct Outcome {
 }
 
 /// Checks one statement.
-pub fn check(sql: &str, statement: &Statement) -> Outcome {
+pub fn check(sql: &str, statement: &Statement, hints: &crate::Hints) -> Outcome {
     let (kind, fields) = (statement.kind.as_str(), &statement.fields);
-    let messages = Messages::new(sql, statement);
+    let messages = Messages::new(sql, statement, hints);
     if !crate::levels::QUERY_KINDS.contains(&kind) {
         let harmless = HARMLESS_STATEMENTS.contains(&kind);
         let errors = if harmless {

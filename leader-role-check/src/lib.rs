@@ -273,7 +273,10 @@ mod tests {
         assert_eq!(check.roles, vec!["a".to_owned(), "b".to_owned()]);
         assert_eq!(check.shown, "migrations/0002_b.sql");
         assert!(check.path.is_absolute());
-        assert!(matches!(find_role_check(&dir.join("missing"), &dir), Ok(None)));
+        assert!(matches!(
+            find_role_check(&dir.join("missing"), &dir),
+            Ok(None)
+        ));
         fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -104,6 +104,19 @@ pub fn check(
     errors
 }
 
+/// The placeholders `send` already binds to the fence's role and token, for the fix the
+/// messages suggest.
+pub fn hints(send: &SqlSend, fence: &Ident) -> leader_fence_check::Hints {
+    let Binds::Known(binds) = &send.binds else {
+        return leader_fence_check::Hints::default();
+    };
+    let position = |what| binds.iter().position(|b| is_fence_method(b, fence, what));
+    match (position("role"), position("token")) {
+        (Some(role), Some(token)) => leader_fence_check::Hints::fence_binds(role + 1, token + 1),
+        _ => leader_fence_check::Hints::default(),
+    }
+}
+
 /// Whether `arg` is `fence.role()` (or `.token()`), allowing `&`, `*` and parentheses.
 fn is_fence_method(arg: &Expr, fence: &Ident, method: &str) -> bool {
     match strip(arg) {

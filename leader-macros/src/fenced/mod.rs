@@ -441,4 +441,17 @@ mod tests {
             "{out}"
         );
     }
+
+    #[test]
+    fn a_missing_fence_is_suggested_with_the_placeholders_already_bound_to_it() {
+        one_error_containing(
+            quote! {
+                async fn claim(pool: &PgPool, fence: Fence) {
+                    sqlx::query("UPDATE t SET a = 1 WHERE b = $3")
+                        .bind(fence.role()).bind(fence.token()).bind(7).execute(pool).await;
+                }
+            },
+            "add `AND leader_fence($1, $2)`",
+        );
+    }
 }

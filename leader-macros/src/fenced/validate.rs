@@ -74,7 +74,7 @@ fn check_send(send: &SqlSend, fence: &syn::Ident) -> Vec<syn::Error> {
             )];
         }
     };
-    let checked = leader_fence_check::check(&text);
+    let checked = leader_fence_check::check_with(&text, &binds::hints(send, fence));
     let mut errors: Vec<syn::Error> = checked
         .errors
         .iter()
