@@ -144,6 +144,9 @@ pub struct Level<'a> {
     pub aggregates: Vec<Aggregate>,
     /// The `LockingClause`s of a `SELECT`.
     pub locking: Vec<&'a Fields>,
+    /// A sub-select in `FROM` without `LATERAL`, which does not see the names of the `FROM`
+    /// it stands in.
+    pub unlateral: bool,
 }
 
 /// How a level hangs off its parent.
@@ -215,6 +218,7 @@ impl<'a> Levels<'a> {
             refs: Vec::new(),
             aggregates: Vec::new(),
             locking: Vec::new(),
+            unlateral: false,
         });
         self.by_node.insert(fields as *const Fields, id);
         self.with_clause(id, fields);
@@ -450,7 +454,10 @@ impl<'a> Levels<'a> {
                 let name = alias_or(fields, "");
                 let source = match child(fields, "subquery") {
                     Some((kind, query)) if QUERY_KINDS.contains(&kind) => {
-                        Source::Subquery(self.child(kind, query, id, Pos::Input, None))
+                        let sub = self.child(kind, query, id, Pos::Input, None);
+                        self.levels[sub].unlateral =
+                            fields.get("lateral") != Some(&Value::Bool(true));
+                        Source::Subquery(sub)
                     }
                     _ => Source::Function,
                 };

@@ -26,7 +26,11 @@
 //!   columns, its select list, `SET` and `RETURNING`) runs. Not covered: its `LIMIT` and
 //!   `OFFSET` (evaluated before it), its `WITH` queries (evaluated wherever they are read), and
 //!   conditions that read no column of the level (PostgreSQL may evaluate them up front, beside
-//!   the fence, in any order).
+//!   the fence, in any order). PostgreSQL also flattens a sub-select in `FROM` (one without
+//!   `LIMIT`, `OFFSET`, `ORDER BY`, `DISTINCT`, `GROUP BY`, `HAVING`, `WITH` or a locking
+//!   clause), and the sub-select of an `EXISTS` or `IN` condition (a semi-join), into the level
+//!   around it: a condition of such a sub-select that reads none of its columns becomes one
+//!   more up-front condition of the outer level, beside its fence, and is not covered either.
 //! * **A gate on rows.** A level produces and changes no row when a top-level conjunct of its
 //!   `WHERE` is false or null for every row: the fence; `x IN (q)`, `x op ANY (q)`,
 //!   `EXISTS (q)`, `x op ANY (ARRAY (q))`, or `x op (q)` with a comparison operator (an empty

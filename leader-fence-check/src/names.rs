@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use crate::levels::{Kind, Level, Levels, Ref, Source, strings};
+use crate::levels::{Kind, Level, Levels, Pos, Ref, Source, strings};
 use crate::tree::{child, children, node, text};
 
 /// The level and item a name resolves to, searching from `level` outwards.
@@ -25,7 +25,7 @@ pub fn resolve(levels: &Levels, level: usize, name: &str) -> Option<(usize, usiz
 
 /// The level a reference written in `level` certainly reads a column of, if the SQL says so:
 /// a qualified name that resolves, a bare name that is a visible item (a whole-row
-/// reference), or a bare name in a statement with no enclosing query.
+/// reference), or a bare name no enclosing query can give.
 pub fn reads_level(levels: &Levels, level: usize, r: &Ref) -> Option<usize> {
     if r.selection {
         return None;
@@ -33,12 +33,31 @@ pub fn reads_level(levels: &Levels, level: usize, r: &Ref) -> Option<usize> {
     match r.names.as_slice() {
         [single] if single != "*" => match resolve(levels, level, single) {
             Some((found, _)) => Some(found),
-            None if levels.levels[level].parent.is_none() => Some(level),
+            None if !outer_may_give(levels, level, single) => Some(level),
             None => None,
         },
         [qualifier, ..] => resolve(levels, level, qualifier).map(|(found, _)| found),
         [] => None,
     }
+}
+
+/// Whether a query enclosing `level` whose names `level` sees may give a column `name`: one
+/// with a `FROM` item whose columns are unknown or include it. A sub-select in `FROM` sees the
+/// names of the queries around the one it stands in, and of that one only if it is `LATERAL`.
+fn outer_may_give(levels: &Levels, level: usize, name: &str) -> bool {
+    let mut at = level;
+    while let Some(parent) = levels.levels[at].parent {
+        let sees_parent = !(parent.pos == Pos::Input && levels.levels[at].unlateral);
+        let gives = |item: &crate::levels::Item| match item_columns(levels, &item.source) {
+            Some(columns) => columns.iter().any(|c| c == name),
+            None => true,
+        };
+        if sees_parent && levels.levels[parent.level].items.iter().any(gives) {
+            return true;
+        }
+        at = parent.level;
+    }
+    false
 }
 
 /// Whether PostgreSQL may read `r`, written in `level`, as a call of a function (attribute

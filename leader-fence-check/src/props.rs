@@ -14,7 +14,9 @@
 //! * **Reached** ([`Props::reached`]): PostgreSQL may evaluate the level at all. Inside a
 //!   one-time-gated level only `LIMIT`, `OFFSET`, `WITH` queries and conjuncts that read no
 //!   column of the level (which PostgreSQL may evaluate up front beside the fence, in any order)
-//!   are evaluated; inside a gated level, what it evaluates per output row is not.
+//!   are evaluated; inside a gated level, what it evaluates per output row is not. A conjunct
+//!   that reads no column of a sub-select PostgreSQL may flatten into a reached level is
+//!   evaluated there, up front ([`Props::hoisted`]), though the sub-select itself is not reached.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -25,7 +27,7 @@ use crate::functions;
 use crate::levels::{ConjunctOf, Kind, Levels, Pos, Source};
 use crate::names::reads_level;
 use crate::tree::enums::*;
-use crate::tree::{Fields, child, children, function_name, int, node, text};
+use crate::tree::{Fields, child, children, function_name, has, int, node, text};
 
 /// The comparison operators that are null when either side is (an empty scalar sub-select).
 const STRICT_COMPARISONS: [&str; 7] = ["=", "<>", "!=", "<", ">", "<=", ">="];
@@ -37,6 +39,7 @@ type AggregateOwners = HashMap<(usize, usize), Vec<usize>>;
 pub struct Props<'l, 'a> {
     pub levels: &'l Levels<'a>,
     gated: RefCell<Vec<Option<bool>>>,
+    reached: RefCell<Vec<Option<bool>>>,
     /// Levels an aggregate written in a nested sub-select may belong to.
     outer_aggregates: Vec<bool>,
     /// The levels each aggregate (by its level and index there) may belong to.
@@ -49,6 +52,7 @@ impl<'l, 'a> Props<'l, 'a> {
         let mut props = Props {
             levels,
             gated: RefCell::new(vec![None; n]),
+            reached: RefCell::new(vec![None; n]),
             outer_aggregates: vec![false; n],
             aggregate_owners: HashMap::new(),
         };
@@ -364,9 +368,69 @@ impl<'l, 'a> Props<'l, 'a> {
 
     /// Whether PostgreSQL may evaluate the level at all when the fence is false.
     pub fn reached(&self, level: usize) -> bool {
-        match self.levels.levels[level].parent {
+        if let Some(known) = self.reached.borrow()[level] {
+            return known;
+        }
+        let reached = match self.levels.levels[level].parent {
             None => true,
-            Some(parent) => self.reached(parent.level) && self.live(parent.level, parent.pos),
+            Some(parent) => self.evaluated(parent.level, parent.pos),
+        };
+        self.reached.borrow_mut()[level] = Some(reached);
+        reached
+    }
+
+    /// Whether PostgreSQL may evaluate what stands at `pos` of `level` when the fence is false.
+    pub fn evaluated(&self, level: usize, pos: Pos) -> bool {
+        (self.reached(level) && self.live(level, pos)) || self.hoisted(level, pos)
+    }
+
+    /// Whether `pos` of `level` is a conjunct that reads no column of the level, in a level
+    /// PostgreSQL may flatten into an enclosing query it evaluates. Flattened, the conjunct
+    /// becomes one more condition of that query that reads no column: PostgreSQL evaluates it
+    /// once up front, beside that query's fence, in an order of its choosing, even where the
+    /// level itself, unflattened, would never run.
+    pub fn hoisted(&self, level: usize, pos: Pos) -> bool {
+        let Pos::Conjunct(n) = pos else {
+            return false;
+        };
+        !self.conjunct_reads_level(level, n, false) && self.flattened_into_evaluated(level)
+    }
+
+    fn flattened_into_evaluated(&self, level: usize) -> bool {
+        let Some(parent) = self.levels.levels[level].parent else {
+            return false;
+        };
+        self.may_flatten(level, parent.pos)
+            && (self.reached(parent.level) || self.flattened_into_evaluated(parent.level))
+    }
+
+    /// Whether PostgreSQL may merge the level into its parent's query, where it stands at
+    /// `pos`: a sub-select in `FROM` (or an arm of a `UNION ALL` there) unless it has
+    /// something that keeps it a query of its own, and a sub-select in a condition (`EXISTS`
+    /// and `IN`/`= ANY`, turned into a semi-join) on the same terms, except that `EXISTS`
+    /// ignores `LIMIT`, `DISTINCT` and `ORDER BY`. Anything else may be flattened as far as
+    /// these rules know.
+    fn may_flatten(&self, level: usize, pos: Pos) -> bool {
+        let l = &self.levels.levels[level];
+        let fields = l.fields;
+        let in_condition = match pos {
+            Pos::Input => false,
+            Pos::Conjunct(_) => true,
+            _ => return false,
+        };
+        match l.kind {
+            Kind::Select => {
+                let own_query = ["group_clause", "having_clause", "locking_clause"]
+                    .into_iter()
+                    .chain(["with_clause", "limit_offset"])
+                    .any(|name| has(fields, name));
+                let own_in_from = ["limit_count", "distinct_clause", "sort_clause"]
+                    .into_iter()
+                    .any(|name| has(fields, name));
+                !own_query && (in_condition || !own_in_from)
+            }
+            Kind::SetOp(op) => op == SETOP_UNION && fields.get("all") == Some(&Value::Bool(true)),
+            _ => false,
         }
     }
 

@@ -311,6 +311,14 @@ impl Rules<'_, '_, '_> {
     fn why_evaluated(&self, level: usize, pos: Pos) -> Option<String> {
         let (mut at, mut pos) = (level, pos);
         loop {
+            if self.props.hoisted(at, pos) && !self.props.one_time(at) {
+                return Some(
+                    "it is in a condition that reads no column of a sub-select PostgreSQL may \
+                     flatten into the query around it, where the condition is evaluated once up \
+                     front, beside that query's fence, in an order PostgreSQL chooses"
+                        .to_owned(),
+                );
+            }
             if self.props.one_time(at) {
                 return Some(
                     match pos {
