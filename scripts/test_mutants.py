@@ -80,16 +80,16 @@ class Signals(unittest.TestCase):
                 self.assertLess(time.monotonic(), deadline, "the test run never started")
                 time.sleep(0.05)
             copy = os.path.join(fake, "target", "mutants", "workspace")
-            lease = mutants.read(copy, mutants.LEASE)
-            self.assertNotEqual(lease, mutants.read(mutants.ROOT, mutants.LEASE),
+            lease = mutants.read(copy, mutants.RENEW)
+            self.assertNotEqual(lease, mutants.read(mutants.ROOT, mutants.RENEW),
                                 "the mutant is in the scratch copy while its test runs")
             run.send_signal(signum)
             _, err = run.communicate(timeout=60)
             self.assertEqual(run.returncode, 128 + signum, err)
             self.assertIn(f"stopped by {signal.Signals(signum).name}", err)
             self.assertEqual(tree_state(), before, "the tree is as it was")
-            self.assertEqual(mutants.read(copy, mutants.LEASE),
-                             mutants.read(mutants.ROOT, mutants.LEASE), "the copy is restored")
+            self.assertEqual(mutants.read(copy, mutants.RENEW),
+                             mutants.read(mutants.ROOT, mutants.RENEW), "the copy is restored")
             with open(running) as f:
                 test_run = int(f.read())
             with self.assertRaises(ProcessLookupError, msg="the test run was stopped too"):
