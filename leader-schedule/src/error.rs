@@ -1,0 +1,42 @@
+//! Why a schedule was refused.
+
+/// A cron expression or time zone that cannot make a schedule. Each message names the input and
+/// the fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScheduleError {
+    /// The cron expression does not parse.
+    #[error(
+        "cron expression {expr:?} does not parse ({reason}): write 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first, e.g. \"0 2 * * *\" for 02:00 every day or \"*/10 * * * * *\" for every 10 seconds"
+    )]
+    Cron {
+        /// The expression as given.
+        expr: String,
+        /// What the cron parser said.
+        reason: String,
+    },
+    /// The cron expression parses but names no instant from now on (`0 0 30 2 *`, 30 February).
+    #[error(
+        "cron expression {expr:?} has no instant from now on: a role on it would never run; check its day-of-month and month fields"
+    )]
+    NeverDue {
+        /// The expression as given.
+        expr: String,
+    },
+    /// The time zone is not in the IANA database.
+    #[error(
+        "unknown time zone {zone:?}: name an IANA time zone, e.g. \"Europe/Berlin\", \"America/New_York\" or \"UTC\""
+    )]
+    Zone {
+        /// The time zone as given.
+        zone: String,
+    },
+    /// The missed-instant policy is not `latest` or `each`.
+    #[error(
+        "unknown missed-instant policy {policy:?}: write \"latest\" (run the latest missed instant once) or \"each\" (run every missed instant in order)"
+    )]
+    Missed {
+        /// The policy as given.
+        policy: String,
+    },
+}
