@@ -22,6 +22,11 @@ pub(crate) enum Value<'a> {
     OptText(Option<&'a str>),
     /// An integer.
     Int(i64),
+    /// A boolean.
+    Bool(bool),
+    /// An optional instant, rendered in RFC 3339 (digits, `-`, `:`, `.`, `T`, `Z` only);
+    /// `NULL` when absent.
+    OptTime(Option<chrono::DateTime<chrono::Utc>>),
     /// SQL this crate wrote: a column name, or rows already built with [`render`].
     Sql(&'a str),
 }
@@ -43,6 +48,14 @@ impl Value<'_> {
             Value::OptText(None) => out.push_str("NULL::text"),
             Value::OptText(Some(text)) => Value::Text(text).render(out),
             Value::Int(n) => write!(out, "({n})::bigint").unwrap(),
+            Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Value::OptTime(None) => out.push_str("NULL::timestamptz"),
+            Value::OptTime(Some(t)) => write!(
+                out,
+                "'{}'::timestamptz",
+                t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+            )
+            .unwrap(),
             Value::Sql(sql) => out.push_str(sql),
         }
     }
@@ -91,6 +104,19 @@ mod tests {
                 ("why", Value::OptText(None)),
                 ("n", Value::Int(-5)),
             ],
+        );
+        let at = chrono::DateTime::parse_from_rfc3339("2026-12-05T01:00:00.5+01:00").unwrap();
+        let times = render(
+            ":at, :none, :yes",
+            &[
+                ("at", Value::OptTime(Some(at.to_utc()))),
+                ("none", Value::OptTime(None)),
+                ("yes", Value::Bool(true)),
+            ],
+        );
+        assert_eq!(
+            times,
+            "'2026-12-05T00:00:00.500000Z'::timestamptz, NULL::timestamptz, true"
         );
         assert_eq!(
             sql,

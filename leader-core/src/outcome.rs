@@ -6,7 +6,7 @@ use std::fmt;
 ///
 /// | outcome | the tick ended | `last_tick_ended_at`, `last_tick_holder` | cooldown (`not_before`) |
 /// |---|---|---|---|
-/// | `completed` | the job returned `Ok` | stamped with now and the holder | unchanged |
+/// | `completed` | the job returned `Ok` | stamped with now and the holder; a calendar role's `last_completed_instant` with the tick's instant | unchanged |
 /// | `failed` | the job returned an error | unchanged | now + min(interval, 60 s) |
 /// | `shutdown` | the runtime shut down (even if the job then panicked, or did not return within the grace period) | unchanged | unchanged: claimable at once |
 /// | `lost` | RENEW found the lease taken over, released, expired or paused (even if the job then panicked) | unchanged | now + min(interval, 60 s), if the row is still this token's |

@@ -49,6 +49,8 @@ pub const MIGRATION_FILES: &[MigrationFile] = migration_files![
     "20261202000000_leader_clear_cooldown.up.sql",
     "20261204000000_leader_pause_floor.down.sql",
     "20261204000000_leader_pause_floor.up.sql",
+    "20261205000000_leader_schedules.down.sql",
+    "20261205000000_leader_schedules.up.sql",
 ];
 
 pub use leader_role_name::ROLE_CONSTRAINT;
@@ -170,6 +172,10 @@ SELECT to_regclass('leader_leases') IS NOT NULL                         AS leade
        EXISTS (SELECT 1 FROM pg_attribute
                 WHERE attrelid = to_regclass('leader_leases')
                   AND attname = 'not_before' AND NOT attisdropped)      AS not_before,
+       EXISTS (SELECT 1 FROM pg_attribute
+                WHERE attrelid = to_regclass('leader_leases')
+                  AND attname = 'last_completed_instant' AND NOT attisdropped)
+                                                                        AS schedules,
        (SELECT pg_get_constraintdef(oid) FROM pg_constraint
          WHERE conrelid = to_regclass('leader_leases')
            AND conname = 'leader_leases_role_registered') AS role_check
@@ -206,6 +212,7 @@ where
         get("not_before")?,
     );
     let pause_floor = get("pause_floor")?;
+    let schedules = get("schedules")?;
     let role_check: Option<String> = objects.try_get("role_check").map_err(&field)?;
     let mut problems: Vec<SchemaProblem> = [
         (table, "table leader_leases"),
@@ -227,6 +234,14 @@ where
             change: "a pause sets no floor under the next grant, so the paused holder's work \
                      can overlap the next holder's",
             migration: "20261204000000_leader_pause_floor.up.sql",
+        });
+    }
+    if table && !schedules {
+        problems.push(SchemaProblem::OutOfDate {
+            object: "table leader_leases",
+            change: "it has no columns for calendar schedules, so no role can run on a cron \
+                     schedule and the lease statements fail",
+            migration: "20261205000000_leader_schedules.up.sql",
         });
     }
     if !table {

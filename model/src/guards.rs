@@ -30,6 +30,10 @@ pub enum GuardKind {
     Unexpired,
     /// `holder_id IS NOT NULL`.
     Held,
+    /// A calendar role's instant is due and later than the last completed one. The model's
+    /// roles are interval roles (`NOT :calendar`), for which it always holds; scheduled grants
+    /// are proven by the PostgreSQL tests (`tests/tests/schedules.rs`), not yet by the model.
+    InstantDue,
 }
 
 /// What a guard is evaluated against: the row when the server runs the statement.
@@ -59,6 +63,7 @@ impl GuardKind {
             GuardKind::HoldsToken => s.row.token == s.token,
             GuardKind::Unexpired => s.row.expires.is_some_and(|e| e > s.now),
             GuardKind::Held => s.row.holder.is_some(),
+            GuardKind::InstantDue => true,
         }
     }
 }
@@ -69,6 +74,7 @@ pub const ACQUIRE: &[(&str, GuardKind)] = &[
     ("unheld_or_expired", GuardKind::UnheldOrExpired),
     ("past_not_before", GuardKind::PastNotBefore),
     ("due", GuardKind::Due),
+    ("instant_due", GuardKind::InstantDue),
 ];
 /// The guards the model evaluates for RENEW.
 pub const RENEW: &[(&str, GuardKind)] = &[

@@ -18,6 +18,7 @@ use chrono::{DateTime, Utc};
 use sqlx::postgres::PgRow;
 use sqlx::{PgExecutor, Row};
 
+use super::wanted::{Due, Wanted};
 use crate::guard::{Guard, Guarded};
 use crate::inline::{Value, render};
 use crate::send::{check_interval, lock_timeout, ms, row_of, send, values_list};
@@ -29,13 +30,21 @@ use crate::{Fence, Role, Statement, StatementError, Timings};
 // idea as seeding rows with leader_seed_token()) moves past it, since a takeover takes far longer
 // than a millisecond and a role is granted at most once per interval (at least 1 ms).
 //
-// `:interval_ms` in the guards is rendered as the column `wanted_interval_ms`, so the guards read
+// A role on a calendar schedule (`wanted_calendar`) is granted only for the instant it asks for
+// (`wanted_instant`), and only once that instant is due on the database clock and later than the
+// last instant completed: each instant completes at most once, and no tick starts before its
+// instant. Its interval is 0, so the interval guard always holds for it; an instant of NULL asks
+// for nothing and learns the last completed instant from the answer.
+//
+// `:interval_ms`, `:calendar` and `:instant` in the guards are rendered as the columns
+// `wanted_interval_ms`, `wanted_calendar` and `wanted_instant`, so the guards read
 // as ACQUIRE_GUARDS lists them. `wanted`'s columns are prefixed so that no unqualified column in
 // the guards can mean one of them. Its guards are listed in ACQUIRE_GUARDS below, which the model
 // (leader-model) evaluates by name.
 const ACQUIRE: &str = "
 WITH lock_bound AS (SELECT set_config('lock_timeout', :lock_ms::text, true) AS applied),
-wanted (wanted_role, wanted_interval_ms) AS (VALUES :wanted),
+wanted (wanted_role, wanted_interval_ms, wanted_schedule, wanted_calendar, wanted_instant, wanted_following)
+    AS (VALUES :wanted),
 due AS MATERIALIZED (
     SELECT role
       FROM leader_leases JOIN wanted ON role = wanted_role
@@ -44,6 +53,9 @@ due AS MATERIALIZED (
        AND (not_before IS NULL OR not_before <= now())
        AND (last_tick_ended_at IS NULL
             OR last_tick_ended_at + :interval_ms * interval '1 millisecond' <= now())
+       AND (NOT :calendar
+            OR (:instant <= now()
+                AND (last_completed_instant IS NULL OR :instant > last_completed_instant)))
 ),
 others AS (
     SELECT count(DISTINCT holder_id) AS live
@@ -64,7 +76,10 @@ granted AS (
        SET holder_token = greatest(holder_token + 1, (extract(epoch FROM now()) * 1000)::bigint),
            holder_id = :holder,
            acquired_at = now(),
-           expires_at = now() + :ttl_ms * interval '1 millisecond'
+           expires_at = now() + :ttl_ms * interval '1 millisecond',
+           schedule = wanted_schedule,
+           tick_instant = wanted_instant,
+           following_instant = wanted_following
       FROM wanted
      WHERE role = wanted_role
        AND role IN (SELECT role FROM picked)
@@ -74,10 +89,17 @@ granted AS (
        AND (not_before IS NULL OR not_before <= now())
        AND (last_tick_ended_at IS NULL
             OR last_tick_ended_at + :interval_ms * interval '1 millisecond' <= now())
-    RETURNING role AS granted_role, holder_token, expires_at, last_tick_holder AS previous_holder
+       AND (NOT :calendar
+            OR (:instant <= now()
+                AND (last_completed_instant IS NULL OR :instant > last_completed_instant)))
+    RETURNING role AS granted_role, holder_token, expires_at, last_tick_holder AS previous_holder,
+              tick_instant AS granted_instant
 ),
 seen AS (
-    SELECT l.*, w.wanted_role, l.last_tick_ended_at + w.wanted_interval_ms * interval '1 millisecond' AS due_at
+    SELECT l.*, w.wanted_role, w.wanted_calendar, w.wanted_instant,
+           CASE WHEN w.wanted_calendar THEN w.wanted_instant
+                ELSE l.last_tick_ended_at + w.wanted_interval_ms * interval '1 millisecond'
+           END AS due_at
       FROM wanted w
       LEFT JOIN leader_leases l ON l.role = w.wanted_role
 )
@@ -85,12 +107,17 @@ SELECT s.wanted_role                 AS wanted_role,
        g.holder_token                AS granted_token,
        g.expires_at                  AS granted_until,
        g.previous_holder             AS previous_holder,
+       g.granted_instant             AS granted_instant,
        now()                         AS db_now,
        s.role IS NOT NULL            AS role_exists,
        s.paused_at IS NOT NULL       AS paused,
        coalesce(s.expires_at > now(), false) AS held,
        coalesce(s.not_before > now(), false) AS cooling,
+       coalesce(s.wanted_calendar
+                AND (s.wanted_instant IS NULL OR s.wanted_instant <= s.last_completed_instant),
+                false)               AS instant_completed,
        coalesce(s.due_at > now(), false)     AS not_due,
+       s.last_completed_instant      AS last_completed_instant,
        s.holder_id                   AS holder_id,
        (extract(epoch FROM greatest(
             CASE WHEN s.expires_at > now() THEN s.expires_at END,
@@ -126,6 +153,10 @@ pub const ACQUIRE_GUARDS: Guarded = Guarded {
             name: "due",
             sql: "(last_tick_ended_at IS NULL OR last_tick_ended_at + :interval_ms * interval '1 millisecond' <= now())",
         },
+        Guard {
+            name: "instant_due",
+            sql: "(NOT :calendar OR (:instant <= now() AND (last_completed_instant IS NULL OR :instant > last_completed_instant)))",
+        },
     ],
     plumbing: &[
         "role = wanted_role",
@@ -157,6 +188,8 @@ pub struct Grant {
     /// Who completed the role's last tick (`None` if no tick has completed): a grant to
     /// another holder than that is leadership changing hands.
     pub previous_holder: Option<String>,
+    /// The scheduled instant this tick serves, for a role on a calendar schedule.
+    pub instant: Option<DateTime<Utc>>,
 }
 
 impl Grant {
@@ -169,7 +202,16 @@ impl Grant {
             granted_at,
             expires_at,
             previous_holder: None,
+            instant: None,
         }
+    }
+
+    /// This forged grant, serving the scheduled `instant`. Only with the `test-support` feature.
+    #[cfg(feature = "test-support")]
+    #[must_use]
+    pub fn with_instant(mut self, instant: DateTime<Utc>) -> Grant {
+        self.instant = Some(instant);
+        self
     }
 }
 
@@ -187,6 +229,9 @@ pub struct Refusal {
     pub holder_id: Option<String>,
     /// The database clock when the statement ran.
     pub db_now: DateTime<Utc>,
+    /// The latest scheduled instant completed (`None` if none, or the role has no calendar
+    /// schedule).
+    pub last_completed_instant: Option<DateTime<Utc>>,
 }
 
 impl Refusal {
@@ -204,7 +249,17 @@ impl Refusal {
             retry_after,
             holder_id,
             db_now,
+            last_completed_instant: None,
         }
+    }
+
+    /// This forged refusal, saying `instant` completed last. Only with the `test-support`
+    /// feature.
+    #[cfg(feature = "test-support")]
+    #[must_use]
+    pub fn with_last_completed(mut self, instant: Option<DateTime<Utc>>) -> Refusal {
+        self.last_completed_instant = instant;
+        self
     }
 }
 
@@ -219,15 +274,22 @@ pub enum RefusalReason {
     /// `not_before` has not passed: the cooldown a tick that did not complete set, or the floor a
     /// pause of a held role set (the paused lease's expiry).
     CoolingDown,
-    /// The last completed tick ended less than one interval ago.
+    /// The last completed tick ended less than one interval ago, or the scheduled instant asked
+    /// for has not come yet on the database clock.
     NotDue,
+    /// The scheduled instant asked for is already completed, or none was asked for:
+    /// [`Refusal::last_completed_instant`] says which instant completed last, so the caller can ask
+    /// for a later one at once.
+    InstantCompleted,
     /// The role looked free, but a concurrent ACQUIRE won it first.
     Contended,
 }
 
-/// ACQUIRE: claims each of `roles` (each with its tick interval) for one tick, as `holder_id`,
-/// if it is unpaused, unheld (or expired), past any cooldown and due (its last completed tick
-/// ended at least its interval ago); one statement for all of them.
+/// ACQUIRE: claims each of `roles` for one tick, as `holder_id`, if it is unpaused, unheld (or
+/// expired), past any cooldown and due: an interval role (`(Role, Duration)` or
+/// [`Wanted::every`]) when its last completed tick ended at least its interval ago, a calendar
+/// role ([`Wanted::instant`]) when the instant it asks for has come on the database clock and is
+/// later than the last instant completed. One statement for all of them.
 ///
 /// Answers one [`Acquired`] per role, in the order given. Racing callers serialize on each row's
 /// lock and the losers' WHERE re-evaluates against the winner's row, so at most one caller is
@@ -241,25 +303,39 @@ pub enum RefusalReason {
 /// interval below 1 ms, [`StatementError::Timeout`] or [`StatementError::Database`] if the
 /// statement did not complete (then nothing was granted, or the grants run out after their TTL
 /// unrenewed).
-pub async fn acquire<'e>(
+pub async fn acquire<'e, W>(
     db: impl PgExecutor<'e>,
-    roles: &[(Role, Duration)],
+    roles: &[W],
     holder_id: &str,
     max_grants: usize,
     timings: &Timings,
-) -> Result<Vec<Acquired>, StatementError> {
+) -> Result<Vec<Acquired>, StatementError>
+where
+    for<'w> &'w W: Into<Wanted>,
+{
     if roles.is_empty() {
         return Ok(Vec::new());
     }
-    for &(role, interval) in roles {
-        check_interval(Statement::Acquire, role, interval)?;
+    let roles: Vec<Wanted> = roles.iter().map(Into::into).collect();
+    for wanted in &roles {
+        if let Due::Interval(interval) = wanted.due {
+            check_interval(Statement::Acquire, wanted.role, interval)?;
+        }
     }
-    let wanted = values_list(roles.iter().map(|&(role, interval)| {
+    let wanted = values_list(roles.iter().map(|wanted| {
+        let (interval, calendar, instant, following) = match wanted.due {
+            Due::Interval(interval) => (ms(interval), false, None, None),
+            Due::Instant { instant, following } => (0, true, instant, following),
+        };
         render(
-            "(:role, :interval_ms)",
+            "(:role, :interval_ms, :schedule, :calendar, :instant, :following)",
             &[
-                ("role", Value::Role(role)),
-                ("interval_ms", Value::Int(ms(interval))),
+                ("role", Value::Role(wanted.role)),
+                ("interval_ms", Value::Int(interval)),
+                ("schedule", Value::Text(&wanted.schedule)),
+                ("calendar", Value::Bool(calendar)),
+                ("instant", Value::OptTime(instant)),
+                ("following", Value::OptTime(following)),
             ],
         )
     }));
@@ -268,6 +344,8 @@ pub async fn acquire<'e>(
         &[
             ("wanted", Value::Sql(&wanted)),
             ("interval_ms", Value::Sql("wanted_interval_ms")),
+            ("calendar", Value::Sql("wanted_calendar")),
+            ("instant", Value::Sql("wanted_instant")),
             ("holder", Value::Text(holder_id)),
             ("ttl_ms", Value::Int(ms(timings.ttl()))),
             (
@@ -280,9 +358,9 @@ pub async fn acquire<'e>(
     let rows = send(db, Statement::Acquire, timings.statement_timeout(), sql).await?;
     roles
         .iter()
-        .map(|&(role, _)| {
-            let row = row_of(&rows, "wanted_role", role, Statement::Acquire)?;
-            acquired_from(row, role)
+        .map(|wanted| {
+            let row = row_of(&rows, "wanted_role", wanted.role, Statement::Acquire)?;
+            acquired_from(row, wanted.role)
         })
         .collect()
 }
@@ -299,7 +377,7 @@ pub async fn acquire_one<'e>(
     interval: Duration,
     timings: &Timings,
 ) -> Result<Acquired, StatementError> {
-    let mut answers = acquire(db, &[(role, interval)], holder_id, 1, timings).await?;
+    let mut answers = acquire(db, &[Wanted::every(role, interval)], holder_id, 1, timings).await?;
     Ok(answers.remove(0))
 }
 
@@ -319,6 +397,7 @@ fn acquired_from(row: &PgRow, role: Role) -> Result<Acquired, StatementError> {
             granted_at: db_now,
             expires_at: row.try_get("granted_until").map_err(&field)?,
             previous_holder: row.try_get("previous_holder").map_err(&field)?,
+            instant: row.try_get("granted_instant").map_err(&field)?,
         }));
     }
     let flag = |name: &str| row.try_get::<bool, _>(name).map_err(&field);
@@ -328,6 +407,8 @@ fn acquired_from(row: &PgRow, role: Role) -> Result<Acquired, StatementError> {
         RefusalReason::Held
     } else if flag("cooling")? {
         RefusalReason::CoolingDown
+    } else if flag("instant_completed")? {
+        RefusalReason::InstantCompleted
     } else if flag("not_due")? {
         RefusalReason::NotDue
     } else {
@@ -336,7 +417,7 @@ fn acquired_from(row: &PgRow, role: Role) -> Result<Acquired, StatementError> {
     let wait_ms: Option<i64> = row.try_get("wait_ms").map_err(&field)?;
     let retry_after = match reason {
         RefusalReason::Paused => None,
-        RefusalReason::Contended => Some(Duration::ZERO),
+        RefusalReason::Contended | RefusalReason::InstantCompleted => Some(Duration::ZERO),
         _ => Some(Duration::from_millis(wait_ms.unwrap_or(0).max(0) as u64)),
     };
     Ok(Acquired::Refused(Refusal {
@@ -344,5 +425,6 @@ fn acquired_from(row: &PgRow, role: Role) -> Result<Acquired, StatementError> {
         retry_after,
         holder_id: row.try_get("holder_id").map_err(&field)?,
         db_now,
+        last_completed_instant: row.try_get("last_completed_instant").map_err(&field)?,
     }))
 }

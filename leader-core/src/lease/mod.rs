@@ -2,7 +2,7 @@
 //!
 //! | statement | what it does | guarded by, in its own `WHERE` |
 //! |---|---|---|
-//! | ACQUIRE | issues a new token, sets the holder and `expires_at = now() + ttl` | unpaused; unheld or expired; past `not_before`; last completed tick at least one interval ago |
+//! | ACQUIRE | issues a new token, sets the holder and `expires_at = now() + ttl` | unpaused; unheld or expired; past `not_before`; last completed tick at least one interval ago; a calendar role's instant due on the database clock and later than `last_completed_instant` |
 //! | RENEW | `expires_at = now() + ttl` | this token holds the role; unexpired (a released or paused row has no expiry) |
 //! | RELEASE | clears the holder; stamps the tick or sets a cooldown, by the tick's outcome | this token holds the role; the role is held |
 //!
@@ -47,10 +47,12 @@
 mod acquire;
 mod release;
 mod renew;
+mod wanted;
 
 pub use acquire::{ACQUIRE_GUARDS, Acquired, Grant, Refusal, RefusalReason, acquire, acquire_one};
 pub use release::{RELEASE_GUARDS, RELEASED_CHANNEL, Released, release, release_waking};
 pub use renew::{LossReason, RENEW_GUARDS, Renewed, renew, renew_one};
+pub use wanted::Wanted;
 
 #[cfg(doc)]
 use crate::ReleaseOutcome;

@@ -31,6 +31,9 @@ UPDATE leader_leases
        expires_at = NULL,
        last_tick_ended_at = CASE WHEN :outcome = 'completed' THEN now() ELSE last_tick_ended_at END,
        last_tick_holder = CASE WHEN :outcome = 'completed' THEN holder_id ELSE last_tick_holder END,
+       -- A scheduled instant is done only when its tick completed; otherwise it stays due.
+       last_completed_instant = CASE WHEN :outcome = 'completed'
+           THEN greatest(last_completed_instant, tick_instant) ELSE last_completed_instant END,
        not_before = CASE :outcome
            WHEN 'completed' THEN not_before
            -- A shutdown (a deploy, a scale-down) says nothing about the job or the database, so
@@ -81,7 +84,9 @@ pub const RELEASE_GUARDS: Guarded = Guarded {
 };
 
 /// RELEASE: ends the tick held by `fence`, recording `outcome` (see [`ReleaseOutcome`] for what
-/// each outcome writes). `interval` is the role's tick interval, which sets the cooldown.
+/// each outcome writes). `interval` is the role's tick interval, which sets the cooldown (for a
+/// calendar role, the time from the instant the tick serves to the next one). A completed tick
+/// of a calendar role also records its instant as the last completed one.
 ///
 /// A no-op ([`Released::changed`] false) when the token no longer holds the role.
 ///
