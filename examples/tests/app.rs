@@ -226,7 +226,12 @@ async fn every_job_is_registered_by_its_attribute() {
     let mut roles: Vec<(&str, Duration)> = runtime
         .jobs()
         .into_iter()
-        .map(|job| (job.role.as_str(), job.every))
+        .map(|job| {
+            (
+                job.role.as_str(),
+                job.schedule.interval().expect("an interval role"),
+            )
+        })
         .collect();
     roles.sort();
     assert_eq!(

@@ -1,6 +1,7 @@
 //! What a job receives for one tick.
 
 use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
 use leader_core::lease::Grant;
 use leader_core::{Fence, Role};
 use sqlx::PgPool;
@@ -25,6 +26,7 @@ pub struct TickContext {
     fence: Fence,
     cancellation: TickCancellation,
     granted_at: DateTime<Utc>,
+    scheduled_for: Option<DateTime<Tz>>,
     pool: PgPool,
 }
 
@@ -39,8 +41,15 @@ impl TickContext {
             fence,
             cancellation,
             granted_at,
+            scheduled_for: None,
             pool,
         }
+    }
+
+    /// This context, serving the scheduled instant `instant`.
+    pub(crate) fn serving(mut self, instant: Option<DateTime<Tz>>) -> TickContext {
+        self.scheduled_for = instant;
+        self
     }
 
     /// The context the runtime would hand a job for `grant`, for calling a job directly in its
@@ -76,8 +85,12 @@ impl TickContext {
     /// dispatch(TickContext::from_grant(grant, pool.clone())).await?;
     /// # Ok(()) }
     /// ```
+    ///
+    /// A grant of a calendar role's instant gives [`TickContext::scheduled_for`] that instant, in
+    /// UTC (the grant does not carry the schedule's time zone).
     pub fn from_grant(grant: Grant, pool: PgPool) -> TickContext {
         TickContext::new(grant.fence, TickCancellation::new(), grant.granted_at, pool)
+            .serving(grant.instant.map(|instant| instant.with_timezone(&Tz::UTC)))
     }
 
     /// Cancels this context's tick with `cause`, as the runtime would, to test how a job stops.
@@ -101,6 +114,18 @@ impl TickContext {
     /// When the lease was granted (database clock).
     pub fn granted_at(&self) -> DateTime<Utc> {
         self.granted_at
+    }
+
+    /// The scheduled instant this tick serves, in the schedule's time zone, for a role on a
+    /// calendar schedule ([`Schedule::Cron`](crate::Schedule::Cron)); `None` for an interval
+    /// role.
+    ///
+    /// The instant is the one the lease row records for this grant: no other tick completes it
+    /// (each instant is completed at most once cluster-wide), and it was due on the database
+    /// clock when granted. A job that bills "the period that ended at this instant", rather than
+    /// at "now", bills the same period whichever replica runs it and however late it starts.
+    pub fn scheduled_for(&self) -> Option<DateTime<Tz>> {
+        self.scheduled_for
     }
 
     /// The runtime's pool.

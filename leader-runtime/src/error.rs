@@ -21,6 +21,18 @@ pub enum BuildError {
         interval: Duration,
     },
 
+    /// A registered job's schedule does not build (a registration `#[leader_role]` did not
+    /// write: the macro refuses the same input at compile time).
+    #[error("job `{job}` (role `{role}`): {source}")]
+    Schedule {
+        /// The job's path.
+        job: String,
+        /// Its role.
+        role: Role,
+        /// What the schedule said.
+        source: leader_schedule::ScheduleError,
+    },
+
     /// Two jobs were registered for the same role.
     #[error(
         "role `{role}` is led by two jobs, `{first}` and `{second}`: a role has exactly one job; \

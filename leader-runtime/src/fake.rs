@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use futures_util::future::BoxFuture;
-use leader_core::lease::{Acquired, Grant, Refusal, RefusalReason, Released, Renewed};
+use leader_core::lease::{Acquired, Grant, Refusal, RefusalReason, Released, Renewed, Wanted};
 use leader_core::{Fence, ReleaseOutcome, Role, Statement, StatementError};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -117,9 +117,9 @@ impl FakeStatements {
 impl crate::statements::LeaseStatements for FakeStatements {
     fn acquire_many(
         &self,
-        roles: Vec<(Role, Duration)>,
+        roles: Vec<Wanted>,
     ) -> BoxFuture<'_, Result<Vec<Acquired>, StatementError>> {
-        let asked: Vec<Role> = roles.iter().map(|(role, _)| *role).collect();
+        let asked: Vec<Role> = roles.iter().map(Wanted::role).collect();
         self.calls
             .lock()
             .unwrap()

@@ -124,6 +124,7 @@ mod error;
 mod fence_parameter;
 mod heartbeat;
 mod holder;
+mod instants;
 mod job;
 mod leadership;
 pub mod metrics;
@@ -156,6 +157,15 @@ pub use registry::JobError;
 pub use runtime::{JobInfo, Runtime, RuntimeBuilder};
 pub use state::State;
 
+/// When a role runs: [`Schedule::Every`] an interval, or [`Schedule::Cron`] at the instants of
+/// a cron expression in a time zone (see [`CronSchedule`] for the expression, time zones and
+/// daylight saving time, and [`Missed`] for instants that passed while no tick ran).
+pub mod schedule {
+    pub use chrono_tz::Tz;
+    pub use leader_schedule::{CronSchedule, Missed, Planned, Schedule, ScheduleError};
+}
+pub use schedule::Schedule;
+
 /// The sqlx this crate is built with (0.9), so an application uses the same `PgPool` type:
 /// depend on it through here, or on `sqlx = "0.9"`. A pool from another sqlx version is a
 /// different type ("expected `Pool<Postgres>`, found a different `Pool<Postgres>`").
@@ -185,7 +195,7 @@ pub mod __private {
     pub use crate::fence_parameter::{FenceParameter, assert_fence_parameter};
     pub use crate::job::call_with_state;
     pub use crate::registry::{
-        JobFuture, JobRegistration, JobResult, RegisteredJob, registered_jobs,
+        JobFuture, JobRegistration, JobResult, RegisteredJob, RegisteredSchedule, registered_jobs,
     };
     pub use core::any::{Any, TypeId, type_name};
     pub use core::time::Duration;

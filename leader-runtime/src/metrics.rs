@@ -11,6 +11,9 @@
 //! | `leader_tick_duration_seconds` | histogram | `role`, `outcome` (`completed`, `failed`, `panicked`, `shutdown`, `lost`: [`ReleaseOutcome`](crate::protocol::ReleaseOutcome)'s names) | how long each tick ran |
 //! | `leader_database_read_only` | gauge | `role` | 1 while this replica's ACQUIRE for the role is refused because the server is read-only (a standby, a demoted primary), else 0 |
 //! | `leader_clock_drift_seconds` | gauge | — | database clock minus local clock, estimated from each ACQUIRE and RENEW; informational |
+//! | `leader_schedule_start_delay_seconds` | histogram | `role` | for a calendar role, how long after its scheduled instant each tick was granted, on the database clock |
+//! | `leader_schedule_skipped_instants_total` | counter | `role` | scheduled instants a tick skipped under the `latest` missed-instant policy |
+//! | `leader_schedule_overdue_seconds` | gauge | `role` | for a calendar role, how long its next instant (`leader_status.next_instant`) is past on the database clock while unpaused; 0 when none is |
 //!
 //! The age, unknown and paused gauges are refreshed by every runtime from the table, so any
 //! replica reports the cluster's facts, not only the leader.
@@ -29,7 +32,7 @@ use sqlx::{PgPool, Row};
 use tokio::time::Instant;
 
 /// The `# HELP` text of each metric: the meaning column above.
-const DESCRIPTIONS: [(&str, Kind, Option<Unit>, &str); 9] = [
+const DESCRIPTIONS: [(&str, Kind, Option<Unit>, &str); 12] = [
     (
         "leader_last_tick_age_seconds",
         Kind::Gauge,
@@ -84,6 +87,24 @@ const DESCRIPTIONS: [(&str, Kind, Option<Unit>, &str); 9] = [
         Some(Unit::Seconds),
         "Database clock minus local clock, estimated from ACQUIRE and RENEW round trips; informational.",
     ),
+    (
+        "leader_schedule_start_delay_seconds",
+        Kind::Histogram,
+        Some(Unit::Seconds),
+        "For a calendar role, how long after its scheduled instant each tick was granted, on the database clock.",
+    ),
+    (
+        "leader_schedule_skipped_instants_total",
+        Kind::Counter,
+        None,
+        "Scheduled instants a tick skipped under the latest missed-instant policy.",
+    ),
+    (
+        "leader_schedule_overdue_seconds",
+        Kind::Gauge,
+        Some(Unit::Seconds),
+        "For a calendar role, how long its next instant is past on the database clock while unpaused; 0 when none is.",
+    ),
 ];
 
 #[derive(Clone, Copy)]
@@ -108,9 +129,17 @@ pub(crate) fn describe() {
     }
 }
 
-/// Creates the series a role has from the start: its interval, and the panicked losses at 0.
-pub(crate) fn register(role: Role, every: Duration) {
-    metrics::gauge!("leader_interval_seconds", "role" => role.as_str()).set(every.as_secs_f64());
+/// Creates the series a role has from the start: its interval (or, on a calendar schedule, its
+/// skipped instants at 0), and the panicked losses at 0.
+pub(crate) fn register(role: Role, schedule: &leader_schedule::Schedule) {
+    match schedule.interval() {
+        Some(every) => metrics::gauge!("leader_interval_seconds", "role" => role.as_str())
+            .set(every.as_secs_f64()),
+        None => {
+            metrics::counter!("leader_schedule_skipped_instants_total", "role" => role.as_str())
+                .absolute(0)
+        }
+    }
     metrics::counter!("leader_lease_lost_total", "role" => role.as_str(), "reason" => "panicked")
         .absolute(0);
 }
@@ -123,6 +152,16 @@ pub(crate) fn lease_lost(role: Role, reason: &'static str) {
 pub(crate) fn tick_finished(role: Role, outcome: &'static str, elapsed: Duration) {
     metrics::histogram!("leader_tick_duration_seconds", "role" => role.as_str(), "outcome" => outcome)
         .record(elapsed.as_secs_f64());
+}
+
+/// A calendar role's tick was granted `delay` after its instant, skipping `skipped` older ones.
+pub(crate) fn scheduled_grant(role: Role, delay: Duration, skipped: u64) {
+    metrics::histogram!("leader_schedule_start_delay_seconds", "role" => role.as_str())
+        .record(delay.as_secs_f64());
+    if skipped > 0 {
+        metrics::counter!("leader_schedule_skipped_instants_total", "role" => role.as_str())
+            .increment(skipped);
+    }
 }
 
 pub(crate) fn read_only(role: Role, read_only: bool) {
@@ -153,6 +192,9 @@ pub(crate) struct LeaseAges {
     pub last_tick_age_seconds: Option<f64>,
     /// How long the role has been paused; `None` while not paused.
     pub paused_seconds: Option<f64>,
+    /// How long the next scheduled instant is past while unpaused; `None` for an interval role
+    /// or before its first grant.
+    pub overdue_seconds: Option<f64>,
 }
 
 /// The status read, named by its leading comment ([`leader_core::Statement::StatusRead`]).
@@ -163,8 +205,13 @@ const STATUS_READ: &str = "/* leader:status */ SELECT role,
                 END AS age,
                 CASE WHEN paused_at IS NOT NULL
                      THEN greatest(extract(epoch FROM now() - paused_at), 0)::float8
-                END AS paused_for
-           FROM leader_leases";
+                END AS paused_for,
+                CASE WHEN next_instant IS NOT NULL
+                     THEN CASE WHEN paused_at IS NULL
+                               THEN greatest(extract(epoch FROM now() - next_instant), 0)::float8
+                               ELSE 0 END
+                END AS overdue
+           FROM leader_status";
 
 /// Reads the last completed tick's age and the pause age of every role from `leader_leases`.
 pub(crate) async fn read_status(pool: &PgPool) -> Result<Vec<LeaseAges>, sqlx::Error> {
@@ -176,6 +223,7 @@ pub(crate) async fn read_status(pool: &PgPool) -> Result<Vec<LeaseAges>, sqlx::E
                 role: row.try_get("role")?,
                 last_tick_age_seconds: row.try_get("age")?,
                 paused_seconds: row.try_get("paused_for")?,
+                overdue_seconds: row.try_get("overdue")?,
             })
         })
         .collect()
@@ -204,6 +252,9 @@ pub(crate) fn publish_status(roles: &[Role], status: Result<&[LeaseAges], ()>) {
             metrics::gauge!("leader_paused", "role" => name)
                 .set(f64::from(u8::from(paused.is_some())));
             metrics::gauge!("leader_paused_seconds", "role" => name).set(paused.unwrap_or(0.0));
+            if let Some(overdue) = found.overdue_seconds {
+                metrics::gauge!("leader_schedule_overdue_seconds", "role" => name).set(overdue);
+            }
         }
     }
 }

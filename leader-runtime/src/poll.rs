@@ -5,11 +5,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leader_core::Role;
-use leader_core::lease::{Acquired, Grant};
+use leader_core::lease::{Acquired, Grant, Wanted};
+use leader_schedule::Schedule;
 use rand::Rng;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use crate::instants::{DbClock, InstantPlanner, ScheduledGrant};
 use crate::role_spec::RoleSpec;
 use crate::tick::{TickEnv, run_tick};
 use crate::wake::Wake;
@@ -94,11 +96,32 @@ pub(crate) async fn work_role(
     }
 }
 
-/// One role the poller polls for: its interval and its worker's inbox.
+/// One role the poller polls for: its schedule and its worker's inbox.
 pub(crate) struct Polled {
     pub role: Role,
-    pub every: Duration,
+    pub schedule: Schedule,
     pub worker: mpsc::Sender<Handoff>,
+    /// For a calendar role, which instant to ask for.
+    pub instants: InstantPlanner,
+}
+
+impl Polled {
+    pub(crate) fn new(role: Role, schedule: Schedule, worker: mpsc::Sender<Handoff>) -> Polled {
+        Polled {
+            role,
+            schedule,
+            worker,
+            instants: InstantPlanner::default(),
+        }
+    }
+
+    /// What to ask ACQUIRE for this role.
+    fn wanted(&mut self, clock: Option<DbClock>) -> Wanted {
+        match &self.schedule {
+            Schedule::Cron(cron) => self.instants.wanted(self.role, cron, clock),
+            schedule => Wanted::every(self.role, schedule.interval().unwrap_or(Duration::MAX)),
+        }
+    }
 }
 
 /// Polls every role of this replica that is not in a tick with one ACQUIRE, until
@@ -111,7 +134,7 @@ pub(crate) struct Polled {
 /// polls for was released elsewhere (or the wake listener reconnected).
 pub(crate) async fn poll_roles(
     env: &TickEnv<'_>,
-    roles: Vec<Polled>,
+    mut roles: Vec<Polled>,
     mut done: mpsc::UnboundedReceiver<Role>,
     mut wake: mpsc::UnboundedReceiver<Wake>,
 ) {
@@ -120,6 +143,7 @@ pub(crate) async fn poll_roles(
     let all: Vec<Role> = roles.iter().map(|polled| polled.role).collect();
     let mut in_tick = vec![false; roles.len()];
     let mut read_only = ReadOnlyState::default();
+    let mut db_clock: Option<DbClock> = None;
     for &role in &all {
         crate::metrics::read_only(role, false);
     }
@@ -128,10 +152,7 @@ pub(crate) async fn poll_roles(
         let wait = if asked.is_empty() {
             None
         } else {
-            let wanted = asked
-                .iter()
-                .map(|&i| (roles[i].role, roles[i].every))
-                .collect();
+            let wanted = asked.iter().map(|&i| roles[i].wanted(db_clock)).collect();
             let sent = Instant::now();
             let acquired = env.statements.acquire_many(wanted).await;
             read_only.observe(
@@ -149,7 +170,11 @@ pub(crate) async fn poll_roles(
                         let role = roles[i].role;
                         match answer {
                             Acquired::Granted(grant) => {
+                                db_clock = Some(DbClock::new(grant.granted_at, Instant::now()));
                                 crate::metrics::clock_drift(grant.granted_at, sent, Instant::now());
+                                if let Some(scheduled) = roles[i].instants.granted(&grant) {
+                                    log_scheduled_grant(role, &grant, scheduled);
+                                }
                                 if roles[i].worker.try_send((grant, sent)).is_ok() {
                                     in_tick[i] = true;
                                 } else {
@@ -157,6 +182,8 @@ pub(crate) async fn poll_roles(
                                 }
                             }
                             Acquired::Refused(refusal) => {
+                                db_clock = Some(DbClock::new(refusal.db_now, Instant::now()));
+                                roles[i].instants.refused(&refusal);
                                 let wait = next_poll_wait(refusal.retry_after, max_poll);
                                 tracing::debug!(%role, reason = ?refusal.reason, holder = ?refusal.holder_id, ?wait, "not leading");
                                 soonest = Some(soonest.map_or(wait, |s| s.min(wait)));
@@ -199,6 +226,20 @@ pub(crate) async fn poll_roles(
                 () = env.shutdown.cancelled() => return,
             }
         }
+    }
+}
+
+/// A calendar role's grant: its start delay and skipped instants, as metrics, and a log line
+/// when it skips any.
+fn log_scheduled_grant(role: Role, grant: &Grant, scheduled: ScheduledGrant) {
+    crate::metrics::scheduled_grant(role, scheduled.delay, scheduled.skipped);
+    if scheduled.skipped > 0 {
+        let at_least = if scheduled.skipped_at_least {
+            "at least "
+        } else {
+            ""
+        };
+        tracing::warn!(%role, instant = ?grant.instant, skipped = scheduled.skipped, "running the latest missed instant and skipping {at_least}{} older ones (missed = \"latest\"; missed = \"each\" runs every one)", scheduled.skipped);
     }
 }
 
@@ -264,7 +305,7 @@ mod tests {
         for &(name, runs_for) in roles {
             let spec = Arc::new(RoleSpec {
                 role: Role::from_static(name),
-                every: Duration::from_secs(60),
+                schedule: Duration::from_secs(60).into(),
                 job: Arc::new(move |_| -> JobFuture {
                     Box::pin(async move {
                         tokio::time::sleep(runs_for).await;
@@ -274,11 +315,7 @@ mod tests {
                 name: "test_job".into(),
             });
             let (worker_tx, worker_rx) = mpsc::channel(1);
-            polled.push(Polled {
-                role: spec.role,
-                every: spec.every,
-                worker: worker_tx,
-            });
+            polled.push(Polled::new(spec.role, spec.schedule.clone(), worker_tx));
             workers.push(work_role(&env, spec, worker_rx, done_tx.clone()));
         }
         drop(done_tx);

@@ -61,12 +61,49 @@ pub enum RegisteredJob {
 pub struct JobRegistration {
     /// The role the job leads.
     pub role: Role,
-    /// How often it runs: the least time between the ends of two completed ticks.
-    pub every: Duration,
+    /// When it runs.
+    pub schedule: RegisteredSchedule,
     /// The job.
     pub job: RegisteredJob,
     /// The job function's path, for errors and logs.
     pub name: &'static str,
+}
+
+/// The schedule `#[leader_role]` was given, checked at compile time and built at
+/// [`registered_jobs`](crate::RuntimeBuilder::registered_jobs).
+#[derive(Debug, Clone, Copy)]
+pub enum RegisteredSchedule {
+    /// `every = "…"`.
+    Every(Duration),
+    /// `cron = "…"`, `tz = "…"` (UTC when absent), `missed = "…"` (`latest` when absent).
+    Cron {
+        /// The cron expression.
+        expr: &'static str,
+        /// The IANA time zone.
+        zone: &'static str,
+        /// The missed-instant policy's name.
+        missed: &'static str,
+    },
+}
+
+impl RegisteredSchedule {
+    /// The schedule.
+    ///
+    /// # Errors
+    ///
+    /// What `CronSchedule::new` or the policy's parse says; the macro refused the same input at
+    /// compile time, so only a registration written by hand meets it.
+    pub fn build(self) -> Result<leader_schedule::Schedule, leader_schedule::ScheduleError> {
+        match self {
+            RegisteredSchedule::Every(interval) => Ok(leader_schedule::Schedule::Every(interval)),
+            RegisteredSchedule::Cron { expr, zone, missed } => {
+                let missed = missed.parse()?;
+                Ok(leader_schedule::CronSchedule::new(expr, zone)?
+                    .missed(missed)
+                    .into())
+            }
+        }
+    }
 }
 
 inventory::collect!(JobRegistration);

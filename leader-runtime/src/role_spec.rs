@@ -1,9 +1,13 @@
-//! A role the runtime leads: its name, interval and job.
+//! A role the runtime leads: its name, schedule and job.
 
 use std::fmt;
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
 use leader_core::Role;
+use leader_core::lease::Grant;
+use leader_schedule::Schedule;
 
 use crate::job::JobFn;
 
@@ -12,19 +16,44 @@ use crate::job::JobFn;
 pub(crate) struct RoleSpec {
     /// The role.
     pub role: Role,
-    /// The least time between the ends of two completed ticks.
-    pub every: Duration,
+    /// When it runs.
+    pub schedule: Schedule,
     /// The job run on each granted tick, with the runtime's state bound in.
     pub job: JobFn,
     /// The job's name, for logs and errors.
     pub name: String,
 }
 
+impl RoleSpec {
+    /// The interval RELEASE sets cooldowns from: an interval role's interval; for a calendar
+    /// role, the time from the instant `grant` serves to the next one (at least 1 ms; one hour
+    /// when the expression has no next instant).
+    pub fn release_interval(&self, grant: &Grant) -> Duration {
+        match (&self.schedule, grant.instant) {
+            (Schedule::Cron(cron), Some(instant)) => cron
+                .next_after(instant)
+                .and_then(|next| (next - instant).to_std().ok())
+                .unwrap_or(Duration::from_secs(3600))
+                .max(Duration::from_millis(1)),
+            (schedule, _) => schedule.interval().unwrap_or(Duration::from_secs(3600)),
+        }
+    }
+
+    /// The instant `grant` serves, in the schedule's time zone.
+    pub fn scheduled_for(&self, grant: &Grant) -> Option<DateTime<Tz>> {
+        let instant: DateTime<Utc> = grant.instant?;
+        Some(match &self.schedule {
+            Schedule::Cron(cron) => cron.local(instant),
+            _ => instant.with_timezone(&Tz::UTC),
+        })
+    }
+}
+
 impl fmt::Debug for RoleSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RoleSpec")
             .field("role", &self.role)
-            .field("every", &self.every)
+            .field("schedule", &self.schedule)
             .field("name", &self.name)
             .finish_non_exhaustive()
     }

@@ -20,6 +20,7 @@ use crate::leadership::Leadership;
 use crate::poll::{Polled, poll_roles, work_role};
 use crate::registry::{RegisteredJob, registered_jobs};
 use crate::role_spec::RoleSpec;
+use crate::schedule::Schedule;
 use crate::statements::{LeaseStatements, PgStatements};
 use crate::tick::TickEnv;
 
@@ -127,8 +128,8 @@ pub struct Runtime {
 pub struct JobInfo {
     /// The role it leads.
     pub role: Role,
-    /// The least time between the ends of two completed ticks.
-    pub every: Duration,
+    /// When it runs.
+    pub schedule: Schedule,
     /// The job's name: its function's path, for a `#[leader_role]` job.
     pub name: String,
 }
@@ -178,13 +179,13 @@ impl Runtime {
         self.roles.iter().map(|spec| spec.role).collect()
     }
 
-    /// The jobs this runtime leads: each role, how often it runs and the job's name.
+    /// The jobs this runtime leads: each role, its schedule and the job's name.
     pub fn jobs(&self) -> Vec<JobInfo> {
         self.roles
             .iter()
             .map(|spec| JobInfo {
                 role: spec.role,
-                every: spec.every,
+                schedule: spec.schedule.clone(),
                 name: spec.name.clone(),
             })
             .collect()
@@ -223,7 +224,7 @@ impl Runtime {
         let roles = self.roles();
         crate::metrics::describe();
         for spec in &self.roles {
-            crate::metrics::register(spec.role, spec.every);
+            crate::metrics::register(spec.role, &spec.schedule);
         }
         tracing::info!(holder = %self.holder_id, roles = ?roles, "leader runtime started");
         let this = Arc::new(self);
@@ -251,11 +252,7 @@ impl Runtime {
         // Each role's ticks run on their own task, so a job that hogs its thread delays no other.
         for spec in &self.roles {
             let (worker_tx, worker_rx) = mpsc::channel(1);
-            polled.push(Polled {
-                role: spec.role,
-                every: spec.every,
-                worker: worker_tx,
-            });
+            polled.push(Polled::new(spec.role, spec.schedule.clone(), worker_tx));
             let (this, stop) = (self.clone(), stop.clone());
             let (spec, done) = (spec.clone(), done_tx.clone());
             let what = format!("the loop of role {}", spec.role);
@@ -398,13 +395,40 @@ impl RuntimeBuilder<()> {
 }
 
 impl<S: Clone + Send + Sync + 'static> RuntimeBuilder<S> {
-    /// Adds `role`, led by `job` at most once every `every` (the least time between the ends of
-    /// two completed ticks). `job` is `async fn(TickContext) -> Result<(), E>`, or
+    /// Adds `role`, led by `job` on `schedule`: a [`Duration`] runs it at most once every
+    /// interval (the least time between the ends of two completed ticks), a
+    /// [`Schedule::Cron`](crate::Schedule::Cron) once for each instant of a cron expression in a
+    /// time zone. `job` is `async fn(TickContext) -> Result<(), E>`, or
     /// `async fn(TickContext, State<S>) -> Result<(), E>` to receive the builder's state: a job
     /// that takes another state does not compile here.
     ///
-    /// A bad interval or a second job for the same role is reported by [`RuntimeBuilder::build`].
-    pub fn role<J, Args>(self, role: Role, every: Duration, job: J) -> RuntimeBuilder<S>
+    /// A bad interval or a second job for the same role is reported by [`RuntimeBuilder::build`];
+    /// a bad cron expression or time zone by [`Schedule::cron`](crate::Schedule::cron).
+    ///
+    /// ```no_run
+    /// use leader_runtime::{JobError, Role, Runtime, Schedule, TickContext};
+    ///
+    /// const BILLING: Role = Role::from_static("billing");
+    ///
+    /// async fn bill(tick: TickContext) -> Result<(), JobError> {
+    ///     // Bill the period that ended at the scheduled instant, not at "now".
+    ///     let period_end = tick.scheduled_for().expect("a calendar role's tick has an instant");
+    ///     # let _ = period_end;
+    ///     Ok(())
+    /// }
+    ///
+    /// # fn build(pool: sqlx::PgPool) -> Result<(), Box<dyn std::error::Error>> {
+    /// let runtime = Runtime::builder(pool)
+    ///     .role(BILLING, Schedule::cron("0 2 * * *", "Europe/Berlin")?, bill)
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn role<J, Args>(
+        self,
+        role: Role,
+        schedule: impl Into<Schedule>,
+        job: J,
+    ) -> RuntimeBuilder<S>
     where
         J: Job<S, Args>,
     {
@@ -412,7 +436,7 @@ impl<S: Clone + Send + Sync + 'static> RuntimeBuilder<S> {
         let job = job.into_job_fn(self.state.clone());
         self.add(RoleSpec {
             role,
-            every,
+            schedule: schedule.into(),
             job,
             name,
         })
@@ -445,9 +469,20 @@ impl<S: Clone + Send + Sync + 'static> RuntimeBuilder<S> {
                     Arc::new(move |tick| call(tick, state.as_ref()))
                 }
             };
+            let schedule = match job.schedule.build() {
+                Ok(schedule) => schedule,
+                Err(source) => {
+                    self.error.get_or_insert(BuildError::Schedule {
+                        job: job.name.to_owned(),
+                        role: job.role,
+                        source,
+                    });
+                    continue;
+                }
+            };
             self = self.add(RoleSpec {
                 role: job.role,
-                every: job.every,
+                schedule,
                 job: run,
                 name: job.name.to_owned(),
             });
@@ -459,10 +494,14 @@ impl<S: Clone + Send + Sync + 'static> RuntimeBuilder<S> {
         if self.error.is_some() {
             return self;
         }
-        if spec.every < Duration::from_millis(1) {
+        if let Some(interval) = spec
+            .schedule
+            .interval()
+            .filter(|interval| *interval < Duration::from_millis(1))
+        {
             self.error = Some(BuildError::Interval {
                 role: spec.role,
-                interval: spec.every,
+                interval,
             });
         } else if let Some(first) = self.roles.iter().find(|r| r.role == spec.role) {
             self.error = Some(BuildError::DuplicateRole {
@@ -588,7 +627,7 @@ mod tests {
             status_every: Duration::from_secs(3600),
             roles: vec![Arc::new(RoleSpec {
                 role: Role::from_static("alpha"),
-                every: Duration::from_secs(60),
+                schedule: Duration::from_secs(60).into(),
                 job: Job::<(), _>::into_job_fn(quick, ()),
                 name: "quick".into(),
             })],

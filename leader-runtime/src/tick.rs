@@ -132,7 +132,9 @@ async fn run_granted(
         cancellation.view(),
         grant.granted_at,
         env.pool.clone(),
-    );
+    )
+    .serving(spec.scheduled_for(&grant));
+    let release_interval = spec.release_interval(&grant);
     let end = run_job(env, spec, fence, acquire_sent, &cancellation, context).await;
     // The heartbeat is gone here: no RENEW starts after the work has ended.
     let cause = cancellation.cause();
@@ -140,7 +142,7 @@ async fn run_granted(
     log_end(env, spec, fence, &end);
     record(fence, cause, &end, outcome, started.elapsed());
     if released {
-        release(env, spec, fence, outcome).await;
+        release(env, fence, outcome, release_interval).await;
     } else {
         tracing::info!(role = %fence.role(), token = fence.token(), "sent nothing more for the abandoned tick; the lease runs out after its TTL");
     }
@@ -255,12 +257,12 @@ fn record(
 /// RELEASE with `outcome`: logged at DEBUG for a completed tick, at INFO otherwise.
 async fn release(
     env: &TickEnv<'_>,
-    spec: &RoleSpec,
     fence: leader_core::Fence,
     outcome: ReleaseOutcome,
+    interval: Duration,
 ) {
     let (role, token) = (fence.role(), fence.token());
-    match env.statements.release(fence, outcome, spec.every).await {
+    match env.statements.release(fence, outcome, interval).await {
         Ok(released) if outcome == ReleaseOutcome::Completed => {
             tracing::debug!(%role, token, %outcome, changed = released.changed, "released");
         }
@@ -300,7 +302,7 @@ mod tests {
     fn spec(job: impl Fn(TickContext) -> JobFuture + Send + Sync + 'static) -> Arc<RoleSpec> {
         Arc::new(RoleSpec {
             role: leader_core::Role::from_static("alpha"),
-            every: s(3_600),
+            schedule: s(3_600).into(),
             job: Arc::new(job),
             name: "test_job".into(),
         })

@@ -7,32 +7,45 @@ use syn::spanned::Spanned;
 use syn::{FnArg, Ident, LitStr, ReturnType, Visibility};
 
 use super::parse::JobFn;
-use super::validate::Job;
+use super::validate::{Job, ScheduleArg};
 
 pub fn expand(job: &Job) -> TokenStream {
     let Job {
         func,
         role,
         const_ident,
-        every,
-        every_text,
+        schedule,
         pinned_by,
         state,
     } = job;
     let name = &func.sig.ident;
     let doc = format!(
-        " The `{}` leader role, led by [`{name}`] every {every_text}.",
-        role.value()
+        " The `{}` leader role, led by [`{name}`] {}.",
+        role.value(),
+        schedule.describe()
     );
     let const_item = role_const(role, const_ident, &func.vis, &doc);
-    let every = match every.whole_secs() {
-        Some(secs) => {
-            let secs = Literal::u64_unsuffixed(secs);
-            quote!(::leader_runtime::__private::Duration::from_secs(#secs))
+    let schedule = match schedule {
+        ScheduleArg::Every { interval, .. } => {
+            let every = match interval.whole_secs() {
+                Some(secs) => {
+                    let secs = Literal::u64_unsuffixed(secs);
+                    quote!(::leader_runtime::__private::Duration::from_secs(#secs))
+                }
+                None => {
+                    let millis = Literal::u64_unsuffixed(interval.millis);
+                    quote!(::leader_runtime::__private::Duration::from_millis(#millis))
+                }
+            };
+            quote!(::leader_runtime::__private::RegisteredSchedule::Every(#every))
         }
-        None => {
-            let millis = Literal::u64_unsuffixed(every.millis);
-            quote!(::leader_runtime::__private::Duration::from_millis(#millis))
+        ScheduleArg::Cron { expr, zone, missed } => {
+            let missed = missed.as_str();
+            quote!(::leader_runtime::__private::RegisteredSchedule::Cron {
+                expr: #expr,
+                zone: #zone,
+                missed: #missed,
+            })
         }
     };
     let path_suffix = format!("::{name}");
@@ -79,7 +92,7 @@ pub fn expand(job: &Job) -> TokenStream {
         ::leader_runtime::__private::inventory::submit! {
             ::leader_runtime::__private::JobRegistration {
                 role: #const_ident,
-                every: #every,
+                schedule: #schedule,
                 job: #registered,
                 name: ::core::concat!(::core::module_path!(), #path_suffix),
             }

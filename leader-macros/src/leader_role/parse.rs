@@ -7,7 +7,7 @@ use syn::{Attribute, Ident, LitStr, Signature, Token, Visibility, braced};
 use crate::errors::Errors;
 
 /// The options `#[leader_role]` accepts after the role name.
-pub const OPTIONS: &str = "`every = \"1h\"` (required) and `migrations = \"db/migrations\"`";
+pub const OPTIONS: &str = "`every = \"1h\"` or `cron = \"0 2 * * *\"` (one of them), `tz = \"Europe/Berlin\"` and `missed = \"each\"` (with `cron`), and `migrations = \"db/migrations\"`";
 
 /// The attribute's arguments, as written.
 pub struct Args {
@@ -15,6 +15,12 @@ pub struct Args {
     pub role: LitStr,
     /// `every = "..."`.
     pub every: Option<LitStr>,
+    /// `cron = "..."`.
+    pub cron: Option<LitStr>,
+    /// `tz = "..."`.
+    pub tz: Option<LitStr>,
+    /// `missed = "..."`.
+    pub missed: Option<LitStr>,
     /// `migrations = "..."`.
     pub migrations: Option<LitStr>,
 }
@@ -33,6 +39,9 @@ impl Parse for Args {
         let mut args = Args {
             role: input.parse()?,
             every: None,
+            cron: None,
+            tz: None,
+            missed: None,
             migrations: None,
         };
         let mut errors = Errors::new();
@@ -46,6 +55,9 @@ impl Parse for Args {
             let value: LitStr = input.parse()?;
             let slot = match name.to_string().as_str() {
                 "every" => &mut args.every,
+                "cron" => &mut args.cron,
+                "tz" => &mut args.tz,
+                "missed" => &mut args.missed,
                 "migrations" => &mut args.migrations,
                 _ => {
                     errors.push(syn::Error::new(

@@ -21,12 +21,38 @@ pub struct Job<'a> {
     pub role: LitStr,
     /// `BILLING` for `billing`.
     pub const_ident: Ident,
-    pub every: Interval,
-    pub every_text: String,
+    pub schedule: ScheduleArg,
     /// The migration that lists the role, when one was read.
     pub pinned_by: Option<PathBuf>,
     /// `T` of a second parameter `State<T>`.
     pub state: Option<Type>,
+}
+
+/// The role's schedule, checked.
+pub enum ScheduleArg {
+    /// `every = "1h"`.
+    Every { interval: Interval, text: String },
+    /// `cron = "…"`, `tz = "…"` (UTC when absent), `missed = "…"` (latest when absent).
+    Cron {
+        expr: String,
+        zone: String,
+        missed: leader_schedule::Missed,
+    },
+}
+
+impl ScheduleArg {
+    /// How the role constant's doc says when the job runs: `every 1h`, or the cron schedule's
+    /// text.
+    pub fn describe(&self) -> String {
+        match self {
+            ScheduleArg::Every { text, .. } => format!("every {text}"),
+            ScheduleArg::Cron { expr, zone, missed } => {
+                leader_schedule::CronSchedule::new(expr, zone)
+                    .map(|cron| cron.missed(*missed).to_string())
+                    .unwrap_or_else(|_| format!("cron {expr:?} in {zone}"))
+            }
+        }
+    }
 }
 
 /// The role constant's name for a valid role name: `BILLING` for `billing`.
@@ -48,25 +74,7 @@ pub fn validate(args: syn::Result<Args>, func: &JobFn) -> syn::Result<Job<'_>> {
     let role = args.role.value();
     let role_ok =
         errors.check(role_rule(&role).map_err(|rule| syn::Error::new(args.role.span(), rule)));
-    let every = match &args.every {
-        Some(every) => errors.check(Interval::parse(&every.value()).ok_or_else(|| {
-            syn::Error::new(
-                every.span(),
-                format!(
-                    "`every = {:?}` is not an interval: write {ACCEPTED_FORMS}",
-                    every.value()
-                ),
-            )
-        })),
-        None => {
-            errors.push(syn::Error::new(
-                args.role.span(),
-                "the role's interval is missing: add `every = \"1h\"` (or another interval) \
-                 after the role name",
-            ));
-            None
-        }
-    };
+    let schedule = schedule(&args, &mut errors);
     let pinned_by = match role_ok {
         Some(()) => errors
             .check(pin_to_migrations(&args.role, args.migrations.as_ref()))
@@ -78,11 +86,91 @@ pub fn validate(args: syn::Result<Args>, func: &JobFn) -> syn::Result<Job<'_>> {
         func,
         const_ident: role_constant(&args.role).expect("the role name is valid"),
         role: args.role,
-        every: every.expect("no error, so the interval parsed"),
-        every_text: args.every.expect("no error, so `every` is given").value(),
+        schedule: schedule.expect("no error, so the schedule is checked"),
         pinned_by,
         state: func.sig.inputs.iter().nth(1).and_then(state_type),
     })
+}
+
+/// The role's schedule from `every`, or from `cron`, `tz` and `missed`; each problem spanned at
+/// its option.
+fn schedule(args: &Args, errors: &mut Errors) -> Option<ScheduleArg> {
+    let error = |lit: &LitStr, message: String| syn::Error::new(lit.span(), message);
+    match (&args.every, &args.cron) {
+        (Some(_), Some(cron)) => {
+            errors.push(error(
+                cron,
+                "`every` and `cron` are both given: a role runs on one schedule; keep `every = …` \
+                 for an interval or `cron = …` for calendar instants"
+                    .to_owned(),
+            ));
+            None
+        }
+        (None, None) => {
+            errors.push(syn::Error::new(
+                args.role.span(),
+                "the role's schedule is missing: add `every = \"1h\"` (an interval) or \
+                 `cron = \"0 2 * * *\"` (calendar instants, with `tz = \"Europe/Berlin\"`) after \
+                 the role name",
+            ));
+            None
+        }
+        (Some(every), None) => {
+            for lit in [&args.tz, &args.missed].into_iter().flatten() {
+                errors.push(error(
+                    lit,
+                    "`tz` and `missed` apply to calendar schedules: use them with `cron = …`, \
+                     not with `every`"
+                        .to_owned(),
+                ));
+            }
+            let interval = errors.check(Interval::parse(&every.value()).ok_or_else(|| {
+                error(
+                    every,
+                    format!(
+                        "`every = {:?}` is not an interval: write {ACCEPTED_FORMS}",
+                        every.value()
+                    ),
+                )
+            }))?;
+            Some(ScheduleArg::Every {
+                interval,
+                text: every.value(),
+            })
+        }
+        (None, Some(cron)) => {
+            let expr = cron.value();
+            let parsed = errors.check(
+                leader_schedule::CronSchedule::new(&expr, "UTC")
+                    .map_err(|problem| error(cron, problem.to_string())),
+            );
+            let zone = match &args.tz {
+                // A valid expression, so that only the zone can be wrong.
+                Some(tz) => errors
+                    .check(
+                        leader_schedule::CronSchedule::new("* * * * *", &tz.value())
+                            .map_err(|problem| error(tz, problem.to_string())),
+                    )
+                    .map(|_| tz.value()),
+                None => Some("UTC".to_owned()),
+            };
+            let missed = match &args.missed {
+                Some(missed) => errors.check(
+                    missed
+                        .value()
+                        .parse::<leader_schedule::Missed>()
+                        .map_err(|problem| error(missed, problem.to_string())),
+                ),
+                None => Some(leader_schedule::Missed::default()),
+            };
+            parsed?;
+            Some(ScheduleArg::Cron {
+                expr,
+                zone: zone?,
+                missed: missed?,
+            })
+        }
+    }
 }
 
 /// The role-name rule (`leader-role-name`, as `Role::from_static` applies it), as a message when
