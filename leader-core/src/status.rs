@@ -91,6 +91,11 @@ pub struct RoleStatus {
     pub paused_by: Option<String>,
     /// Why, if they said.
     pub pause_reason: Option<String>,
+    /// The schedule the role's last grant ran under (`every 1h`, `cron "0 2 * * *" in
+    /// Europe/Berlin`); `None` before its first grant.
+    pub schedule: Option<String>,
+    /// For a role on a cron schedule, the latest scheduled instant completed.
+    pub last_completed_instant: Option<DateTime<Utc>>,
     /// The database clock when the row was read.
     pub db_now: DateTime<Utc>,
 }
@@ -116,7 +121,8 @@ impl RoleStatus {
 
 const READ: &str = "
 SELECT role, state, leader, token, leading_since, expires_at, last_tick_ended_at,
-       last_tick_holder, cooldown_until, paused_at, paused_by, pause_reason, now() AS db_now
+       last_tick_holder, cooldown_until, paused_at, paused_by, pause_reason, schedule,
+       last_completed_instant, now() AS db_now
   FROM leader_status
  ORDER BY role
 ";
@@ -161,6 +167,8 @@ pub async fn read<'e>(
                 paused_at: row.try_get("paused_at").map_err(&field)?,
                 paused_by: row.try_get("paused_by").map_err(&field)?,
                 pause_reason: row.try_get("pause_reason").map_err(&field)?,
+                schedule: row.try_get("schedule").map_err(&field)?,
+                last_completed_instant: row.try_get("last_completed_instant").map_err(&field)?,
                 db_now: row.try_get("db_now").map_err(&field)?,
             })
         })
@@ -332,6 +340,8 @@ mod table_tests {
             paused_at: None,
             paused_by: None,
             pause_reason: None,
+            schedule: None,
+            last_completed_instant: None,
             db_now: now,
         };
         let rows = [row];

@@ -14,7 +14,7 @@ mod unfenced;
 use proc_macro::TokenStream;
 
 /// Registers an async fn as the job of a leader role: the runtime runs it on exactly one replica
-/// at a time, every interval.
+/// at a time, every interval or at the instants of a cron expression.
 ///
 /// # Usage
 ///
@@ -30,7 +30,16 @@ use proc_macro::TokenStream;
 ///
 /// * The role name starts with a lowercase ASCII letter, then lowercase letters, digits or `_`,
 ///   at most 63 bytes.
-/// * `every` is a whole number and a unit: `"250ms"`, `"90s"`, `"5m"`, `"1h"`, `"1d"`.
+/// * The schedule is one of:
+///   * `every`, a whole number and a unit: `"250ms"`, `"90s"`, `"5m"`, `"1h"`, `"1d"`;
+///   * `cron`, a cron expression of 5 fields or 6 with seconds first (`cron = "0 2 * * *"`),
+///     read in the IANA time zone `tz` (`tz = "Europe/Berlin"`; UTC when absent), with the
+///     missed-instant policy `missed = "latest"` (the default) or `"each"`. Each instant is
+///     completed at most once cluster-wide and never started before it is due on the database
+///     clock; `TickContext::scheduled_for` says which instant a tick serves.
+///
+///   A malformed expression, an unknown zone or policy, `tz` or `missed` without `cron`, or both
+///   `every` and `cron` are compile errors spanned at the offending string.
 /// * The fn is `async fn name(tick: TickContext) -> Result<(), E>`, with `E` converting into
 ///   `Box<dyn Error + Send + Sync>`.
 /// * The macro defines the constant `BILLING: Role` (the role name in upper case), so two jobs
@@ -54,7 +63,9 @@ use proc_macro::TokenStream;
 /// leader_runtime::__private::inventory::submit! {
 ///     leader_runtime::__private::JobRegistration {
 ///         role: BILLING,
-///         every: std::time::Duration::from_secs(3600),
+///         schedule: leader_runtime::__private::RegisteredSchedule::Every(
+///             std::time::Duration::from_secs(3600),
+///         ),
 ///         job: |tick| Box::pin(async move { bill(tick).await.map_err(Into::into) }),
 ///         name: concat!(module_path!(), "::bill"),
 ///     }

@@ -6,7 +6,9 @@
 //! has `last_tick_ended_at` and `not_before`, not the interval. So the `next_due` column reads a
 //! `next_due_at timestamptz` column of `leader_status` when the view has one (a later framework
 //! migration is to add it), and shows `-` until then rather than guess; the `last_tick` age and the
-//! cooldown are what the table knows meanwhile. With it:
+//! cooldown are what the table knows meanwhile. A role on a cron schedule has it already: its
+//! `next_instant` (the earliest scheduled instant not yet completed) is when it is next due, and
+//! the `schedule` column shows its schedule. With it:
 //!
 //! | `next_due` | when | `on_time` (JSON) |
 //! |---|---|---|
@@ -67,7 +69,10 @@ type NextDue = HashMap<String, DateTime<Utc>>;
 /// Reads `leader_status` for the next-due times. `to_jsonb` of the row makes a column the view
 /// lacks read as null instead of failing, so one statement serves views with and without it.
 const NEXT_DUE: &str = "
-SELECT role, (to_jsonb(s) ->> 'next_due_at')::timestamptz AS next_due_at FROM leader_status s
+SELECT role,
+       coalesce(to_jsonb(s) ->> 'next_due_at', to_jsonb(s) ->> 'next_instant')::timestamptz
+           AS next_due_at
+  FROM leader_status s
 ";
 
 /// The rows, and the next-due times the view has.
@@ -129,6 +134,9 @@ fn render(rows: &[RoleStatus], due: &NextDue, json: bool) -> String {
     } else {
         let due = due.clone();
         Table::new(rows)
+            .column("schedule", |row| {
+                row.schedule.clone().unwrap_or_else(|| "-".to_owned())
+            })
             .column("next_due", move |row| {
                 next_due(row, due.get(&row.role).copied()).0
             })
@@ -166,6 +174,8 @@ fn to_json(row: &RoleStatus, due: Option<DateTime<Utc>>) -> Value {
         "paused_at": time(row.paused_at),
         "paused_by": row.paused_by,
         "pause_reason": row.pause_reason,
+        "schedule": row.schedule,
+        "last_completed_instant": time(row.last_completed_instant),
         "next_due_at": time(due),
         "next_due_in_ms": millis(due.map(|at| at - row.db_now)),
         "on_time": next_due(row, due).1,

@@ -18,6 +18,7 @@ use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 
 const ALPHA: Role = Role::from_static("alpha");
+const BETA: Role = Role::from_static("beta");
 
 /// The test application's roles migration.
 const ROLES: &str = "
@@ -1277,4 +1278,62 @@ async fn status_shows_when_each_role_is_next_due_once_the_view_says() {
     assert_eq!(on_time, [true, true, false]);
     assert!(rows[2]["next_due_in_ms"].as_i64().unwrap() <= -299_000);
     assert!(rows[1]["next_due_at"].as_str().unwrap().ends_with('Z'));
+}
+
+/// A role on a cron schedule: `status` shows its schedule, and its next instant as next due.
+#[tokio::test]
+async fn status_shows_a_cron_role_s_schedule_and_next_instant() {
+    let db = database().await;
+    let cron = leader_schedule::CronSchedule::new("0 2 * * *", "Europe/Berlin").unwrap();
+    let now: chrono::DateTime<chrono::Utc> = sqlx::query_scalar("SELECT now()")
+        .fetch_one(db.admin())
+        .await
+        .unwrap();
+    let planned = cron.plan(None, now).unwrap();
+    let wanted = [lease::Wanted::instant(BETA, &cron, Some(&planned))];
+    let Acquired::Granted(grant) =
+        lease::acquire(db.admin(), &wanted, "replica-1", 1, &Timings::default())
+            .await
+            .unwrap()
+            .remove(0)
+    else {
+        panic!("the latest past instant is due");
+    };
+    lease::release(
+        db.admin(),
+        grant.fence,
+        leader_core::ReleaseOutcome::Completed,
+        Duration::from_secs(86_400),
+        &Timings::default(),
+    )
+    .await
+    .unwrap();
+    let url = db.app_url();
+    let run = ctl(Some(&url), &["status"]).await;
+    run.expect(0, "schedule");
+    let beta = run
+        .stdout
+        .lines()
+        .find(|line| line.starts_with("beta"))
+        .unwrap();
+    assert!(
+        beta.contains("cron \"0 2 * * *\" in Europe/Berlin") && beta.contains(" in "),
+        "beta shows its schedule and is next due at its next instant: {beta}"
+    );
+    let run = ctl(Some(&url), &["status", "--json"]).await;
+    let rows: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let beta = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["role"] == "beta")
+        .unwrap();
+    let at = |name: &str| {
+        chrono::DateTime::parse_from_rfc3339(beta[name].as_str().unwrap())
+            .unwrap()
+            .to_utc()
+    };
+    assert_eq!(at("last_completed_instant"), planned.instant, "{beta}");
+    assert_eq!(Some(at("next_due_at")), planned.following, "{beta}");
+    assert_eq!(beta["on_time"], true, "{beta}");
 }

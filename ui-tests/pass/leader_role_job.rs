@@ -1,5 +1,6 @@
 //! Valid jobs: roles listed by the migrations (`webhook_outbox` only by the later one), an
-//! interval in milliseconds, a public constant, and `migrations = "..."`.
+//! interval in milliseconds, a public constant, `migrations = "..."`, and a cron schedule in a
+//! time zone.
 use leader_runtime::{Role, TickContext, leader_role};
 
 #[derive(Debug)]
@@ -41,9 +42,21 @@ async fn unpinned(_tick: TickContext) -> Result<(), std::io::Error> {
     Ok(())
 }
 
+#[leader_role(
+    "nightly",
+    cron = "0 2 * * *",
+    tz = "Europe/Berlin",
+    missed = "each",
+    migrations = "no/such/folder"
+)]
+async fn nightly(tick: TickContext) -> Result<(), std::io::Error> {
+    let _serves: Option<chrono::DateTime<leader_runtime::schedule::Tz>> = tick.scheduled_for();
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() {
-    let roles: [Role; 4] = [BILLING, hooks::WEBHOOK_OUTBOX, REPORTS, UNPINNED];
+    let roles: [Role; 5] = [BILLING, hooks::WEBHOOK_OUTBOX, REPORTS, UNPINNED, NIGHTLY];
     assert_eq!(roles[1].as_str(), "webhook_outbox");
     let pool = sqlx::postgres::PgPoolOptions::new()
         .connect_lazy("postgres://unused@localhost/unused")
@@ -53,11 +66,19 @@ async fn main() {
         .build()
         .unwrap();
     let jobs = runtime.jobs();
-    assert_eq!(jobs.len(), 4);
+    assert_eq!(jobs.len(), 5);
     let hook = jobs
         .iter()
         .find(|j| j.role == hooks::WEBHOOK_OUTBOX)
         .unwrap();
-    assert_eq!(hook.every, std::time::Duration::from_millis(250));
+    assert_eq!(
+        hook.schedule.interval(),
+        Some(std::time::Duration::from_millis(250))
+    );
+    let nightly = jobs.iter().find(|j| j.role == NIGHTLY).unwrap();
+    assert_eq!(
+        nightly.schedule.to_string(),
+        "cron \"0 2 * * *\" in Europe/Berlin, missed instants: each"
+    );
     assert!(hook.name.ends_with("::hooks::deliver"), "{}", hook.name);
 }
