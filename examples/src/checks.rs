@@ -167,6 +167,22 @@ pub const CHECKS: &[CheckDef] = &[
                                   WHERE c.role = s.role AND c.token = s.token)",
     },
     CheckDef {
+        name: "no scheduled billing instant completed twice, or granted before it was due",
+        kind: Kind::Safety,
+        sql: "SELECT (SELECT count(*) FROM (SELECT instant FROM instant_stamps
+                                            GROUP BY role, instant HAVING count(*) > 1) t)
+                   + (SELECT count(*) FROM instant_stamps WHERE granted_at < instant)",
+    },
+    CheckDef {
+        name: "no scheduled billing instant skipped (missed = each runs every one, in order)",
+        kind: Kind::Safety,
+        sql: "SELECT count(*) FROM (
+                  SELECT instant, lead(instant) OVER (PARTITION BY role ORDER BY instant) AS next
+                    FROM (SELECT DISTINCT role, instant FROM instant_stamps) d
+              ) t
+              WHERE next - instant <> interval '1 second'",
+    },
+    CheckDef {
         name: "every period that ended before the billing cutoff was billed",
         kind: Kind::Liveness,
         sql: "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM billing_cutoff) THEN 1

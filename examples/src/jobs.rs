@@ -34,7 +34,9 @@ fn receiver_accepts(id: i64, attempt: i32) -> bool {
     (id * 7 + i64::from(attempt)) % 4 != 0
 }
 
-#[leader_role("billing", every = "1s")]
+/// On the calendar: every second, each instant run once (`missed = "each"`: after an outage every
+/// missed second is billed in turn, as a nightly billing run would bill every missed night).
+#[leader_role("billing", cron = "* * * * * *", missed = "each")]
 pub async fn bill(tick: TickContext) -> Result<(), JobError> {
     let store = store(&tick);
     let fence = tick.fence();

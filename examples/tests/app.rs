@@ -223,25 +223,23 @@ async fn every_job_is_registered_by_its_attribute() {
         .registered_jobs()
         .build()
         .unwrap();
-    let mut roles: Vec<(&str, Duration)> = runtime
+    let mut roles: Vec<(&str, String)> = runtime
         .jobs()
         .into_iter()
-        .map(|job| {
-            (
-                job.role.as_str(),
-                job.schedule.interval().expect("an interval role"),
-            )
-        })
+        .map(|job| (job.role.as_str(), job.schedule.to_string()))
         .collect();
     roles.sort();
     assert_eq!(
         roles,
         [
-            ("billing", Duration::from_secs(1)),
-            ("dunning", Duration::from_secs(1)),
-            ("email_outbox", Duration::from_millis(200)),
-            ("webhook_delivery", Duration::from_millis(200)),
-            ("webhook_outbox", Duration::from_millis(200)),
+            (
+                "billing",
+                "cron \"* * * * * *\" in UTC, missed instants: each".to_owned()
+            ),
+            ("dunning", "every 1s".to_owned()),
+            ("email_outbox", "every 200ms".to_owned()),
+            ("webhook_delivery", "every 200ms".to_owned()),
+            ("webhook_outbox", "every 200ms".to_owned()),
         ]
     );
     leader_runtime::schema::check_schema_ready(db.pool(), &runtime.roles())
@@ -305,5 +303,75 @@ async fn the_checks_tell_work_done_twice_from_work_left_undone() {
     assert_eq!(
         failed[0].name,
         "no tick stamped completed that did not complete"
+    );
+}
+
+#[tokio::test]
+async fn the_instant_checks_find_an_instant_completed_twice_early_or_skipped() {
+    use billing_demo::checks::{CHECKS, run_checks};
+    let db = app_db().await;
+    let verdicts = |report: &billing_demo::checks::Report| -> Vec<(String, bool)> {
+        report
+            .checks
+            .iter()
+            .filter(|c| c.name.contains("scheduled billing instant"))
+            .map(|c| (c.name.to_owned(), c.passed()))
+            .collect()
+    };
+    // Three consecutive seconds, each completed once, granted after its instant.
+    db.exec(
+        "INSERT INTO instant_stamps (role, token, instant, granted_at)
+         SELECT 'billing', g, t, t + interval '10 ms'
+           FROM (SELECT g, timestamptz '2026-12-05 00:00:00+00' + g * interval '1 second' AS t
+                   FROM generate_series(1, 3) g) s",
+    )
+    .await;
+    let report = run_checks(db.admin(), CHECKS).await.unwrap();
+    assert!(
+        verdicts(&report).iter().all(|(_, passed)| *passed),
+        "{report:#?}"
+    );
+
+    let failing = |report: &billing_demo::checks::Report| -> Vec<String> {
+        verdicts(report)
+            .into_iter()
+            .filter(|(_, p)| !p)
+            .map(|(n, _)| n)
+            .collect()
+    };
+    // The second instant completed again by a later token.
+    db.exec(
+        "INSERT INTO instant_stamps (role, token, instant, granted_at)
+         VALUES ('billing', 9, timestamptz '2026-12-05 00:00:02+00', timestamptz '2026-12-05 00:00:05+00')",
+    )
+    .await;
+    let report = run_checks(db.admin(), CHECKS).await.unwrap();
+    assert_eq!(
+        failing(&report),
+        ["no scheduled billing instant completed twice, or granted before it was due"]
+    );
+    db.exec("DELETE FROM instant_stamps WHERE token = 9").await;
+    // The fourth second granted before it came.
+    db.exec(
+        "INSERT INTO instant_stamps (role, token, instant, granted_at)
+         VALUES ('billing', 4, timestamptz '2026-12-05 00:00:04+00', timestamptz '2026-12-05 00:00:03.9+00')",
+    )
+    .await;
+    let report = run_checks(db.admin(), CHECKS).await.unwrap();
+    assert_eq!(
+        failing(&report),
+        ["no scheduled billing instant completed twice, or granted before it was due"]
+    );
+    db.exec("DELETE FROM instant_stamps WHERE token = 4").await;
+    // The fifth second completed with the fourth never completed.
+    db.exec(
+        "INSERT INTO instant_stamps (role, token, instant, granted_at)
+         VALUES ('billing', 5, timestamptz '2026-12-05 00:00:05+00', timestamptz '2026-12-05 00:00:05.1+00')",
+    )
+    .await;
+    let report = run_checks(db.admin(), CHECKS).await.unwrap();
+    assert_eq!(
+        failing(&report),
+        ["no scheduled billing instant skipped (missed = each runs every one, in order)"]
     );
 }

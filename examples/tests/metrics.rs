@@ -19,6 +19,9 @@ const README: &str = include_str!("../../README.md");
 #[derive(Debug, Clone, PartialEq)]
 struct Documented {
     kind: String,
+    /// The roles the series is promised for: a meaning that starts "for a calendar role" or "for
+    /// an interval role" limits it to those.
+    roles: &'static [&'static str],
     labels: BTreeMap<String, BTreeSet<String>>,
 }
 
@@ -64,8 +67,16 @@ fn module_table() -> BTreeMap<String, Documented> {
                 }
                 labels.insert(label, values);
             }
+            let roles: &'static [&'static str] = if cells[3].starts_with("for a calendar role") {
+                &CALENDAR_ROLES
+            } else if cells[3].starts_with("for an interval role") {
+                &INTERVAL_ROLES
+            } else {
+                &ROLES
+            };
             let doc = Documented {
                 kind: cells[1].to_owned(),
+                roles,
                 labels,
             };
             (name, doc)
@@ -115,6 +126,14 @@ struct Findings {
 
 const ROLES: [&str; 5] = [
     jobs::BILLING.as_str(),
+    jobs::DUNNING.as_str(),
+    jobs::WEBHOOK_OUTBOX.as_str(),
+    jobs::EMAIL_OUTBOX.as_str(),
+    jobs::WEBHOOK_DELIVERY.as_str(),
+];
+/// The demo's role on a cron schedule.
+const CALENDAR_ROLES: [&str; 1] = [jobs::BILLING.as_str()];
+const INTERVAL_ROLES: [&str; 4] = [
     jobs::DUNNING.as_str(),
     jobs::WEBHOOK_OUTBOX.as_str(),
     jobs::EMAIL_OUTBOX.as_str(),
@@ -182,7 +201,7 @@ fn compare(scrape: &Scrape, docs: &BTreeMap<String, Documented>) -> Findings {
             .filter(|s| &s.metric == name)
             .collect();
         if doc.labels.contains_key("role") {
-            for role in ROLES {
+            for &role in doc.roles {
                 if !series.iter().any(|s| s.labels.get("role") == Some(role)) {
                     found.missing.push(format!("{name}{{role={role:?}}}"));
                 }

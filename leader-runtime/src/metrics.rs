@@ -6,13 +6,13 @@
 //! | `leader_last_tick_unknown` | gauge | `role`, `reason` (`never_ran`, `read_failed`) | 1 while the age is unknown for that reason, else 0; never a negative age |
 //! | `leader_paused` | gauge | `role` | 1 while an operator has paused the role |
 //! | `leader_paused_seconds` | gauge | `role` | how long the role has been paused, from `paused_at` on the database clock; 0 while not paused |
-//! | `leader_interval_seconds` | gauge | `role` | the role's interval: the least time between the ends of two completed ticks |
+//! | `leader_interval_seconds` | gauge | `role` | for an interval role, its interval: the least time between the ends of two completed ticks |
 //! | `leader_lease_lost_total` | counter | `role`, `reason` (`taken_over`, `paused`, `released`, `expired`, `heartbeat_timeout`, `panicked`) | ticks that ended without their lease; `panicked` is created at 0 at start so its first increase alerts |
 //! | `leader_tick_duration_seconds` | histogram | `role`, `outcome` (`completed`, `failed`, `panicked`, `shutdown`, `lost`: [`ReleaseOutcome`](crate::protocol::ReleaseOutcome)'s names) | how long each tick ran |
 //! | `leader_database_read_only` | gauge | `role` | 1 while this replica's ACQUIRE for the role is refused because the server is read-only (a standby, a demoted primary), else 0 |
 //! | `leader_clock_drift_seconds` | gauge | — | database clock minus local clock, estimated from each ACQUIRE and RENEW; informational |
 //! | `leader_schedule_start_delay_seconds` | histogram | `role` | for a calendar role, how long after its scheduled instant each tick was granted, on the database clock |
-//! | `leader_schedule_skipped_instants_total` | counter | `role` | scheduled instants a tick skipped under the `latest` missed-instant policy |
+//! | `leader_schedule_skipped_instants_total` | counter | `role` | for a calendar role, the scheduled instants its ticks skipped under the `latest` missed-instant policy; created at 0 at start |
 //! | `leader_schedule_overdue_seconds` | gauge | `role` | for a calendar role, how long its next instant (`leader_status.next_instant`) is past on the database clock while unpaused; 0 when none is |
 //!
 //! The age, unknown and paused gauges are refreshed by every runtime from the table, so any

@@ -4,7 +4,8 @@
 //! [`install`] makes `metrics-exporter-prometheus` this process's metrics recorder and serves
 //! its text exposition over HTTP. Every metric carries its `# HELP` line, and
 //! `leader_tick_duration_seconds` is a histogram with buckets from 5 ms to one hour, so both an
-//! outbox's millisecond ticks and an hourly job's long ones land in a bucket of their own. The
+//! outbox's millisecond ticks and an hourly job's long ones land in a bucket of their own;
+//! `leader_schedule_start_delay_seconds` is a histogram with buckets from 10 ms to ten minutes. The
 //! names are exported as the table in [`crate::metrics`] gives them (units already in the names,
 //! `_total` on the counter).
 
@@ -16,6 +17,12 @@ use metrics_exporter_prometheus::{BuildError, Matcher, PrometheusBuilder};
 const TICK_DURATION_BUCKETS: [f64; 18] = [
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0,
     1_800.0, 3_600.0,
+];
+
+/// Upper bounds (seconds) of the `leader_schedule_start_delay_seconds` buckets: a tick normally
+/// starts well under a second after its instant, and minutes late after a takeover or an outage.
+const START_DELAY_BUCKETS: [f64; 12] = [
+    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0, 30.0, 120.0, 600.0,
 ];
 
 /// Why [`install`] could not serve the metrics.
@@ -87,6 +94,12 @@ pub fn install(addr: SocketAddr) -> Result<(), ExporterError> {
             Matcher::Full("leader_tick_duration_seconds".to_owned()),
             &TICK_DURATION_BUCKETS,
         )
+        .and_then(|builder| {
+            builder.set_buckets_for_metric(
+                Matcher::Full("leader_schedule_start_delay_seconds".to_owned()),
+                &START_DELAY_BUCKETS,
+            )
+        })
         .and_then(PrometheusBuilder::build)
         .map_err(|error| match error {
             BuildError::FailedToCreateHTTPListener(reason) => {
