@@ -19,6 +19,10 @@ const THIRD: &str =
     include_str!("../../leader-core/migrations/20261204000000_leader_pause_floor.up.sql");
 const THIRD_DOWN: &str =
     include_str!("../../leader-core/migrations/20261204000000_leader_pause_floor.down.sql");
+const FOURTH: &str =
+    include_str!("../../leader-core/migrations/20261205000000_leader_schedules.up.sql");
+const FOURTH_DOWN: &str =
+    include_str!("../../leader-core/migrations/20261205000000_leader_schedules.down.sql");
 
 async fn app_role(db: &TestDb) -> sqlx::PgPool {
     db.exec(
@@ -85,6 +89,9 @@ async fn the_pause_floor_upgrade_keeps_leader_pauses_grants_and_the_schema_check
     let db = TestDb::unmigrated().await;
     db.exec(FIRST).await;
     db.exec(SECOND).await;
+    // The lease statements of this version need the fourth migration's columns; it touches
+    // nothing the third changes, so it can run first here.
+    db.exec(FOURTH).await;
     db.exec(ROLES_UP).await;
     let app = app_role(&db).await;
     let before = |err: leader_runtime::schema::SchemaError| {
@@ -127,4 +134,55 @@ async fn the_pause_floor_upgrade_keeps_leader_pauses_grants_and_the_schema_check
     );
     db.exec(THIRD).await;
     check_schema_ready(&app, &[ALPHA]).await.unwrap();
+}
+
+#[tokio::test]
+async fn the_schedules_upgrade_keeps_leader_status_readable_and_the_schema_check_asks_for_it() {
+    let db = TestDb::unmigrated().await;
+    for migration in [FIRST, SECOND, THIRD, ROLES_UP] {
+        db.exec(migration).await;
+    }
+    let app = app_role(&db).await;
+    let out_of_date = |err: leader_runtime::schema::SchemaError| {
+        let text = err.to_string();
+        assert!(
+            text.contains("table leader_leases is out of date")
+                && text.contains(
+                    "apply the framework migration 20261205000000_leader_schedules.up.sql"
+                ),
+            "{text}"
+        );
+    };
+    out_of_date(check_schema_ready(&app, &[ALPHA]).await.unwrap_err());
+
+    db.exec(FOURTH).await;
+    check_schema_ready(&app, &[ALPHA])
+        .await
+        .expect("the schema check passes once it ran");
+    let cron = leader_runtime::schedule::CronSchedule::new("*/2 * * * * *", "UTC").unwrap();
+    let now: DateTime<Utc> = sqlx::query_scalar("SELECT now()")
+        .fetch_one(db.admin())
+        .await
+        .unwrap();
+    let planned = cron.plan(None, now).unwrap();
+    let wanted = [lease::Wanted::instant(ALPHA, &cron, Some(&planned))];
+    let granted = lease::acquire(&app, &wanted, "app", 1, &FAST)
+        .await
+        .unwrap();
+    assert!(matches!(granted[0], Acquired::Granted(_)), "{granted:?}");
+    let next: Option<DateTime<Utc>> =
+        sqlx::query_scalar("SELECT next_instant FROM leader_status WHERE role = 'alpha'")
+            .fetch_one(&app)
+            .await
+            .expect("the role granted before the upgrade still reads leader_status");
+    assert_eq!(
+        next,
+        Some(planned.instant),
+        "the instant in progress is the next one"
+    );
+
+    db.exec(FOURTH_DOWN).await;
+    out_of_date(check_schema_ready(db.admin(), &[ALPHA]).await.unwrap_err());
+    db.exec(FOURTH).await;
+    check_schema_ready(db.admin(), &[ALPHA]).await.unwrap();
 }
