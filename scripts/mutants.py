@@ -77,7 +77,7 @@ M = [
      [edit(ACQUIRE, ":instant > last_completed_instant", "true", count=3)],
      "-p leader-tests --test schedules acquire_grants_an_instant_only_once"),
     ("acquire grants an instant before it is due",
-     [edit(ACQUIRE, "OR (:instant <= now()", "OR (true", count=3)],
+     [edit(ACQUIRE, "(NOT :calendar OR :instant <= now())", "(NOT :calendar OR true)", count=3)],
      "-p leader-tests --test schedules acquire_grants_an_instant_only_once"),
     ("release stamps no instant",
      [edit(RELEASE, "THEN greatest(last_completed_instant, tick_instant) ELSE",

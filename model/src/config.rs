@@ -81,6 +81,9 @@ pub enum Bug {
     ReleaseStampsPanicked,
     /// ACQUIRE without `not_before <= now()`.
     AcquireIgnoresNotBefore,
+    /// ACQUIRE without `instant_not_completed`: a calendar role is granted an instant already
+    /// completed.
+    GrantsCompletedInstant,
     /// ACQUIRE issues `holder_token + 1`, without the clock term, across a failover that lost the
     /// last grant.
     TokenPlusOne,
@@ -93,7 +96,7 @@ pub enum Bug {
 
 impl Bug {
     /// Every seeded bug.
-    pub const ALL: [Bug; 8] = [
+    pub const ALL: [Bug; 9] = [
         Bug::RenewWithoutTokenCheck,
         Bug::FenceWithoutExpiry,
         Bug::AbandonFromAnswer,
@@ -102,6 +105,7 @@ impl Bug {
         Bug::TokenPlusOne,
         Bug::AbandonPlusTimeoutNotBelowTtl,
         Bug::PauseWithoutFloor,
+        Bug::GrantsCompletedInstant,
     ];
 
     /// The name used on the command line.
@@ -115,6 +119,7 @@ impl Bug {
             Bug::TokenPlusOne => "token-plus-one",
             Bug::AbandonPlusTimeoutNotBelowTtl => "abandon-plus-timeout-not-below-ttl",
             Bug::PauseWithoutFloor => "pause-without-floor",
+            Bug::GrantsCompletedInstant => "grants-completed-instant",
         }
     }
 
@@ -128,6 +133,7 @@ impl Bug {
         match self {
             Bug::AbandonFromAnswer => Config::late_answers(2),
             Bug::AbandonPlusTimeoutNotBelowTtl => Config::clocks_and_delays(2),
+            Bug::GrantsCompletedInstant => Config::scheduled(2),
             _ => Config::operator_and_failover(2),
         }
         .with_bug(self)
@@ -145,6 +151,7 @@ impl Bug {
             Bug::TokenPlusOne => p::TOKENS_NEVER_REISSUED,
             Bug::AbandonPlusTimeoutNotBelowTtl => p::OWN_CLOCK_EXCLUSIVE,
             Bug::PauseWithoutFloor => p::OWN_CLOCK_EXCLUSIVE,
+            Bug::GrantsCompletedInstant => p::INSTANT_ONCE,
         }
     }
 
@@ -154,6 +161,7 @@ impl Bug {
             Bug::RenewWithoutTokenCheck => Some(("RENEW", "holds_token")),
             Bug::FenceWithoutExpiry => Some(("leader_fence", "unexpired")),
             Bug::AcquireIgnoresNotBefore => Some(("ACQUIRE", "past_not_before")),
+            Bug::GrantsCompletedInstant => Some(("ACQUIRE", "instant_not_completed")),
             _ => None,
         }
     }
@@ -193,6 +201,10 @@ pub struct Config {
     /// Ticks whose work may end by the runtime's shutdown (released with no cooldown), in one
     /// run. Each lets a role be granted again at once, so the state space grows fast with it.
     pub shutdowns: u8,
+    /// A calendar schedule: the role's instants are every this many ticks (`None`: an interval
+    /// role). Each ACQUIRE asks for any instant up to one period ahead of the database clock, not
+    /// only the one the runtime would plan, so the guard is checked against stale and wrong plans.
+    pub schedule: Option<Time>,
     /// The seeded bug, if any.
     pub bug: Option<Bug>,
 }
@@ -213,6 +225,7 @@ impl Config {
             failovers: 1,
             pause: true,
             shutdowns: 0,
+            schedule: None,
             bug: None,
         }
     }
@@ -231,6 +244,7 @@ impl Config {
             failovers: 0,
             pause: false,
             shutdowns: 0,
+            schedule: None,
             bug: None,
         }
     }
@@ -250,6 +264,7 @@ impl Config {
             failovers: 0,
             pause: false,
             shutdowns: 0,
+            schedule: None,
             bug: None,
         }
     }
@@ -261,6 +276,26 @@ impl Config {
         let mut config = Config::operator_and_failover(replicas);
         config.clock_drift_every = Some(4);
         config
+    }
+
+    /// A calendar role with instants every 2 ticks, under an operator pause and unpause, one
+    /// frozen replica, one delayed (or lost) statement and one shutdown release (which leaves its
+    /// instant due), database-rate clocks. Horizon 6 ticks.
+    pub const fn scheduled(replicas: u8) -> Config {
+        Config {
+            replicas,
+            timings: Timings::CHECKED,
+            horizon: 6,
+            clock_drift_every: None,
+            fast_clocks: false,
+            freezes: 1,
+            delays: 1,
+            failovers: 0,
+            pause: true,
+            shutdowns: 1,
+            schedule: Some(2),
+            bug: None,
+        }
     }
 
     /// The same check with `bug` seeded (and, for the timing bug, a ttl of 3).

@@ -30,10 +30,12 @@ pub enum GuardKind {
     Unexpired,
     /// `holder_id IS NOT NULL`.
     Held,
-    /// A calendar role's instant is due and later than the last completed one. The model's
-    /// roles are interval roles (`NOT :calendar`), for which it always holds; scheduled grants
-    /// are proven by the PostgreSQL tests (`tests/tests/schedules.rs`), not yet by the model.
+    /// `NOT :calendar OR :instant <= now()`: a calendar role's instant is due (a NULL instant is
+    /// never due).
     InstantDue,
+    /// `NOT :calendar OR last_completed_instant IS NULL OR :instant > last_completed_instant`: a
+    /// calendar role's instant is later than the last completed one.
+    InstantNotCompleted,
 }
 
 /// What a guard is evaluated against: the row when the server runs the statement.
@@ -47,6 +49,10 @@ pub struct Subject<'a> {
     pub token: Token,
     /// The role's interval.
     pub interval: Time,
+    /// Whether the role is on a calendar schedule (`:calendar`).
+    pub calendar: bool,
+    /// The instant an ACQUIRE asks for (`:instant`).
+    pub instant: Option<Time>,
 }
 
 impl GuardKind {
@@ -63,7 +69,12 @@ impl GuardKind {
             GuardKind::HoldsToken => s.row.token == s.token,
             GuardKind::Unexpired => s.row.expires.is_some_and(|e| e > s.now),
             GuardKind::Held => s.row.holder.is_some(),
-            GuardKind::InstantDue => true,
+            GuardKind::InstantDue => !s.calendar || s.instant.is_some_and(|i| i <= s.now),
+            GuardKind::InstantNotCompleted => {
+                !s.calendar
+                    || s.instant
+                        .is_some_and(|i| s.row.last_completed_instant.is_none_or(|c| i > c))
+            }
         }
     }
 }
@@ -75,6 +86,7 @@ pub const ACQUIRE: &[(&str, GuardKind)] = &[
     ("past_not_before", GuardKind::PastNotBefore),
     ("due", GuardKind::Due),
     ("instant_due", GuardKind::InstantDue),
+    ("instant_not_completed", GuardKind::InstantNotCompleted),
 ];
 /// The guards the model evaluates for RENEW.
 pub const RENEW: &[(&str, GuardKind)] = &[

@@ -8,7 +8,7 @@ use leader_model::{Bug, Config, check};
 fn usage() -> String {
     let bugs: Vec<&str> = Bug::ALL.iter().map(|b| b.name()).collect();
     format!(
-        "usage: leader-model [--replicas 1|2|3] [--threads N] [--clocks | --all-faults | --late-answers] [--horizon T] [--delays N] [--no-freeze] \
+        "usage: leader-model [--replicas 1|2|3] [--threads N] [--clocks | --all-faults | --late-answers | --scheduled] [--horizon T] [--delays N] [--no-freeze] \
          [--no-failover] [--no-pause] [--no-clock-drift] [--clock-drift-every N] [--fast-clocks] [--all-bugs | BUG ...]\n  BUG: {}",
         bugs.join(", ")
     )
@@ -47,6 +47,7 @@ fn main() -> ExitCode {
             },
             "--clocks" => base = Config::clocks_and_delays(base.replicas),
             "--all-faults" => base = Config::all_faults(base.replicas),
+            "--scheduled" => base = Config::scheduled(base.replicas),
             "--late-answers" => {
                 base = Config::late_answers(base.replicas);
                 late_answers = true;

@@ -46,7 +46,8 @@ pub enum Action {
         fast: u8,
     },
     /// A replica sends ACQUIRE.
-    SendAcquire(ReplicaId, Delivery),
+    /// ACQUIRE, asking for a scheduled instant on a calendar schedule.
+    SendAcquire(ReplicaId, Delivery, Option<Time>),
     /// The server runs a replica's ACQUIRE.
     RunAcquire(ReplicaId),
     /// A replica reads its ACQUIRE's answer.
@@ -124,6 +125,8 @@ impl LeaseModel {
             now: state.now,
             token,
             interval: self.config.timings.interval,
+            calendar: self.config.schedule.is_some(),
+            instant: None,
         }
     }
 
@@ -184,7 +187,9 @@ impl LeaseModel {
         match r.phase {
             Phase::Idle => {
                 for &d in deliveries(state) {
-                    actions.push(Action::SendAcquire(id, d));
+                    for instant in self.instants_to_ask(state) {
+                        actions.push(Action::SendAcquire(id, d, instant));
+                    }
                 }
             }
             Phase::Acquiring(sent, reply) => {
@@ -251,12 +256,34 @@ impl LeaseModel {
 
     // The server's side: each statement is one atomic step on the row.
 
+    /// The instants an ACQUIRE may ask for: on a calendar schedule, every instant (a multiple of
+    /// the period) up to one period past the database clock, whatever the last answer said, so
+    /// stale and wrong plans are asked too; otherwise none.
+    fn instants_to_ask(&self, state: &State) -> Vec<Option<Time>> {
+        match self.config.schedule {
+            None => vec![None],
+            Some(period) => (1..)
+                .map(|k| k * period)
+                .take_while(|&i| i <= state.now + period && i <= self.config.horizon)
+                .map(Some)
+                .collect(),
+        }
+    }
+
     fn run_acquire(&self, state: &mut State, id: ReplicaId) -> Acquired {
-        if !all_hold(&self.guards.acquire, self.subject(state, 0)) {
+        let instant = state.replicas[usize::from(id)].asks;
+        let subject = Subject {
+            instant,
+            ..self.subject(state, 0)
+        };
+        if !all_hold(&self.guards.acquire, subject) {
             return Acquired::Refused;
         }
         let now = state.now;
         let row = state.row;
+        if self.config.schedule.is_some() {
+            state.history.granted_early |= instant.is_none_or(|i| i > now);
+        }
         let token = if self.config.has(Bug::TokenPlusOne) {
             row.token + 1
         } else {
@@ -275,6 +302,7 @@ impl LeaseModel {
             token,
             holder: Some(id),
             expires: Some(now + self.config.timings.ttl),
+            tick_instant: instant,
             ..row
         };
         Acquired::Granted(token)
@@ -313,6 +341,12 @@ impl LeaseModel {
         if stamps {
             row.last_tick_ended = Some(now);
             state.history.stamped_incomplete |= !completed;
+            if let Some(instant) = row.tick_instant {
+                let bit = 1u32 << instant;
+                state.history.instant_completed_twice |= row.completed_instants & bit != 0;
+                row.completed_instants |= bit;
+                row.last_completed_instant = row.last_completed_instant.max(Some(instant));
+            }
         } else if outcome == Outcome::Shutdown {
             // No cooldown: a shutdown says nothing about the job or the database.
         } else {
@@ -494,6 +528,7 @@ impl Model for LeaseModel {
             claim: None,
             orphan: None,
             revoked: None,
+            asks: None,
         };
         vec![State {
             now: 1,
@@ -505,6 +540,9 @@ impl Model for LeaseModel {
                 paused: false,
                 last_tick_ended: None,
                 cooldown_until: None,
+                tick_instant: None,
+                last_completed_instant: None,
+                completed_instants: 0,
             },
             standby: None,
             replicas: vec![replica; usize::from(self.config.replicas)],
@@ -636,12 +674,14 @@ impl Model for LeaseModel {
                 let statement = state.replicas[usize::from(id)].orphan.take()?;
                 self.run(&mut state, id, statement);
             }
-            Action::SendAcquire(id, Delivery::Delayed) => {
+            Action::SendAcquire(id, Delivery::Delayed, instant) => {
                 state.delays_left -= 1;
                 let r = &mut state.replicas[usize::from(id)];
+                r.asks = instant;
                 r.phase = Phase::Acquiring(r.clock(now), Reply::Pending);
             }
-            Action::SendAcquire(id, Delivery::Prompt) => {
+            Action::SendAcquire(id, Delivery::Prompt, instant) => {
+                state.replicas[usize::from(id)].asks = instant;
                 let answer = self.run_acquire(&mut state, id);
                 let r = &mut state.replicas[usize::from(id)];
                 let c = r.clock(now);

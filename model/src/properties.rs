@@ -49,17 +49,26 @@ pub const TICK_COMPLETES: &str = "a tick completes";
 pub const REVOKED_HOLDER_OVERLAPS: &str =
     "after a failover, a new holder leads while the old one may still work by its own clock";
 
+/// A calendar role: RELEASE records each scheduled instant as completed at most once (on the
+/// database that holds the record), and ACQUIRE grants no instant before the database clock
+/// reaches it.
+pub const INSTANT_ONCE: &str =
+    "each scheduled instant is completed at most once, and never granted before it is due";
+/// A calendar role's scheduled instant completes.
+pub const INSTANT_COMPLETES: &str = "a scheduled instant completes";
+
 /// The safety properties.
-pub const SAFETY: [&str; 5] = [
+pub const SAFETY: [&str; 6] = [
     CLAIMS_INSIDE_LEASE,
     OWN_CLOCK_EXCLUSIVE,
     TOKENS_NEVER_REISSUED,
     STAMPED_ONLY_IF_COMPLETED,
     COOLDOWN_RESPECTED,
+    INSTANT_ONCE,
 ];
 
 /// The reachability properties.
-pub const REACHABLE: [&str; 8] = [
+pub const REACHABLE: [&str; 9] = [
     LED,
     TAKEOVER,
     CLAIMED,
@@ -68,6 +77,7 @@ pub const REACHABLE: [&str; 8] = [
     TICK_COMPLETES,
     ABANDONS,
     REVOKED_HOLDER_OVERLAPS,
+    INSTANT_COMPLETES,
 ];
 
 fn led(state: &State) -> bool {
@@ -144,6 +154,13 @@ pub fn explain(model: &LeaseModel, property: &str, state: &State) -> String {
         STAMPED_ONLY_IF_COMPLETED => {
             "the last RELEASE stamped the tick completed, but its job did not return".into()
         }
+        INSTANT_ONCE if state.history.granted_early => {
+            "the last grant serves a scheduled instant the database clock has not reached".into()
+        }
+        INSTANT_ONCE => format!(
+            "the last RELEASE recorded instant {} as completed, which was already completed",
+            state.row.tick_instant.map_or("-".into(), |i| i.to_string())
+        ),
         COOLDOWN_RESPECTED => {
             "the last grant came before the cooldown of a tick that did not complete ran out".into()
         }
@@ -167,6 +184,9 @@ pub fn all() -> Vec<Property<LeaseModel>> {
         Property::always(COOLDOWN_RESPECTED, |_, s: &State| {
             !s.history.granted_in_cooldown
         }),
+        Property::always(INSTANT_ONCE, |_, s: &State| {
+            !s.history.instant_completed_twice && !s.history.granted_early
+        }),
         Property::sometimes(LED, |_, s: &State| led(s)),
         Property::sometimes(TAKEOVER, |_, s: &State| s.history.took_over),
         Property::sometimes(CLAIMED, |_, s: &State| s.history.claimed),
@@ -189,6 +209,9 @@ pub fn all() -> Vec<Property<LeaseModel>> {
         }),
         Property::sometimes(REVOKED_HOLDER_OVERLAPS, |m, s: &State| {
             overlapping(m, s, true).is_some()
+        }),
+        Property::sometimes(INSTANT_COMPLETES, |_, s: &State| {
+            s.row.last_completed_instant.is_some()
         }),
     ]
 }

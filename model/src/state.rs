@@ -31,6 +31,13 @@ pub struct Row {
     /// Not a column: until when the last tick that did not complete bars a new one (what the
     /// cooldown is for, kept apart from `not_before`, which is how the SQL does it).
     pub cooldown_until: Option<Time>,
+    /// `tick_instant`: the scheduled instant the last grant serves.
+    pub tick_instant: Option<Time>,
+    /// `last_completed_instant`.
+    pub last_completed_instant: Option<Time>,
+    /// Not a column: the scheduled instants whose ticks this database recorded as completed (bit
+    /// `i` for instant `i`), so that a failover rolls them back with the row.
+    pub completed_instants: u32,
 }
 
 /// How a tick's work ended.
@@ -162,6 +169,8 @@ pub struct Replica {
     /// lacks its grant) while the replica's own clock may still let it work, with the replica's
     /// clock then. A pause sets nothing here: its floor covers the paused holder.
     pub revoked: Option<(Token, Time)>,
+    /// The scheduled instant its last ACQUIRE asked for (a calendar role's; `None` otherwise).
+    pub asks: Option<Time>,
 }
 
 impl Replica {
@@ -199,6 +208,10 @@ pub struct History {
     pub stamped_incomplete: bool,
     /// A grant came inside the cooldown of a tick that did not complete.
     pub granted_in_cooldown: bool,
+    /// RELEASE recorded as completed a scheduled instant already recorded completed.
+    pub instant_completed_twice: bool,
+    /// A calendar role was granted for an instant not yet due (or for none).
+    pub granted_early: bool,
 }
 
 /// The whole model state.
@@ -263,6 +276,7 @@ mod tests {
             claim: None,
             orphan: None,
             revoked: None,
+            asks: None,
         }
     }
 
@@ -283,6 +297,9 @@ mod tests {
             paused: false,
             last_tick_ended: None,
             cooldown_until: None,
+            tick_instant: None,
+            last_completed_instant: None,
+            completed_instants: 0,
         };
         let state = State {
             now: 1,

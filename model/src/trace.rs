@@ -35,7 +35,10 @@ pub fn action(action: &Action) -> String {
             }
             format!("the clock advances; by its own clock {}", drift.join(", "))
         }
-        Action::SendAcquire(r, d) => format!("r{r} sends ACQUIRE{}", delivery(d)),
+        Action::SendAcquire(r, d, None) => format!("r{r} sends ACQUIRE{}", delivery(d)),
+        Action::SendAcquire(r, d, Some(instant)) => {
+            format!("r{r} sends ACQUIRE for instant {instant}{}", delivery(d))
+        }
         Action::RunAcquire(r) => format!("the server runs r{r}'s ACQUIRE"),
         Action::AnswerAcquire(r) => format!("r{r} reads its ACQUIRE's answer"),
         Action::SendRenew(r, d) => format!("r{r} sends RENEW{}", delivery(d)),

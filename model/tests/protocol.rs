@@ -1,7 +1,9 @@
 //! The correct protocol satisfies every property under each fault scenario, and reaches every
 //! state a property needs (so no `always` holds vacuously); each seeded bug breaks its property.
 
-use leader_model::properties::{LED_AFTER_UNPAUSE, PAUSE_TAKES_EFFECT, REVOKED_HOLDER_OVERLAPS};
+use leader_model::properties::{
+    INSTANT_COMPLETES, LED_AFTER_UNPAUSE, PAUSE_TAKES_EFFECT, REVOKED_HOLDER_OVERLAPS,
+};
 use leader_model::{Bug, Config, Report, Timings, check};
 
 fn proves(config: Config) -> Report {
@@ -20,6 +22,9 @@ fn proves(config: Config) -> Report {
     }
     if config.failovers == 0 {
         expected_unreached.push(REVOKED_HOLDER_OVERLAPS);
+    }
+    if config.schedule.is_none() {
+        expected_unreached.push(INSTANT_COMPLETES);
     }
     assert_eq!(report.unreached, expected_unreached, "{}", report.render());
     report
@@ -62,6 +67,14 @@ fn three_replicas_under_drifting_clocks_freeze_and_two_delays() {
     let mut config = Config::clocks_and_delays(3);
     config.horizon = 5;
     proves(config);
+}
+
+/// A calendar role, whose ACQUIREs ask for any instant up to one period ahead: each instant is
+/// completed at most once and none is granted early, over a pause, a shutdown release, a freeze
+/// and a delay.
+#[test]
+fn two_replicas_on_a_calendar_schedule_under_pause_shutdown_freeze_and_a_delay() {
+    proves(Config::scheduled(2));
 }
 
 fn breaks(bug: Bug) {
@@ -128,4 +141,9 @@ fn the_codes_timing_rule_accepts_the_checked_timings_and_refuses_the_seeded_ones
         matches!(err, leader_core::TimingsError::AbandonNotBelowTtl { .. }),
         "{err}"
     );
+}
+
+#[test]
+fn an_acquire_without_the_instant_guard_completes_an_instant_twice() {
+    breaks(Bug::GrantsCompletedInstant);
 }

@@ -53,9 +53,8 @@ due AS MATERIALIZED (
        AND (not_before IS NULL OR not_before <= now())
        AND (last_tick_ended_at IS NULL
             OR last_tick_ended_at + :interval_ms * interval '1 millisecond' <= now())
-       AND (NOT :calendar
-            OR (:instant <= now()
-                AND (last_completed_instant IS NULL OR :instant > last_completed_instant)))
+       AND (NOT :calendar OR :instant <= now())
+       AND (NOT :calendar OR last_completed_instant IS NULL OR :instant > last_completed_instant)
 ),
 others AS (
     SELECT count(DISTINCT holder_id) AS live
@@ -89,9 +88,8 @@ granted AS (
        AND (not_before IS NULL OR not_before <= now())
        AND (last_tick_ended_at IS NULL
             OR last_tick_ended_at + :interval_ms * interval '1 millisecond' <= now())
-       AND (NOT :calendar
-            OR (:instant <= now()
-                AND (last_completed_instant IS NULL OR :instant > last_completed_instant)))
+       AND (NOT :calendar OR :instant <= now())
+       AND (NOT :calendar OR last_completed_instant IS NULL OR :instant > last_completed_instant)
     RETURNING role AS granted_role, holder_token, expires_at, last_tick_holder AS previous_holder,
               tick_instant AS granted_instant
 ),
@@ -155,7 +153,11 @@ pub const ACQUIRE_GUARDS: Guarded = Guarded {
         },
         Guard {
             name: "instant_due",
-            sql: "(NOT :calendar OR (:instant <= now() AND (last_completed_instant IS NULL OR :instant > last_completed_instant)))",
+            sql: "(NOT :calendar OR :instant <= now())",
+        },
+        Guard {
+            name: "instant_not_completed",
+            sql: "(NOT :calendar OR last_completed_instant IS NULL OR :instant > last_completed_instant)",
         },
     ],
     plumbing: &[
