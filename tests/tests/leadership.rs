@@ -35,12 +35,15 @@ async fn leadership_lists_a_role_while_its_tick_runs() {
     })
     .await
     .expect("the runtime leads alpha within two minutes");
-    let token: i64 =
-        sqlx::query_scalar("SELECT holder_token FROM leader_leases WHERE role = 'alpha'")
-            .persistent(false)
+    // A simple query: behind a transaction-mode pooler, an unprepared statement's Parse and Bind
+    // outside a transaction may reach two server connections.
+    let token: i64 = sqlx::Row::get(
+        &sqlx::raw_sql("SELECT holder_token FROM leader_leases WHERE role = 'alpha'")
             .fetch_one(db.pool())
             .await
-            .unwrap();
+            .unwrap(),
+        0,
+    );
     assert_eq!(leadership.leading(), [(ALPHA, token)]);
     shutdown.cancel();
     run.await.unwrap().unwrap();

@@ -86,16 +86,13 @@ async fn a_job_gets_the_state_given_to_the_builder() {
     run.await.unwrap().unwrap();
 }
 
-/// Polls `sql` until it returns a row; its first column.
+/// Polls `sql` until it returns a row; its first column. A simple query (no Parse and Bind), so
+/// that behind a transaction-mode pooler the statement cannot be split across server connections.
 async fn wait_for(pool: &sqlx::PgPool, sql: &'static str) -> String {
+    use sqlx::Row;
     loop {
-        if let Some(found) = sqlx::query_scalar::<_, String>(sql)
-            .persistent(false)
-            .fetch_optional(pool)
-            .await
-            .unwrap()
-        {
-            return found;
+        if let Some(row) = sqlx::raw_sql(sql).fetch_optional(pool).await.unwrap() {
+            return row.get(0);
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
