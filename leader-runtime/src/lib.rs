@@ -99,6 +99,10 @@
 //!   pool); [`State`]: the application's state.
 //! * [`panic_guard`]: per-step, per-item and rotating-sweep panic guards for job authors.
 //! * [`leader_role`], [`fenced`], [`unfenced`] (feature `macros`).
+//! * [`schedule`]: calendar schedules (`#[leader_role("billing", cron = "0 2 * * *", tz =
+//!   "Europe/Berlin")]`, or [`Schedule::cron`] with the builder): each instant completed at most
+//!   once cluster-wide, never before it is due on the database clock;
+//!   [`TickContext::scheduled_for`] says which instant a tick serves.
 //! * [`schema`]: the framework's migrations and the start-up check.
 //! * [`shutdown`], [`metrics`], `prometheus` (feature `prometheus`).
 //! * [`protocol`]: the statements underneath, for tools.
@@ -158,8 +162,8 @@ pub use runtime::{JobInfo, Runtime, RuntimeBuilder};
 pub use state::State;
 
 /// When a role runs: [`Schedule::Every`] an interval, or [`Schedule::Cron`] at the instants of
-/// a cron expression in a time zone (see [`CronSchedule`] for the expression, time zones and
-/// daylight saving time, and [`Missed`] for instants that passed while no tick ran).
+/// a cron expression in a time zone (see [`CronSchedule`](schedule::CronSchedule) for the expression, time zones and
+/// daylight saving time, and [`Missed`](schedule::Missed) for instants that passed while no tick ran).
 pub mod schedule {
     pub use chrono_tz::Tz;
     pub use leader_schedule::{CronSchedule, Missed, Planned, Schedule, ScheduleError};
