@@ -103,11 +103,15 @@ M = [
     ("acquire ignores not_before",
      [edit(ACQUIRE, "       AND (not_before IS NULL OR not_before <= now())\n", "", count=2)],
      "-p leader-tests --test protocol each_release_outcome"),
+    # Both checks of the token: the rows `locked` picks, and the UPDATE's guard (with only one
+    # removed, the other still refuses a superseded token, so the mutant would survive).
     ("renew ignores token",
      [edit(RENEW, "       AND holder_token = :token\n       AND (SELECT applied FROM lock_bound) IS NOT NULL\n"
                   "       -- A released or paused row has no expiry",
            "       AND (SELECT applied FROM lock_bound) IS NOT NULL\n"
-           "       -- A released or paused row has no expiry")],
+           "       -- A released or paused row has no expiry"),
+      edit(RENEW, "     WHERE holder_token = held_token\n       AND (SELECT applied",
+           "     WHERE (SELECT applied")],
      "-p leader-tests --test protocol renew_extends"),
     ("no server lock timeout",
      [edit(path, "set_config('lock_timeout', :lock_ms::text, true)",
