@@ -50,6 +50,9 @@ pub struct Planned {
     /// The instant after it, if the expression has one: when the role is next due once this one
     /// completes.
     pub following: Option<DateTime<Utc>>,
+    /// The instant before it, if the expression has one: with [`Missed::Each`], `instant` may run
+    /// only once this one has completed.
+    pub previous: Option<DateTime<Utc>>,
     /// How many instants after the last completed one, and before `instant`, this tick skips
     /// (only [`Missed::Latest`] skips).
     pub skipped: u64,
@@ -165,6 +168,7 @@ impl CronSchedule {
         Some(Planned {
             instant,
             following: self.next_after(instant),
+            previous: self.latest_at_or_before(instant - chrono::TimeDelta::milliseconds(1)),
             skipped,
             skipped_at_least,
         })

@@ -36,6 +36,11 @@ pub enum GuardKind {
     /// `NOT :calendar OR last_completed_instant IS NULL OR :instant > last_completed_instant`: a
     /// calendar role's instant is later than the last completed one.
     InstantNotCompleted,
+    /// `NOT :each OR last_completed_instant IS NULL OR last_completed_instant >= :previous`: under
+    /// the `each` missed-instant policy, the instant asked for is the next after the last
+    /// completed. The model's calendar role runs the `latest` policy (`:each` false), so this
+    /// guard always holds here; `tests/tests/schedules.rs` and the failover drill exercise it.
+    InstantIsNext,
 }
 
 /// What a guard is evaluated against: the row when the server runs the statement.
@@ -70,6 +75,7 @@ impl GuardKind {
             GuardKind::Unexpired => s.row.expires.is_some_and(|e| e > s.now),
             GuardKind::Held => s.row.holder.is_some(),
             GuardKind::InstantDue => !s.calendar || s.instant.is_some_and(|i| i <= s.now),
+            GuardKind::InstantIsNext => true,
             GuardKind::InstantNotCompleted => {
                 !s.calendar
                     || s.instant
@@ -87,6 +93,7 @@ pub const ACQUIRE: &[(&str, GuardKind)] = &[
     ("due", GuardKind::Due),
     ("instant_due", GuardKind::InstantDue),
     ("instant_not_completed", GuardKind::InstantNotCompleted),
+    ("instant_is_next", GuardKind::InstantIsNext),
 ];
 /// The guards the model evaluates for RENEW.
 pub const RENEW: &[(&str, GuardKind)] = &[

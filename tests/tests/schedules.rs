@@ -409,3 +409,44 @@ fn granted(answer: Acquired) -> lease::Grant {
         Acquired::Refused(refusal) => panic!("refused: {refusal:?}"),
     }
 }
+
+/// `missed = each`: an instant is granted only when the one before it in the schedule is the last
+/// completed, so a replica whose plan is ahead of the row (it saw completions that a failover to
+/// an asynchronous standby lost) is refused instead of skipping the instants between.
+#[tokio::test]
+async fn with_each_acquire_refuses_an_instant_that_skips_one_not_completed() {
+    let db = database().await;
+    let cron = CronSchedule::new(EVERY_TWO_SECONDS, "UTC")
+        .unwrap()
+        .missed(Missed::Each);
+    let now: DateTime<Utc> = sqlx::query_scalar("SELECT now()")
+        .fetch_one(db.admin())
+        .await
+        .unwrap();
+    // Instant i completed; the replica plans as if i + 1 had completed too, and asks for i + 2.
+    let first = cron.plan(None, now - chrono::Duration::seconds(6)).unwrap();
+    let grant = granted(acquire(&db, &cron, Some(&first)).await);
+    lease::release(
+        db.pool(),
+        grant.fence,
+        ReleaseOutcome::Completed,
+        Duration::from_secs(2),
+        &FAST,
+    )
+    .await
+    .unwrap();
+    let second = cron.plan(Some(first.instant), now).unwrap();
+    let ahead = cron.plan(Some(second.instant), now).unwrap();
+    assert!(ahead.instant <= now, "the skipping instant is due");
+    let answer = acquire(&db, &cron, Some(&ahead)).await;
+    let Acquired::Refused(refusal) = answer else {
+        panic!("granted past an instant not completed: {answer:?}")
+    };
+    assert_eq!(
+        (refusal.reason, refusal.last_completed_instant),
+        (RefusalReason::InstantNotNext, Some(first.instant))
+    );
+    // The instant after the last completed one is granted.
+    let grant = granted(acquire(&db, &cron, Some(&second)).await);
+    assert_eq!(grant.instant, Some(second.instant));
+}

@@ -36,14 +36,21 @@ use crate::{Fence, Role, Statement, StatementError, Timings};
 // instant. Its interval is 0, so the interval guard always holds for it; an instant of NULL asks
 // for nothing and learns the last completed instant from the answer.
 //
-// `:interval_ms`, `:calendar` and `:instant` in the guards are rendered as the columns
-// `wanted_interval_ms`, `wanted_calendar` and `wanted_instant`, so the guards read
+// With the `each` missed-instant policy (`wanted_each`), the instant must also be the next one
+// after the last completed (`last_completed_instant >= wanted_previous`, the schedule's instant
+// before it): a replica whose plan is ahead of the row (it saw completions a failover lost) is
+// refused rather than skipping the instants between.
+//
+// `:interval_ms`, `:calendar`, `:instant`, `:each` and `:previous` in the guards are rendered as
+// the columns `wanted_interval_ms`, `wanted_calendar`, `wanted_instant`, `wanted_each` and
+// `wanted_previous`, so the guards read
 // as ACQUIRE_GUARDS lists them. `wanted`'s columns are prefixed so that no unqualified column in
 // the guards can mean one of them. Its guards are listed in ACQUIRE_GUARDS below, which the model
 // (leader-model) evaluates by name.
 const ACQUIRE: &str = "
 WITH lock_bound AS (SELECT set_config('lock_timeout', :lock_ms::text, true) AS applied),
-wanted (wanted_role, wanted_interval_ms, wanted_schedule, wanted_calendar, wanted_instant, wanted_following)
+wanted (wanted_role, wanted_interval_ms, wanted_schedule, wanted_calendar, wanted_instant,
+        wanted_following, wanted_each, wanted_previous)
     AS (VALUES :wanted),
 due AS MATERIALIZED (
     SELECT role
@@ -55,6 +62,7 @@ due AS MATERIALIZED (
             OR last_tick_ended_at + :interval_ms * interval '1 millisecond' <= now())
        AND (NOT :calendar OR :instant <= now())
        AND (NOT :calendar OR last_completed_instant IS NULL OR :instant > last_completed_instant)
+       AND (NOT :each OR last_completed_instant IS NULL OR last_completed_instant >= :previous)
 ),
 others AS (
     SELECT count(DISTINCT holder_id) AS live
@@ -90,11 +98,13 @@ granted AS (
             OR last_tick_ended_at + :interval_ms * interval '1 millisecond' <= now())
        AND (NOT :calendar OR :instant <= now())
        AND (NOT :calendar OR last_completed_instant IS NULL OR :instant > last_completed_instant)
+       AND (NOT :each OR last_completed_instant IS NULL OR last_completed_instant >= :previous)
     RETURNING role AS granted_role, holder_token, expires_at, last_tick_holder AS previous_holder,
               tick_instant AS granted_instant
 ),
 seen AS (
-    SELECT l.*, w.wanted_role, w.wanted_calendar, w.wanted_instant,
+    SELECT l.*, w.wanted_role, w.wanted_calendar, w.wanted_instant, w.wanted_each,
+           w.wanted_previous,
            CASE WHEN w.wanted_calendar THEN w.wanted_instant
                 ELSE l.last_tick_ended_at + w.wanted_interval_ms * interval '1 millisecond'
            END AS due_at
@@ -114,6 +124,8 @@ SELECT s.wanted_role                 AS wanted_role,
        coalesce(s.wanted_calendar
                 AND (s.wanted_instant IS NULL OR s.wanted_instant <= s.last_completed_instant),
                 false)               AS instant_completed,
+       coalesce(s.wanted_each AND s.last_completed_instant < s.wanted_previous, false)
+                                     AS instant_not_next,
        coalesce(s.due_at > now(), false)     AS not_due,
        s.last_completed_instant      AS last_completed_instant,
        s.holder_id                   AS holder_id,
@@ -158,6 +170,10 @@ pub const ACQUIRE_GUARDS: Guarded = Guarded {
         Guard {
             name: "instant_not_completed",
             sql: "(NOT :calendar OR last_completed_instant IS NULL OR :instant > last_completed_instant)",
+        },
+        Guard {
+            name: "instant_is_next",
+            sql: "(NOT :each OR last_completed_instant IS NULL OR last_completed_instant >= :previous)",
         },
     ],
     plumbing: &[
@@ -283,6 +299,12 @@ pub enum RefusalReason {
     /// [`Refusal::last_completed_instant`] says which instant completed last, so the caller can ask
     /// for a later one at once.
     InstantCompleted,
+    /// A calendar role with [`Missed::Each`](leader_schedule::Missed::Each): the instant asked for
+    /// is not the next one after the last completed instant (an instant between them has not
+    /// completed, for example after a failover to a standby that lacks the latest completions);
+    /// [`Refusal::last_completed_instant`] says where the schedule stands, so the caller can ask
+    /// for the next one at once.
+    InstantNotNext,
     /// The role looked free, but a concurrent ACQUIRE won it first.
     Contended,
 }
@@ -325,12 +347,17 @@ where
         }
     }
     let wanted = values_list(roles.iter().map(|wanted| {
-        let (interval, calendar, instant, following) = match wanted.due {
-            Due::Interval(interval) => (ms(interval), false, None, None),
-            Due::Instant { instant, following } => (0, true, instant, following),
+        let (interval, calendar, instant, following, each, previous) = match wanted.due {
+            Due::Interval(interval) => (ms(interval), false, None, None, false, None),
+            Due::Instant {
+                instant,
+                following,
+                each,
+                previous,
+            } => (0, true, instant, following, each, previous),
         };
         render(
-            "(:role, :interval_ms, :schedule, :calendar, :instant, :following)",
+            "(:role, :interval_ms, :schedule, :calendar, :instant, :following, :each, :previous)",
             &[
                 ("role", Value::Role(wanted.role)),
                 ("interval_ms", Value::Int(interval)),
@@ -338,6 +365,15 @@ where
                 ("calendar", Value::Bool(calendar)),
                 ("instant", Value::OptTime(instant)),
                 ("following", Value::OptTime(following)),
+                ("each", Value::Bool(each)),
+                // No earlier instant: nothing can be skipped.
+                (
+                    "previous",
+                    match previous {
+                        Some(_) => Value::OptTime(previous),
+                        None => Value::Sql("'-infinity'::timestamptz"),
+                    },
+                ),
             ],
         )
     }));
@@ -348,6 +384,8 @@ where
             ("interval_ms", Value::Sql("wanted_interval_ms")),
             ("calendar", Value::Sql("wanted_calendar")),
             ("instant", Value::Sql("wanted_instant")),
+            ("each", Value::Sql("wanted_each")),
+            ("previous", Value::Sql("wanted_previous")),
             ("holder", Value::Text(holder_id)),
             ("ttl_ms", Value::Int(ms(timings.ttl()))),
             (
@@ -411,6 +449,8 @@ fn acquired_from(row: &PgRow, role: Role) -> Result<Acquired, StatementError> {
         RefusalReason::CoolingDown
     } else if flag("instant_completed")? {
         RefusalReason::InstantCompleted
+    } else if flag("instant_not_next")? {
+        RefusalReason::InstantNotNext
     } else if flag("not_due")? {
         RefusalReason::NotDue
     } else {
@@ -419,7 +459,9 @@ fn acquired_from(row: &PgRow, role: Role) -> Result<Acquired, StatementError> {
     let wait_ms: Option<i64> = row.try_get("wait_ms").map_err(&field)?;
     let retry_after = match reason {
         RefusalReason::Paused => None,
-        RefusalReason::Contended | RefusalReason::InstantCompleted => Some(Duration::ZERO),
+        RefusalReason::Contended
+        | RefusalReason::InstantCompleted
+        | RefusalReason::InstantNotNext => Some(Duration::ZERO),
         _ => Some(Duration::from_millis(wait_ms.unwrap_or(0).max(0) as u64)),
     };
     Ok(Acquired::Refused(Refusal {

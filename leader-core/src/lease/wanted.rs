@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use leader_schedule::{CronSchedule, Planned, Schedule};
+use leader_schedule::{CronSchedule, Missed, Planned, Schedule};
 
 use crate::Role;
 
@@ -26,6 +26,10 @@ pub(crate) enum Due {
     Instant {
         instant: Option<DateTime<Utc>>,
         following: Option<DateTime<Utc>>,
+        /// Whether the policy is [`Missed::Each`](leader_schedule::Missed::Each): then the instant
+        /// is granted only if `previous` (the schedule's instant before it) is completed.
+        each: bool,
+        previous: Option<DateTime<Utc>>,
     },
 }
 
@@ -41,7 +45,9 @@ impl Wanted {
 
     /// `role` on the calendar schedule `schedule`, for the instant `planned` (from
     /// [`CronSchedule::plan`]): granted only once that instant is due on the database clock and
-    /// later than the last instant completed. With `planned` `None`, nothing is granted and the
+    /// later than the last instant completed, and, with [`Missed::Each`], only if the instant
+    /// before it in the schedule is the last completed one (or none completed yet). With
+    /// `planned` `None`, nothing is granted and the
     /// refusal ([`RefusalReason::InstantCompleted`](super::RefusalReason::InstantCompleted))
     /// carries the last completed instant to plan from.
     pub fn instant(role: Role, schedule: &CronSchedule, planned: Option<&Planned>) -> Wanted {
@@ -51,6 +57,8 @@ impl Wanted {
             due: Due::Instant {
                 instant: planned.map(|p| p.instant),
                 following: planned.and_then(|p| p.following),
+                each: schedule.missed_policy() == Missed::Each,
+                previous: planned.and_then(|p| p.previous),
             },
         }
     }
