@@ -339,39 +339,37 @@ async fn the_instant_checks_find_an_instant_completed_twice_early_or_skipped() {
             .map(|(n, _)| n)
             .collect()
     };
-    // The second instant completed again by a later token.
-    db.exec(
-        "INSERT INTO instant_stamps (role, token, instant, granted_at)
-         VALUES ('billing', 9, timestamptz '2026-12-05 00:00:02+00', timestamptz '2026-12-05 00:00:05+00')",
-    )
-    .await;
-    let report = run_checks(db.admin(), CHECKS).await.unwrap();
-    assert_eq!(
-        failing(&report),
-        ["no scheduled billing instant completed twice, or granted before it was due"]
-    );
-    db.exec("DELETE FROM instant_stamps WHERE token = 9").await;
-    // The fourth second granted before it came.
-    db.exec(
-        "INSERT INTO instant_stamps (role, token, instant, granted_at)
-         VALUES ('billing', 4, timestamptz '2026-12-05 00:00:04+00', timestamptz '2026-12-05 00:00:03.9+00')",
-    )
-    .await;
-    let report = run_checks(db.admin(), CHECKS).await.unwrap();
-    assert_eq!(
-        failing(&report),
-        ["no scheduled billing instant completed twice, or granted before it was due"]
-    );
-    db.exec("DELETE FROM instant_stamps WHERE token = 4").await;
-    // The fifth second completed with the fourth never completed.
-    db.exec(
-        "INSERT INTO instant_stamps (role, token, instant, granted_at)
-         VALUES ('billing', 5, timestamptz '2026-12-05 00:00:05+00', timestamptz '2026-12-05 00:00:05.1+00')",
-    )
-    .await;
-    let report = run_checks(db.admin(), CHECKS).await.unwrap();
-    assert_eq!(
-        failing(&report),
-        ["no scheduled billing instant skipped (missed = each runs every one, in order)"]
-    );
+    const TWICE_OR_EARLY: &str =
+        "no scheduled billing instant completed twice, or granted before it was due";
+    const SKIPPED: &str =
+        "no scheduled billing instant skipped (missed = each runs every one, in order)";
+    // Each case: one more stamp (token, instant second, granted at), the check it must fail.
+    let cases = [
+        // The second instant completed again by a later token.
+        (9, "00:00:02", "00:00:05", TWICE_OR_EARLY),
+        // The fourth second granted before it came.
+        (4, "00:00:04", "00:00:03.9", TWICE_OR_EARLY),
+        // The fifth second completed with the fourth never completed.
+        (5, "00:00:05", "00:00:05.1", SKIPPED),
+    ];
+    for (token, instant, granted_at, fails) in cases {
+        sqlx::query(
+            "INSERT INTO instant_stamps (role, token, instant, granted_at)
+             VALUES ('billing', $1, ('2026-12-05 ' || $2 || '+00')::timestamptz,
+                     ('2026-12-05 ' || $3 || '+00')::timestamptz)",
+        )
+        .bind(token)
+        .bind(instant)
+        .bind(granted_at)
+        .execute(db.admin())
+        .await
+        .unwrap();
+        let report = run_checks(db.admin(), CHECKS).await.unwrap();
+        assert_eq!(failing(&report), [fails], "stamp {token} at {instant}");
+        sqlx::query("DELETE FROM instant_stamps WHERE token = $1")
+            .bind(token)
+            .execute(db.admin())
+            .await
+            .unwrap();
+    }
 }

@@ -105,6 +105,23 @@ fn start(db: &TestDb, replica: Replica, missed: Missed) -> Started {
     )
 }
 
+/// Polls `done` until it says true; a liveness wait with ample time, not a timing assertion.
+async fn wait_until<F: Future<Output = bool>>(what: &str, mut done: impl FnMut() -> F) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    while !done().await {
+        assert!(tokio::time::Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The database clock.
+async fn db_now(db: &TestDb) -> DateTime<Utc> {
+    sqlx::query_scalar("SELECT now()")
+        .fetch_one(db.admin())
+        .await
+        .unwrap()
+}
+
 /// The instants billed, in order.
 async fn billed(db: &TestDb) -> Vec<DateTime<Utc>> {
     sqlx::query_scalar("SELECT instant FROM billed ORDER BY instant")
@@ -150,14 +167,10 @@ async fn three_replicas_complete_each_instant_once_over_a_shutdown_a_kill_and_a_
 
     // A kill mid-tick: the victim's next tick hangs, and its task is dropped without a RELEASE.
     victim.hang.store(true, Ordering::SeqCst);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
-    while !victim.hanging.load(Ordering::SeqCst) {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the victim never got a tick"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_until("the victim never got a tick", || async {
+        victim.hanging.load(Ordering::SeqCst)
+    })
+    .await;
     let hung_on: DateTime<Utc> = sqlx::query_scalar(
         "SELECT tick_instant FROM leader_leases WHERE role = 'alpha' AND holder_id = 'victim'",
     )
@@ -168,14 +181,10 @@ async fn three_replicas_complete_each_instant_once_over_a_shutdown_a_kill_and_a_
     let _ = victim_task.await;
 
     // The instant the victim never completed is billed by replica-b once the lease runs out.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    while !billed(&db).await.contains(&hung_on) {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the killed tick's instant was never run"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_until("the killed tick's instant was never run", || async {
+        billed(&db).await.contains(&hung_on)
+    })
+    .await;
 
     // A pause: nothing is billed while paused; with `missed = each`, every instant the pause
     // covered is billed after it, in order.
@@ -189,22 +198,14 @@ async fn three_replicas_complete_each_instant_once_over_a_shutdown_a_kill_and_a_
             .unwrap();
     tokio::time::sleep(Duration::from_secs(5)).await;
     operator::unpause(db.pool(), "alpha", &FAST).await.unwrap();
-    let unpaused_at: DateTime<Utc> = sqlx::query_scalar("SELECT now()")
-        .fetch_one(db.admin())
-        .await
-        .unwrap();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    while billed(&db)
-        .await
-        .last()
-        .is_none_or(|last| *last <= unpaused_at)
-    {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "billing never caught up after the unpause"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let unpaused_at = db_now(&db).await;
+    wait_until("billing never caught up after the unpause", || async {
+        billed(&db)
+            .await
+            .last()
+            .is_some_and(|last| *last > unpaused_at)
+    })
+    .await;
     b_stop.cancel();
     b_task.await.unwrap().unwrap();
 
@@ -268,18 +269,11 @@ async fn latest_runs_the_latest_missed_instant_once_and_skips_the_older() {
     operator::clear_cooldown(db.pool(), "alpha", &FAST)
         .await
         .unwrap();
-    let unpaused_at: DateTime<Utc> = sqlx::query_scalar("SELECT now()")
-        .fetch_one(db.admin())
-        .await
-        .unwrap();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    while db.count("SELECT count(*) FROM billed").await < before + 2 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "billing never resumed"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let unpaused_at = db_now(&db).await;
+    wait_until("billing never resumed", || async {
+        db.count("SELECT count(*) FROM billed").await >= before + 2
+    })
+    .await;
     stop.cancel();
     task.await.unwrap().unwrap();
 
@@ -305,10 +299,7 @@ async fn latest_runs_the_latest_missed_instant_once_and_skips_the_older() {
 async fn acquire_grants_an_instant_only_once_it_is_due_and_only_until_it_completes() {
     let db = database().await;
     let cron = CronSchedule::new(EVERY_TWO_SECONDS, "UTC").unwrap();
-    let now: DateTime<Utc> = sqlx::query_scalar("SELECT now()")
-        .fetch_one(db.admin())
-        .await
-        .unwrap();
+    let now = db_now(&db).await;
 
     // An instant still to come is refused as not due, with how long until it is.
     let future = cron
@@ -419,10 +410,7 @@ async fn with_each_acquire_refuses_an_instant_that_skips_one_not_completed() {
     let cron = CronSchedule::new(EVERY_TWO_SECONDS, "UTC")
         .unwrap()
         .missed(Missed::Each);
-    let now: DateTime<Utc> = sqlx::query_scalar("SELECT now()")
-        .fetch_one(db.admin())
-        .await
-        .unwrap();
+    let now = db_now(&db).await;
     // Instant i completed; the replica plans as if i + 1 had completed too, and asks for i + 2.
     let first = cron.plan(None, now - chrono::Duration::seconds(6)).unwrap();
     let grant = granted(acquire(&db, &cron, Some(&first)).await);
