@@ -161,14 +161,14 @@ pub use registry::JobError;
 pub use runtime::{JobInfo, Runtime, RuntimeBuilder};
 pub use state::State;
 
-/// When a role runs: [`Schedule::Every`] an interval, or [`Schedule::Cron`] at the instants of
-/// a cron expression in a time zone (see [`CronSchedule`](schedule::CronSchedule) for the expression, time zones and
-/// daylight saving time, and [`Missed`](schedule::Missed) for instants that passed while no tick ran).
+/// The parts of a calendar schedule: [`CronSchedule`](schedule::CronSchedule) (the expression,
+/// time zones and daylight saving time), [`Missed`](schedule::Missed) (instants that passed while
+/// no tick ran) and their errors. [`Schedule`], at the crate root, is when a role runs.
 pub mod schedule {
     pub use chrono_tz::Tz;
-    pub use leader_schedule::{CronSchedule, Missed, Planned, Schedule, ScheduleError};
+    pub use leader_schedule::{CronSchedule, Missed, Planned, ScheduleError};
 }
-pub use schedule::Schedule;
+pub use leader_schedule::Schedule;
 
 /// The sqlx this crate is built with (0.9), so an application uses the same `PgPool` type:
 /// depend on it through here, or on `sqlx = "0.9"`. A pool from another sqlx version is a

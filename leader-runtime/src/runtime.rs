@@ -20,9 +20,9 @@ use crate::leadership::Leadership;
 use crate::poll::{Polled, poll_roles, work_role};
 use crate::registry::{RegisteredJob, registered_jobs};
 use crate::role_spec::RoleSpec;
-use crate::schedule::Schedule;
 use crate::statements::{LeaseStatements, PgStatements};
 use crate::tick::TickEnv;
+use leader_schedule::Schedule;
 
 /// Builds a [`Runtime`]; see [`Runtime::builder`]. `S` is the application's state, given with
 /// [`RuntimeBuilder::with_state`] and handed to the jobs that take [`State<S>`](crate::State).
