@@ -89,8 +89,11 @@ impl TickContext {
     /// A grant of a calendar role's instant gives [`TickContext::scheduled_for`] that instant, in
     /// UTC (the grant does not carry the schedule's time zone).
     pub fn from_grant(grant: Grant, pool: PgPool) -> TickContext {
-        TickContext::new(grant.fence, TickCancellation::new(), grant.granted_at, pool)
-            .serving(grant.instant.map(|instant| instant.with_timezone(&Tz::UTC)))
+        TickContext::new(grant.fence, TickCancellation::new(), grant.granted_at, pool).serving(
+            grant
+                .tick_instant
+                .map(|instant| instant.with_timezone(&Tz::UTC)),
+        )
     }
 
     /// Cancels this context's tick with `cause`, as the runtime would, to test how a job stops.

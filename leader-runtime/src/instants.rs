@@ -75,7 +75,7 @@ impl InstantPlanner {
 
     /// What the grant serves, against the plan it was asked with.
     pub(crate) fn granted(&mut self, grant: &Grant) -> Option<ScheduledGrant> {
-        let instant = grant.instant?;
+        let instant = grant.tick_instant?;
         let planned = self.planned.filter(|p| p.instant == instant);
         Some(ScheduledGrant {
             delay: (grant.granted_at - instant)
@@ -115,8 +115,8 @@ mod tests {
         let wanted = planner.wanted(role, &hourly, Some(clock));
         let plan = hourly.plan(Some(utc(5, 0)), utc(9, 20)).unwrap();
         assert_eq!(wanted, Wanted::instant(role, &hourly, Some(&plan)));
-        let grant =
-            Grant::forge(Fence::forge(role, 7), utc(9, 20), utc(9, 21)).with_instant(utc(9, 0));
+        let grant = Grant::forge(Fence::forge(role, 7), utc(9, 20), utc(9, 21))
+            .with_tick_instant(utc(9, 0));
         assert_eq!(
             planner.granted(&grant),
             Some(ScheduledGrant {

@@ -239,7 +239,7 @@ fn log_scheduled_grant(role: Role, grant: &Grant, scheduled: ScheduledGrant) {
         } else {
             ""
         };
-        tracing::warn!(%role, instant = ?grant.instant, skipped = scheduled.skipped, "running the latest missed instant and skipping {at_least}{} older ones (missed = \"latest\"; missed = \"each\" runs every one)", scheduled.skipped);
+        tracing::warn!(%role, instant = ?grant.tick_instant, skipped = scheduled.skipped, "running the latest missed instant and skipping {at_least}{} older ones (missed = \"latest\"; missed = \"each\" runs every one)", scheduled.skipped);
     }
 }
 

@@ -29,7 +29,7 @@ impl RoleSpec {
     /// role, the time from the instant `grant` serves to the next one (at least 1 ms; one hour
     /// when the expression has no next instant).
     pub fn release_interval(&self, grant: &Grant) -> Duration {
-        match (&self.schedule, grant.instant) {
+        match (&self.schedule, grant.tick_instant) {
             (Schedule::Cron(cron), Some(instant)) => cron
                 .next_after(instant)
                 .and_then(|next| (next - instant).to_std().ok())
@@ -41,7 +41,7 @@ impl RoleSpec {
 
     /// The instant `grant` serves, in the schedule's time zone.
     pub fn scheduled_for(&self, grant: &Grant) -> Option<DateTime<Tz>> {
-        let instant: DateTime<Utc> = grant.instant?;
+        let instant: DateTime<Utc> = grant.tick_instant?;
         Some(match &self.schedule {
             Schedule::Cron(cron) => cron.local(instant),
             _ => instant.with_timezone(&Tz::UTC),

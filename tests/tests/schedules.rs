@@ -328,7 +328,7 @@ async fn acquire_grants_an_instant_only_once_it_is_due_and_only_until_it_complet
     // A due instant is granted; a failed tick leaves it due; a completed one is not granted again.
     let due = cron.plan(None, now).unwrap();
     let grant = granted(acquire(&db, &cron, Some(&due)).await);
-    assert_eq!(grant.instant, Some(due.instant));
+    assert_eq!(grant.tick_instant, Some(due.instant));
     lease::release(
         db.pool(),
         grant.fence,
@@ -436,5 +436,5 @@ async fn with_each_acquire_refuses_an_instant_that_skips_one_not_completed() {
     );
     // The instant after the last completed one is granted.
     let grant = granted(acquire(&db, &cron, Some(&second)).await);
-    assert_eq!(grant.instant, Some(second.instant));
+    assert_eq!(grant.tick_instant, Some(second.instant));
 }

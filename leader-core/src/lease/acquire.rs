@@ -206,8 +206,9 @@ pub struct Grant {
     /// Who completed the role's last tick (`None` if no tick has completed): a grant to
     /// another holder than that is leadership changing hands.
     pub previous_holder: Option<String>,
-    /// The scheduled instant this tick serves, for a role on a calendar schedule.
-    pub instant: Option<DateTime<Utc>>,
+    /// The scheduled instant this tick serves, for a role on a calendar schedule: the row's
+    /// `tick_instant` (a job reads it as `TickContext::scheduled_for`, in the schedule's zone).
+    pub tick_instant: Option<DateTime<Utc>>,
 }
 
 impl Grant {
@@ -220,15 +221,15 @@ impl Grant {
             granted_at,
             expires_at,
             previous_holder: None,
-            instant: None,
+            tick_instant: None,
         }
     }
 
     /// This forged grant, serving the scheduled `instant`. Only with the `test-support` feature.
     #[cfg(feature = "test-support")]
     #[must_use]
-    pub fn with_instant(mut self, instant: DateTime<Utc>) -> Grant {
-        self.instant = Some(instant);
+    pub fn with_tick_instant(mut self, instant: DateTime<Utc>) -> Grant {
+        self.tick_instant = Some(instant);
         self
     }
 }
@@ -437,7 +438,7 @@ fn acquired_from(row: &PgRow, role: Role) -> Result<Acquired, StatementError> {
             granted_at: db_now,
             expires_at: row.try_get("granted_until").map_err(&field)?,
             previous_holder: row.try_get("previous_holder").map_err(&field)?,
-            instant: row.try_get("granted_instant").map_err(&field)?,
+            tick_instant: row.try_get("granted_instant").map_err(&field)?,
         }));
     }
     let flag = |name: &str| row.try_get::<bool, _>(name).map_err(&field);
