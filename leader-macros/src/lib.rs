@@ -36,7 +36,7 @@ use proc_macro::TokenStream;
 ///     read in the IANA time zone `tz` (`tz = "Europe/Berlin"`; UTC when absent), with the
 ///     missed-instant policy `missed = "latest"` (the default) or `"each"`. Each instant is
 ///     completed at most once cluster-wide and never started before it is due on the database
-///     clock; `TickContext::scheduled_for` says which instant a tick serves.
+///     clock; `TickContext::tick_instant` says which instant a tick serves.
 ///
 ///   A malformed expression, an unknown zone or policy, `tz` or `missed` without `cron`, or both
 ///   `every` and `cron` are compile errors spanned at the offending string.

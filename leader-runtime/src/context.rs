@@ -26,7 +26,7 @@ pub struct TickContext {
     fence: Fence,
     cancellation: TickCancellation,
     granted_at: DateTime<Utc>,
-    scheduled_for: Option<DateTime<Tz>>,
+    tick_instant: Option<DateTime<Tz>>,
     pool: PgPool,
 }
 
@@ -41,14 +41,14 @@ impl TickContext {
             fence,
             cancellation,
             granted_at,
-            scheduled_for: None,
+            tick_instant: None,
             pool,
         }
     }
 
     /// This context, serving the scheduled instant `instant`.
     pub(crate) fn serving(mut self, instant: Option<DateTime<Tz>>) -> TickContext {
-        self.scheduled_for = instant;
+        self.tick_instant = instant;
         self
     }
 
@@ -86,7 +86,7 @@ impl TickContext {
     /// # Ok(()) }
     /// ```
     ///
-    /// A grant of a calendar role's instant gives [`TickContext::scheduled_for`] that instant, in
+    /// A grant of a calendar role's instant gives [`TickContext::tick_instant`] that instant, in
     /// UTC (the grant does not carry the schedule's time zone).
     pub fn from_grant(grant: Grant, pool: PgPool) -> TickContext {
         TickContext::new(grant.fence, TickCancellation::new(), grant.granted_at, pool).serving(
@@ -123,12 +123,13 @@ impl TickContext {
     /// calendar schedule ([`Schedule::Cron`](crate::Schedule::Cron)); `None` for an interval
     /// role.
     ///
-    /// The instant is the one the lease row records for this grant: no other tick completes it
+    /// The instant is the one the lease row records for this grant, in the column of the same name
+    /// (`leader_leases.tick_instant`; [`Grant::tick_instant`] in UTC): no other tick completes it
     /// (each instant is completed at most once cluster-wide), and it was due on the database
     /// clock when granted. A job that bills "the period that ended at this instant", rather than
     /// at "now", bills the same period whichever replica runs it and however late it starts.
-    pub fn scheduled_for(&self) -> Option<DateTime<Tz>> {
-        self.scheduled_for
+    pub fn tick_instant(&self) -> Option<DateTime<Tz>> {
+        self.tick_instant
     }
 
     /// The runtime's pool.

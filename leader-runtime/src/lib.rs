@@ -102,7 +102,7 @@
 //! * [`schedule`]: calendar schedules (`#[leader_role("billing", cron = "0 2 * * *", tz =
 //!   "Europe/Berlin")]`, or [`Schedule::cron`] with the builder): each instant completed at most
 //!   once cluster-wide, never before it is due on the database clock;
-//!   [`TickContext::scheduled_for`] says which instant a tick serves.
+//!   [`TickContext::tick_instant`] says which instant a tick serves.
 //! * [`schema`]: the framework's migrations and the start-up check.
 //! * [`shutdown`], [`metrics`], `prometheus` (feature `prometheus`).
 //! * [`protocol`]: the statements underneath, for tools.

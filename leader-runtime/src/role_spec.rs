@@ -40,7 +40,7 @@ impl RoleSpec {
     }
 
     /// The instant `grant` serves, in the schedule's time zone.
-    pub fn scheduled_for(&self, grant: &Grant) -> Option<DateTime<Tz>> {
+    pub fn tick_instant(&self, grant: &Grant) -> Option<DateTime<Tz>> {
         let instant: DateTime<Utc> = grant.tick_instant?;
         Some(match &self.schedule {
             Schedule::Cron(cron) => cron.local(instant),

@@ -412,7 +412,7 @@ impl<S: Clone + Send + Sync + 'static> RuntimeBuilder<S> {
     ///
     /// async fn bill(tick: TickContext) -> Result<(), JobError> {
     ///     // Bill the period that ended at the scheduled instant, not at "now".
-    ///     let period_end = tick.scheduled_for().expect("a calendar role's tick has an instant");
+    ///     let period_end = tick.tick_instant().expect("a calendar role's tick has an instant");
     ///     # let _ = period_end;
     ///     Ok(())
     /// }

@@ -133,7 +133,7 @@ async fn run_granted(
         grant.granted_at,
         env.pool.clone(),
     )
-    .serving(spec.scheduled_for(&grant));
+    .serving(spec.tick_instant(&grant));
     let release_interval = spec.release_interval(&grant);
     let end = run_job(env, spec, fence, acquire_sent, &cancellation, context).await;
     // The heartbeat is gone here: no RENEW starts after the work has ended.

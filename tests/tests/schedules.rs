@@ -43,7 +43,7 @@ impl Replica {
 /// Bills the instant the tick serves, fenced, stamped with the database clock at the claim.
 async fn bill(tick: TickContext, State(replica): State<Replica>) -> Result<(), JobError> {
     let instant = tick
-        .scheduled_for()
+        .tick_instant()
         .expect("a calendar role's tick serves an instant")
         .with_timezone(&Utc);
     if replica.hang.load(Ordering::SeqCst) {

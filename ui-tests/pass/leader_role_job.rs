@@ -50,7 +50,7 @@ async fn unpinned(_tick: TickContext) -> Result<(), std::io::Error> {
     migrations = "no/such/folder"
 )]
 async fn nightly(tick: TickContext) -> Result<(), std::io::Error> {
-    let _serves: Option<chrono::DateTime<leader_runtime::schedule::Tz>> = tick.scheduled_for();
+    let _serves: Option<chrono::DateTime<leader_runtime::schedule::Tz>> = tick.tick_instant();
     Ok(())
 }
 

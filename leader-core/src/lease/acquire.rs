@@ -207,7 +207,7 @@ pub struct Grant {
     /// another holder than that is leadership changing hands.
     pub previous_holder: Option<String>,
     /// The scheduled instant this tick serves, for a role on a calendar schedule: the row's
-    /// `tick_instant` (a job reads it as `TickContext::scheduled_for`, in the schedule's zone).
+    /// `tick_instant` (a job reads it as `TickContext::tick_instant`, in the schedule's zone).
     pub tick_instant: Option<DateTime<Utc>>,
 }
 
