@@ -51,6 +51,8 @@ pub const MIGRATION_FILES: &[MigrationFile] = migration_files![
     "20261204000000_leader_pause_floor.up.sql",
     "20261205000000_leader_schedules.down.sql",
     "20261205000000_leader_schedules.up.sql",
+    "20261206000000_leader_shards.down.sql",
+    "20261206000000_leader_shards.up.sql",
 ];
 
 pub use leader_role_name::ROLE_CONSTRAINT;
@@ -101,6 +103,15 @@ pub enum SchemaProblem {
     },
     /// The role is allowed but has no row.
     RoleNotSeeded(Role),
+    /// The database gives the role another shard count than the code.
+    ShardCount {
+        /// The role.
+        role: Role,
+        /// The shard count the code leads the role with (1: unsharded).
+        code: u32,
+        /// The shard count of the role's rows.
+        database: u32,
+    },
 }
 
 impl fmt::Display for SchemaProblem {
@@ -144,6 +155,16 @@ impl fmt::Display for SchemaProblem {
                 "role `{role}` has no row in leader_leases: add a migration with \
                  INSERT INTO leader_leases (role, holder_token) VALUES ('{role}', leader_seed_token())"
             ),
+            SchemaProblem::ShardCount {
+                role,
+                code,
+                database,
+            } => write!(
+                f,
+                "role `{role}` has {database} shard(s) in leader_leases but the code leads it with \
+                 {code}: add a migration with SELECT leader_reshard('{role}', {code}) (see \
+                 docs/design/sharded-roles.md for changing the count safely)"
+            ),
         }
     }
 }
@@ -176,6 +197,9 @@ SELECT to_regclass('leader_leases') IS NOT NULL                         AS leade
                 WHERE attrelid = to_regclass('leader_leases')
                   AND attname = 'last_completed_instant' AND NOT attisdropped)
                                                                         AS schedules,
+       EXISTS (SELECT 1 FROM pg_attribute
+                WHERE attrelid = to_regclass('leader_leases')
+                  AND attname = 'shard_count' AND NOT attisdropped)     AS shards,
        (SELECT pg_get_constraintdef(oid) FROM pg_constraint
          WHERE conrelid = to_regclass('leader_leases')
            AND conname = 'leader_leases_role_registered') AS role_check
@@ -213,6 +237,7 @@ where
     );
     let pause_floor = get("pause_floor")?;
     let schedules = get("schedules")?;
+    let shards = get("shards")?;
     let role_check: Option<String> = objects.try_get("role_check").map_err(&field)?;
     let mut problems: Vec<SchemaProblem> = [
         (table, "table leader_leases"),
@@ -244,7 +269,14 @@ where
             migration: "20261205000000_leader_schedules.up.sql",
         });
     }
-    if !table {
+    if table && !shards {
+        problems.push(SchemaProblem::OutOfDate {
+            object: "table leader_leases",
+            change: "it has no shard columns, so the lease statements fail",
+            migration: "20261206000000_leader_shards.up.sql",
+        });
+    }
+    if !table || !shards {
         return Err(SchemaError::NotReady(SchemaReport { problems }));
     }
     let Some(role_check) = role_check else {
@@ -256,13 +288,13 @@ where
         db,
         Statement::SchemaCheck,
         timeout,
-        "SELECT role FROM leader_leases".to_owned(),
+        "SELECT role, max(shard_count) AS shard_count FROM leader_leases GROUP BY role".to_owned(),
     )
     .await?;
-    let seeded: Vec<String> = rows
+    let seeded: Vec<(String, i32)> = rows
         .iter()
-        .map(|row| row.try_get("role"))
-        .collect::<Result<_, _>>()
+        .map(|row| Ok((row.try_get("role")?, row.try_get("shard_count")?)))
+        .collect::<Result<_, sqlx::Error>>()
         .map_err(&field)?;
     for &role in roles {
         if !registered.iter().any(|r| r == role.as_str()) {
@@ -270,8 +302,17 @@ where
                 role,
                 registered: registered.clone(),
             });
-        } else if !seeded.iter().any(|r| r == role.as_str()) {
-            problems.push(SchemaProblem::RoleNotSeeded(role));
+        } else {
+            match seeded.iter().find(|(r, _)| r == role.as_str()) {
+                None => problems.push(SchemaProblem::RoleNotSeeded(role)),
+                // The runtime leads unsharded roles only, so far.
+                Some(&(_, count)) if count != 1 => problems.push(SchemaProblem::ShardCount {
+                    role,
+                    code: 1,
+                    database: u32::try_from(count).unwrap_or(0),
+                }),
+                Some(_) => {}
+            }
         }
     }
     if problems.is_empty() {

@@ -23,6 +23,10 @@ const FOURTH: &str =
     include_str!("../../leader-core/migrations/20261205000000_leader_schedules.up.sql");
 const FOURTH_DOWN: &str =
     include_str!("../../leader-core/migrations/20261205000000_leader_schedules.down.sql");
+const FIFTH: &str =
+    include_str!("../../leader-core/migrations/20261206000000_leader_shards.up.sql");
+const FIFTH_DOWN: &str =
+    include_str!("../../leader-core/migrations/20261206000000_leader_shards.down.sql");
 
 async fn app_role(db: &TestDb) -> sqlx::PgPool {
     db.exec(
@@ -89,9 +93,10 @@ async fn the_pause_floor_upgrade_keeps_leader_pauses_grants_and_the_schema_check
     let db = TestDb::unmigrated().await;
     db.exec(FIRST).await;
     db.exec(SECOND).await;
-    // The lease statements of this version need the fourth migration's columns; it touches
-    // nothing the third changes, so it can run first here.
+    // The lease statements of this version need the fourth and fifth migrations' columns; they
+    // touch nothing the third changes, so they can run first here.
     db.exec(FOURTH).await;
+    db.exec(FIFTH).await;
     db.exec(ROLES_UP).await;
     let app = app_role(&db).await;
     let before = |err: leader_runtime::schema::SchemaError| {
@@ -156,6 +161,8 @@ async fn the_schedules_upgrade_keeps_leader_status_readable_and_the_schema_check
     out_of_date(check_schema_ready(&app, &[ALPHA]).await.unwrap_err());
 
     db.exec(FOURTH).await;
+    // The lease statements of this version need the fifth migration's columns too.
+    db.exec(FIFTH).await;
     check_schema_ready(&app, &[ALPHA])
         .await
         .expect("the schema check passes once it ran");
@@ -181,8 +188,97 @@ async fn the_schedules_upgrade_keeps_leader_status_readable_and_the_schema_check
         "the instant in progress is the next one"
     );
 
+    db.exec(FIFTH_DOWN).await;
     db.exec(FOURTH_DOWN).await;
     out_of_date(check_schema_ready(db.admin(), &[ALPHA]).await.unwrap_err());
     db.exec(FOURTH).await;
+    db.exec(FIFTH).await;
     check_schema_ready(db.admin(), &[ALPHA]).await.unwrap();
+}
+
+/// Whether `leader_fence(role, token)` holds for `fence`, as `app` sees it.
+async fn two_argument_fence(app: &sqlx::PgPool, fence: leader_runtime::Fence) -> bool {
+    sqlx::query_scalar("SELECT leader_fence($1, $2)")
+        .bind(fence.role())
+        .bind(fence.token())
+        .fetch_one(app)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_shards_upgrade_keeps_seeding_grants_and_the_fence_and_the_schema_check_asks_for_it() {
+    let db = TestDb::unmigrated().await;
+    for migration in [FIRST, SECOND, THIRD, FOURTH, ROLES_UP] {
+        db.exec(migration).await;
+    }
+    let app = app_role(&db).await;
+    let out_of_date = |err: leader_runtime::schema::SchemaError| {
+        let text = err.to_string();
+        assert!(
+            text.contains("table leader_leases is out of date")
+                && text
+                    .contains("apply the framework migration 20261206000000_leader_shards.up.sql"),
+            "{text}"
+        );
+    };
+    out_of_date(check_schema_ready(&app, &[ALPHA]).await.unwrap_err());
+
+    db.exec(FIFTH).await;
+    check_schema_ready(&app, &[ALPHA])
+        .await
+        .expect("the schema check passes once it ran");
+    // An application's roles migration dated after this one still seeds with ON CONFLICT (role).
+    db.exec(
+        "INSERT INTO leader_leases (role, holder_token) VALUES ('beta', leader_seed_token())
+         ON CONFLICT (role) DO NOTHING",
+    )
+    .await;
+    let Acquired::Granted(grant) =
+        lease::acquire_one(&app, ALPHA, "app", Duration::from_millis(1), &FAST)
+            .await
+            .unwrap()
+    else {
+        panic!("alpha is claimable");
+    };
+    assert_eq!(grant.fence.shard(), None);
+    assert!(
+        two_argument_fence(&app, grant.fence).await,
+        "an unsharded role's fence holds as before, for the role granted before the upgrade"
+    );
+    let four: bool = sqlx::query_scalar("SELECT leader_fence('alpha', 0, 1, $1)")
+        .bind(grant.fence.token())
+        .fetch_one(&app)
+        .await
+        .expect("the role granted before the upgrade may call the sharded fence");
+    assert!(four, "an unsharded role is its shard 0 of 1");
+
+    db.exec("SELECT leader_reshard('alpha', 4)").await;
+    assert!(
+        !two_argument_fence(&app, grant.fence).await,
+        "a fence from before the role was sharded claims nothing after"
+    );
+    let text = check_schema_ready(&app, &[ALPHA])
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        text.contains("role `alpha` has 4 shard(s) in leader_leases but the code leads it with 1")
+            && text.contains("SELECT leader_reshard('alpha', 1)"),
+        "{text}"
+    );
+    let refused = sqlx::raw_sql(FIFTH_DOWN).execute(db.admin()).await;
+    assert!(
+        refused.is_err_and(|e| e.to_string().contains("a role is still sharded")),
+        "the down migration refuses while a role is sharded"
+    );
+
+    db.exec("SELECT leader_reshard('alpha', 1)").await;
+    check_schema_ready(&app, &[ALPHA]).await.unwrap();
+    db.exec(FIFTH_DOWN).await;
+    out_of_date(check_schema_ready(&app, &[ALPHA]).await.unwrap_err());
+    db.exec(FIFTH).await;
+    check_schema_ready(&app, &[ALPHA])
+        .await
+        .expect("the app role keeps its grants across down and up");
 }
