@@ -39,6 +39,7 @@ RELEASE = "leader-core/src/lease/release.rs"
 OPERATOR = "leader-core/src/operator.rs"
 CLEAR_COOLDOWN = "leader-core/migrations/20261202000000_leader_clear_cooldown.up.sql"
 PAUSE_FLOOR = "leader-core/migrations/20261204000000_leader_pause_floor.up.sql"
+SHARDS = "leader-core/migrations/20261206000000_leader_shards.up.sql"
 
 
 def edit(path, old, new, count=1):
@@ -71,6 +72,8 @@ M = [
      "-p leader-tests --test protocol after_a_pause_and_unpause"),
     ("token +1 only",
      [edit(ACQUIRE, "greatest(holder_token + 1, (extract(epoch FROM now()) * 1000)::bigint)",
+           "holder_token + 1"),
+      edit(ACQUIRE, "greatest(holder_token + 1,\n                                (extract(epoch FROM now()) * 1000)::bigint)",
            "holder_token + 1")],
      "-p leader-tests --test protocol a_promoted_standby"),
     ("acquire grants a completed instant again",
@@ -103,6 +106,29 @@ M = [
     ("schema check ignores the schedules migration",
      [edit("leader-core/src/schema.rs", "    if table && !schedules {", "    if false && !schedules {")],
      "-p leader-tests --test migrations the_schedules_upgrade"),
+    ("acquire grants under another shard count",
+     [edit(ACQUIRE, "shard_count = :shard_count\n", "true\n", count=2)],
+     "-p leader-tests --test shards after_a_shard_count_change"),
+    ("acquire matches a wanted row to every shard of its role",
+     [edit(ACQUIRE, "       AND shard_index = wanted_shard_index\n", "")],
+     "-p leader-tests --test shards the_shards_of_a_calendar_role"),
+    ("shards of a role share a token",
+     [edit(ACQUIRE, "\n                          + mod(shard_index + shard_count - mod(greatest(holder_token + 1,\n"
+                    "                                (extract(epoch FROM now()) * 1000)::bigint), shard_count),\n"
+                    "                                shard_count)", "")],
+     "-p leader-tests --test shards a_shards_fence_claims_only"),
+    ("sharded fence ignores the shard count",
+     [edit(SHARDS, "           AND shard_count = p_shard_count\n", "")],
+     "-p leader-tests --test shards a_shards_fence_claims_only"),
+    ("two-argument fence admits a sharded role",
+     [edit(SHARDS, "           AND shard_index = 0\n           AND shard_count = 1\n", "")],
+     "-p leader-tests --test shards a_shards_fence_claims_only"),
+    ("reshard sets no floor under the next grant",
+     [edit(SHARDS, "           old_completed, old_ended, old_floor\n", "           old_completed, old_ended, NULL\n")],
+     "-p leader-tests --test shards after_a_shard_count_change"),
+    ("schema check ignores the shard count",
+     [edit("leader-core/src/schema.rs", "Some(&(_, count)) if count != 1 =>", "Some(&(_, count)) if count < 0 =>")],
+     "-p leader-tests --test migrations the_shards_upgrade"),
     ("acquire ignores not_before",
      [edit(ACQUIRE, "       AND (not_before IS NULL OR not_before <= now())\n", "", count=2)],
      "-p leader-tests --test protocol each_release_outcome"),

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::{Role, RoleNameError, Statement};
+use crate::{Role, RoleNameError, Shard, Statement};
 
 /// A protocol statement that did not do its work, and why.
 ///
@@ -44,6 +44,22 @@ pub enum StatementError {
     RoleNotSeeded {
         /// The role.
         role: Role,
+    },
+
+    /// ACQUIRE asked for a shard of a role that has no row for it: the role has fewer shards in
+    /// the database (or none) than the caller was built with.
+    #[error(
+        "shard {shard} of role `{role}` has no row in leader_leases: the database gives the role \
+         another shard count (SELECT shard_index, shard_count FROM leader_status WHERE role = \
+         '{role}'); a migration running SELECT leader_reshard('{role}', {count}) gives it {count} \
+         shards",
+        count = shard.count()
+    )]
+    ShardNotSeeded {
+        /// The role.
+        role: Role,
+        /// The shard asked for.
+        shard: Shard,
     },
 
     /// An operator's call named a role the table does not have.
@@ -92,7 +108,9 @@ impl StatementError {
             | StatementError::UnknownRole { statement, .. }
             | StatementError::RoleName { statement, .. }
             | StatementError::Interval { statement, .. } => Some(*statement),
-            StatementError::RoleNotSeeded { .. } => Some(Statement::Acquire),
+            StatementError::RoleNotSeeded { .. } | StatementError::ShardNotSeeded { .. } => {
+                Some(Statement::Acquire)
+            }
         }
     }
 

@@ -1,7 +1,7 @@
 //! The fence: proof of leadership that claim queries check in their own WHERE.
 
-use crate::Role;
 use crate::guard::{Guard, Guarded};
+use crate::{Role, Shard, ShardFence};
 
 /// The role and fencing token of one granted tick.
 ///
@@ -10,6 +10,9 @@ use crate::guard::{Guard, Guarded};
 /// `AND leader_fence($1, $2)` in the WHERE of the query that selects the claimed rows, bound to
 /// [`Fence::role`] and [`Fence::token`] in that order. The database then answers for the holder at
 /// the instant the claim statement starts, so a superseded, paused or expired holder claims nothing.
+///
+/// The fence of one shard of a sharded role is false in `leader_fence(role, token)`: its claims
+/// take [`Fence::shard_fence`] and the four-argument form ([`ShardFence`]).
 ///
 /// ```no_run
 /// # async fn claim(pool: &sqlx::PgPool, fence: leader_core::Fence) -> Result<(), sqlx::Error> {
@@ -27,11 +30,12 @@ use crate::guard::{Guard, Guarded};
 pub struct Fence {
     role: Role,
     token: i64,
+    shard: Option<Shard>,
 }
 
 impl Fence {
-    pub(crate) const fn granted(role: Role, token: i64) -> Fence {
-        Fence { role, token }
+    pub(crate) const fn granted(role: Role, shard: Option<Shard>, token: i64) -> Fence {
+        Fence { role, token, shard }
     }
 
     /// A fence that no ACQUIRE granted, for fakes of the statement layer in tests.
@@ -40,7 +44,11 @@ impl Fence {
     /// `leader_fence` only if that token really holds the role.
     #[cfg(feature = "test-support")]
     pub const fn forge(role: Role, token: i64) -> Fence {
-        Fence { role, token }
+        Fence {
+            role,
+            token,
+            shard: None,
+        }
     }
 
     /// The role this fence leads; bind it as the first argument of `leader_fence`.
@@ -52,6 +60,20 @@ impl Fence {
     pub const fn token(&self) -> i64 {
         self.token
     }
+
+    /// The shard this fence's lease is, for a sharded role; `None` for an unsharded one.
+    pub const fn shard(&self) -> Option<Shard> {
+        self.shard
+    }
+
+    /// The fence to claim a shard's rows with, for a sharded role's lease; `None` for an
+    /// unsharded role, whose claims bind [`Fence::role`] and [`Fence::token`].
+    pub const fn shard_fence(&self) -> Option<ShardFence> {
+        match self.shard {
+            Some(shard) => Some(ShardFence::granted(self.role, shard, self.token)),
+            None => None,
+        }
+    }
 }
 
 /// The guards of `leader_fence` (in the framework migration), for the protocol model: a claim
@@ -61,8 +83,8 @@ impl Fence {
 #[doc(hidden)]
 pub const FENCE_GUARDS: Guarded = Guarded {
     statement: "leader_fence",
-    sql: include_str!("../migrations/20261201000000_leader_leases.up.sql"),
-    where_after: "CREATE FUNCTION leader_fence(",
+    sql: include_str!("../migrations/20261206000000_leader_shards.up.sql"),
+    where_after: "CREATE OR REPLACE FUNCTION leader_fence(p_role text, p_token bigint)",
     guards: &[
         Guard {
             name: "holds_token",
@@ -73,5 +95,5 @@ pub const FENCE_GUARDS: Guarded = Guarded {
             sql: "expires_at > statement_timestamp()",
         },
     ],
-    plumbing: &["role = p_role"],
+    plumbing: &["role = p_role", "shard_index = 0", "shard_count = 1"],
 };

@@ -4,7 +4,8 @@
 //! * [`lease`]: the statements a runtime sends (ACQUIRE, RENEW, RELEASE), each one text for any
 //!   number of roles.
 //! * [`operator`]: the operator's statements (PAUSE, UNPAUSE, CLEAR COOLDOWN).
-//! * [`Fence`]: the proof a claim query checks with `leader_fence(role, token)`.
+//! * [`Fence`]: the proof a claim query checks with `leader_fence(role, token)`; [`ShardFence`],
+//!   with [`Shard`], the same for one shard of a sharded role.
 //! * [`Role`], [`Timings`], [`ReleaseOutcome`]: the protocol's vocabulary.
 //! * [`Statement`]: the name each statement carries in a leading SQL comment, and in its
 //!   [`StatementError`].
@@ -36,6 +37,7 @@ mod outcome;
 mod role;
 pub mod schema;
 mod send;
+mod shard;
 mod statement;
 pub mod status;
 mod timings;
@@ -47,5 +49,6 @@ pub use fence::Fence;
 pub use outcome::ReleaseOutcome;
 pub use role::{Role, RoleNameError, validate as validate_role_name};
 pub use schema::{SchemaError, check_schema_ready};
+pub use shard::{MAX_SHARDS, Shard, ShardError, ShardFence};
 pub use statement::Statement;
 pub use timings::{TimingParts, Timings, TimingsError};

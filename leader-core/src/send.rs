@@ -7,7 +7,7 @@ use std::time::Duration;
 use sqlx::postgres::PgRow;
 use sqlx::{PgExecutor, Row};
 
-use crate::{Role, Statement, StatementError, Timings};
+use crate::{Role, Shard, Statement, StatementError, Timings};
 
 /// Whole milliseconds, as the statements count them.
 pub(crate) fn ms(d: Duration) -> i64 {
@@ -42,18 +42,23 @@ pub(crate) fn single(statement: Statement, rows: Vec<PgRow>) -> Result<PgRow, St
         .ok_or_else(|| StatementError::database(statement)(sqlx::Error::RowNotFound))
 }
 
-/// The answer row whose `column` names `role` (the statements over many roles answer one row
-/// per role asked, in no particular order).
+/// The answer row whose `columns` name `role` and `shard` (shard 0 when `None`): the statements
+/// over many leases answer one row per lease asked, in no particular order.
 pub(crate) fn row_of<'r>(
     rows: &'r [PgRow],
-    column: &str,
+    (role_column, shard_column): (&str, &str),
     role: Role,
+    shard: Option<Shard>,
     statement: Statement,
 ) -> Result<&'r PgRow, StatementError> {
+    let index = i64::from(shard.map_or(0, Shard::index));
     rows.iter()
         .find(|row| {
-            row.try_get::<&str, _>(column)
+            row.try_get::<&str, _>(role_column)
                 .is_ok_and(|r| r == role.as_str())
+                && row
+                    .try_get::<i64, _>(shard_column)
+                    .is_ok_and(|i| i == index)
         })
         .ok_or_else(|| StatementError::database(statement)(sqlx::Error::RowNotFound))
 }

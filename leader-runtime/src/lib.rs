@@ -184,8 +184,15 @@ pub mod schema {
 /// The protocol underneath, for tools (`leaderctl`, tests, benchmarks): the lease statements a
 /// runtime sends, the operator's statements, `leader_status` as typed rows, and their errors. A
 /// job author needs none of it.
+///
+/// Shards ([`Shard`](protocol::Shard), [`ShardFence`](protocol::ShardFence)) are here while only
+/// the statements lead them: the runtime does not lead sharded roles yet
+/// (`docs/design/sharded-roles.md`).
 pub mod protocol {
-    pub use leader_core::{ReleaseOutcome, Statement, StatementError, lease, operator, status};
+    pub use leader_core::{
+        MAX_SHARDS, ReleaseOutcome, Shard, ShardError, ShardFence, Statement, StatementError,
+        lease, operator, status,
+    };
 }
 
 /// The whole-crate fence audit: every row-locking statement sits in a `#[fenced]` function or

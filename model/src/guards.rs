@@ -41,6 +41,10 @@ pub enum GuardKind {
     /// completed. The model's calendar role runs the `latest` policy (`:each` false), so this
     /// guard always holds here; `tests/tests/schedules.rs` and the failover drill exercise it.
     InstantIsNext,
+    /// `shard_count = :shard_count`: the caller asks with the role's shard count. The model's
+    /// roles are unsharded and their count never changes (no `leader_reshard`), so this guard
+    /// always holds here; `tests/tests/shards.rs` exercises it.
+    ShardCountMatches,
 }
 
 /// What a guard is evaluated against: the row when the server runs the statement.
@@ -75,7 +79,7 @@ impl GuardKind {
             GuardKind::Unexpired => s.row.expires.is_some_and(|e| e > s.now),
             GuardKind::Held => s.row.holder.is_some(),
             GuardKind::InstantDue => !s.calendar || s.instant.is_some_and(|i| i <= s.now),
-            GuardKind::InstantIsNext => true,
+            GuardKind::InstantIsNext | GuardKind::ShardCountMatches => true,
             GuardKind::InstantNotCompleted => {
                 !s.calendar
                     || s.instant
@@ -87,6 +91,7 @@ impl GuardKind {
 
 /// The guards the model evaluates for ACQUIRE, by the names `leader-core` gives them.
 pub const ACQUIRE: &[(&str, GuardKind)] = &[
+    ("shard_count_matches", GuardKind::ShardCountMatches),
     ("unpaused", GuardKind::Unpaused),
     ("unheld_or_expired", GuardKind::UnheldOrExpired),
     ("past_not_before", GuardKind::PastNotBefore),

@@ -24,7 +24,10 @@ use crate::inline::{Value, render};
 use crate::send::{check_interval, lock_timeout, ms, row_of, send, values_list};
 use crate::{Fence, Role, Statement, StatementError, Timings};
 
-// The token is greatest(old + 1, database clock in ms), not old + 1. After a failover to an
+// The token is greatest(old + 1, database clock in ms), not old + 1, raised to the next value
+// congruent to the row's shard_index modulo its shard_count (no change for an unsharded role,
+// shard 0 of 1): two shards of a role never hold the same token, so a proof that pairs one
+// shard's token with another shard's index holds nothing. After a failover to an
 // asynchronous standby that missed the last grant, old + 1 would re-issue the very token the old
 // leader still holds, and its fence would be true on the new primary. The clock term (the same
 // idea as seeding rows with leader_seed_token()) moves past it, since a takeover takes far longer
@@ -41,21 +44,27 @@ use crate::{Fence, Role, Statement, StatementError, Timings};
 // before it): a replica whose plan is ahead of the row (it saw completions a failover lost) is
 // refused rather than skipping the instants between.
 //
-// `:interval_ms`, `:calendar`, `:instant`, `:each` and `:previous` in the guards are rendered as
-// the columns `wanted_interval_ms`, `wanted_calendar`, `wanted_instant`, `wanted_each` and
-// `wanted_previous`, so the guards read
+// A row is one shard of a role (`shard_index`; an unsharded role is its shard 0 of 1), and is
+// granted only to a caller that asks with the role's shard count (`shard_count_matches`): after
+// `leader_reshard` changes the count, a replica still running with the old count is refused
+// rather than granted a row whose keys overlap shards another replica holds under the new count.
+//
+// `:interval_ms`, `:calendar`, `:instant`, `:each`, `:previous` and `:shard_count` in the guards
+// are rendered as the columns `wanted_interval_ms`, `wanted_calendar`, `wanted_instant`,
+// `wanted_each`, `wanted_previous` and `wanted_shard_count`, so the guards read
 // as ACQUIRE_GUARDS lists them. `wanted`'s columns are prefixed so that no unqualified column in
 // the guards can mean one of them. Its guards are listed in ACQUIRE_GUARDS below, which the model
 // (leader-model) evaluates by name.
 const ACQUIRE: &str = "
 WITH lock_bound AS (SELECT set_config('lock_timeout', :lock_ms::text, true) AS applied),
-wanted (wanted_role, wanted_interval_ms, wanted_schedule, wanted_calendar, wanted_instant,
-        wanted_following, wanted_each, wanted_previous)
+wanted (wanted_role, wanted_shard_index, wanted_shard_count, wanted_interval_ms, wanted_schedule,
+        wanted_calendar, wanted_instant, wanted_following, wanted_each, wanted_previous)
     AS (VALUES :wanted),
 due AS MATERIALIZED (
-    SELECT role
-      FROM leader_leases JOIN wanted ON role = wanted_role
-     WHERE paused_at IS NULL
+    SELECT role, shard_index
+      FROM leader_leases JOIN wanted ON role = wanted_role AND shard_index = wanted_shard_index
+     WHERE shard_count = :shard_count
+       AND paused_at IS NULL
        AND (expires_at IS NULL OR expires_at <= now())
        AND (not_before IS NULL OR not_before <= now())
        AND (last_tick_ended_at IS NULL
@@ -70,17 +79,20 @@ others AS (
      WHERE expires_at > now() AND holder_id <> :holder
 ),
 picked AS MATERIALIZED (
-    SELECT role
+    SELECT role, shard_index
       FROM leader_leases
-     WHERE role IN (SELECT role FROM due)
-     ORDER BY role
+     WHERE (role, shard_index) IN (SELECT role, shard_index FROM due)
+     ORDER BY role, shard_index
      LIMIT least(:max_grants,
                  ceil((SELECT count(*) FROM due)::numeric / ((SELECT live FROM others) + 1))::bigint)
        FOR UPDATE SKIP LOCKED
 ),
 granted AS (
     UPDATE leader_leases
-       SET holder_token = greatest(holder_token + 1, (extract(epoch FROM now()) * 1000)::bigint),
+       SET holder_token = greatest(holder_token + 1, (extract(epoch FROM now()) * 1000)::bigint)
+                          + mod(shard_index + shard_count - mod(greatest(holder_token + 1,
+                                (extract(epoch FROM now()) * 1000)::bigint), shard_count),
+                                shard_count),
            holder_id = :holder,
            acquired_at = now(),
            expires_at = now() + :ttl_ms * interval '1 millisecond',
@@ -89,8 +101,10 @@ granted AS (
            following_instant = wanted_following
       FROM wanted
      WHERE role = wanted_role
-       AND role IN (SELECT role FROM picked)
+       AND shard_index = wanted_shard_index
+       AND (role, shard_index) IN (SELECT role, shard_index FROM picked)
        AND (SELECT applied FROM lock_bound) IS NOT NULL
+       AND shard_count = :shard_count
        AND paused_at IS NULL
        AND (expires_at IS NULL OR expires_at <= now())
        AND (not_before IS NULL OR not_before <= now())
@@ -99,19 +113,21 @@ granted AS (
        AND (NOT :calendar OR :instant <= now())
        AND (NOT :calendar OR last_completed_instant IS NULL OR :instant > last_completed_instant)
        AND (NOT :each OR last_completed_instant IS NULL OR last_completed_instant >= :previous)
-    RETURNING role AS granted_role, holder_token, expires_at, last_tick_holder AS previous_holder,
-              tick_instant AS granted_instant
+    RETURNING role AS granted_role, shard_index AS granted_shard_index, holder_token, expires_at,
+              last_tick_holder AS previous_holder, tick_instant AS granted_instant
 ),
 seen AS (
-    SELECT l.*, w.wanted_role, w.wanted_calendar, w.wanted_instant, w.wanted_each,
-           w.wanted_previous,
+    SELECT l.*, w.wanted_role, w.wanted_shard_index, w.wanted_shard_count, w.wanted_calendar,
+           w.wanted_instant, w.wanted_each, w.wanted_previous,
            CASE WHEN w.wanted_calendar THEN w.wanted_instant
                 ELSE l.last_tick_ended_at + w.wanted_interval_ms * interval '1 millisecond'
            END AS due_at
       FROM wanted w
-      LEFT JOIN leader_leases l ON l.role = w.wanted_role
+      LEFT JOIN leader_leases l
+        ON l.role = w.wanted_role AND l.shard_index = w.wanted_shard_index
 )
 SELECT s.wanted_role                 AS wanted_role,
+       s.wanted_shard_index          AS wanted_shard_index,
        g.holder_token                AS granted_token,
        g.expires_at                  AS granted_until,
        g.previous_holder             AS previous_holder,
@@ -119,6 +135,7 @@ SELECT s.wanted_role                 AS wanted_role,
        now()                         AS db_now,
        s.role IS NOT NULL            AS role_exists,
        s.paused_at IS NOT NULL       AS paused,
+       coalesce(s.shard_count <> s.wanted_shard_count, false) AS shard_count_changed,
        coalesce(s.expires_at > now(), false) AS held,
        coalesce(s.not_before > now(), false) AS cooling,
        coalesce(s.wanted_calendar
@@ -134,7 +151,8 @@ SELECT s.wanted_role                 AS wanted_role,
             CASE WHEN s.not_before > now() THEN s.not_before END,
             CASE WHEN s.due_at > now() THEN s.due_at END) - now()) * 1000)::bigint AS wait_ms
   FROM seen s
-  LEFT JOIN granted g ON g.granted_role = s.wanted_role
+  LEFT JOIN granted g
+    ON g.granted_role = s.wanted_role AND g.granted_shard_index = s.wanted_shard_index
 ";
 
 /// ACQUIRE's guards, for the protocol model. The model's ACQUIRE (`model/src/guards.rs`) grants
@@ -147,6 +165,10 @@ pub const ACQUIRE_GUARDS: Guarded = Guarded {
     sql: ACQUIRE,
     where_after: "granted AS (",
     guards: &[
+        Guard {
+            name: "shard_count_matches",
+            sql: "shard_count = :shard_count",
+        },
         Guard {
             name: "unpaused",
             sql: "paused_at IS NULL",
@@ -178,7 +200,8 @@ pub const ACQUIRE_GUARDS: Guarded = Guarded {
     ],
     plumbing: &[
         "role = wanted_role",
-        "role IN (SELECT role FROM picked)",
+        "shard_index = wanted_shard_index",
+        "(role, shard_index) IN (SELECT role, shard_index FROM picked)",
         "(SELECT applied FROM lock_bound) IS NOT NULL",
     ],
 };
@@ -308,6 +331,10 @@ pub enum RefusalReason {
     InstantNotNext,
     /// The role looked free, but a concurrent ACQUIRE won it first.
     Contended,
+    /// The role's shard count in the database is not the one asked for: `leader_reshard` changed
+    /// it, and this caller still runs with the old count. Granting it would let two holders claim
+    /// overlapping keys, so it is refused until the caller restarts with the new count.
+    ShardCountChanged,
 }
 
 /// ACQUIRE: claims each of `roles` for one tick, as `holder_id`, if it is unpaused, unheld (or
@@ -357,10 +384,14 @@ where
                 previous,
             } => (0, true, instant, following, each, previous),
         };
+        let shard = wanted.shard_or_sole();
         render(
-            "(:role, :interval_ms, :schedule, :calendar, :instant, :following, :each, :previous)",
+            "(:role, :shard_index, :shard_count, :interval_ms, :schedule, :calendar, :instant, \
+             :following, :each, :previous)",
             &[
                 ("role", Value::Role(wanted.role)),
+                ("shard_index", Value::Int(i64::from(shard.index()))),
+                ("shard_count", Value::Int(i64::from(shard.count()))),
                 ("interval_ms", Value::Int(interval)),
                 ("schedule", Value::Text(&wanted.schedule)),
                 ("calendar", Value::Bool(calendar)),
@@ -387,6 +418,7 @@ where
             ("instant", Value::Sql("wanted_instant")),
             ("each", Value::Sql("wanted_each")),
             ("previous", Value::Sql("wanted_previous")),
+            ("shard_count", Value::Sql("wanted_shard_count")),
             ("holder", Value::Text(holder_id)),
             ("ttl_ms", Value::Int(ms(timings.ttl()))),
             (
@@ -400,8 +432,14 @@ where
     roles
         .iter()
         .map(|wanted| {
-            let row = row_of(&rows, "wanted_role", wanted.role, Statement::Acquire)?;
-            acquired_from(row, wanted.role)
+            let row = row_of(
+                &rows,
+                ("wanted_role", "wanted_shard_index"),
+                wanted.role,
+                wanted.shard,
+                Statement::Acquire,
+            )?;
+            acquired_from(row, wanted)
         })
         .collect()
 }
@@ -422,11 +460,15 @@ pub async fn acquire_one<'e>(
     Ok(answers.remove(0))
 }
 
-/// ACQUIRE's answer for `role` from a row with ACQUIRE's columns.
-fn acquired_from(row: &PgRow, role: Role) -> Result<Acquired, StatementError> {
+/// ACQUIRE's answer for `wanted` from a row with ACQUIRE's columns.
+fn acquired_from(row: &PgRow, wanted: &Wanted) -> Result<Acquired, StatementError> {
+    let role = wanted.role;
     let field = StatementError::database(Statement::Acquire);
     if !row.try_get::<bool, _>("role_exists").map_err(&field)? {
-        return Err(StatementError::RoleNotSeeded { role });
+        return Err(match wanted.shard {
+            Some(shard) => StatementError::ShardNotSeeded { role, shard },
+            None => StatementError::RoleNotSeeded { role },
+        });
     }
     let db_now: DateTime<Utc> = row.try_get("db_now").map_err(&field)?;
     if let Some(token) = row
@@ -434,7 +476,7 @@ fn acquired_from(row: &PgRow, role: Role) -> Result<Acquired, StatementError> {
         .map_err(&field)?
     {
         return Ok(Acquired::Granted(Grant {
-            fence: Fence::granted(role, token),
+            fence: Fence::granted(role, wanted.shard, token),
             granted_at: db_now,
             expires_at: row.try_get("granted_until").map_err(&field)?,
             previous_holder: row.try_get("previous_holder").map_err(&field)?,
@@ -442,7 +484,9 @@ fn acquired_from(row: &PgRow, role: Role) -> Result<Acquired, StatementError> {
         }));
     }
     let flag = |name: &str| row.try_get::<bool, _>(name).map_err(&field);
-    let reason = if flag("paused")? {
+    let reason = if flag("shard_count_changed")? {
+        RefusalReason::ShardCountChanged
+    } else if flag("paused")? {
         RefusalReason::Paused
     } else if flag("held")? {
         RefusalReason::Held
@@ -459,7 +503,7 @@ fn acquired_from(row: &PgRow, role: Role) -> Result<Acquired, StatementError> {
     };
     let wait_ms: Option<i64> = row.try_get("wait_ms").map_err(&field)?;
     let retry_after = match reason {
-        RefusalReason::Paused => None,
+        RefusalReason::Paused | RefusalReason::ShardCountChanged => None,
         RefusalReason::Contended
         | RefusalReason::InstantCompleted
         | RefusalReason::InstantNotNext => Some(Duration::ZERO),

@@ -2,7 +2,7 @@
 //!
 //! | statement | what it does | guarded by, in its own `WHERE` |
 //! |---|---|---|
-//! | ACQUIRE | issues a new token, sets the holder and `expires_at = now() + ttl` | unpaused; unheld or expired; past `not_before`; last completed tick at least one interval ago; a calendar role's instant due on the database clock and later than `last_completed_instant` (with `missed = each`, the next one after it) |
+//! | ACQUIRE | issues a new token, sets the holder and `expires_at = now() + ttl` | the role's shard count is the caller's; unpaused; unheld or expired; past `not_before`; last completed tick at least one interval ago; a calendar role's instant due on the database clock and later than `last_completed_instant` (with `missed = each`, the next one after it) |
 //! | RENEW | `expires_at = now() + ttl` | this token holds the role; unexpired (a released or paused row has no expiry) |
 //! | RELEASE | clears the holder; stamps the tick or sets a cooldown, by the tick's outcome | this token holds the role; the role is held |
 //!

@@ -7,7 +7,7 @@ use sqlx::PgExecutor;
 use crate::guard::{Guard, Guarded};
 use crate::inline::{Value, render};
 use crate::send::{check_interval, lock_timeout, ms, send};
-use crate::{Fence, ReleaseOutcome, Statement, StatementError, Timings};
+use crate::{Fence, ReleaseOutcome, Shard, Statement, StatementError, Timings};
 
 /// The result of RELEASE.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +45,7 @@ UPDATE leader_leases
            ELSE now() + least(:interval_ms * interval '1 millisecond', interval '60 seconds')
        END
  WHERE role = :role
+   AND shard_index = :shard_index
    AND holder_token = :token
    AND holder_id IS NOT NULL
    AND (SELECT applied FROM lock_bound) IS NOT NULL
@@ -79,6 +80,7 @@ pub const RELEASE_GUARDS: Guarded = Guarded {
     ],
     plumbing: &[
         "role = :role",
+        "shard_index = :shard_index",
         "(SELECT applied FROM lock_bound) IS NOT NULL",
     ],
 };
@@ -133,6 +135,10 @@ async fn send_release<'e>(
         RELEASE,
         &[
             ("role", Value::Role(fence.role())),
+            (
+                "shard_index",
+                Value::Int(i64::from(fence.shard().map_or(0, Shard::index))),
+            ),
             ("token", Value::Int(fence.token())),
             ("outcome", Value::Text(outcome.as_str())),
             ("interval_ms", Value::Int(ms(interval))),

@@ -1,7 +1,7 @@
 //! RENEW: a holder extends its leases, any number in one statement.
 //!
-//! RENEW waits for each row's lock, but locks its rows in role order, as every statement locking
-//! more than one row here does, so no two waits form a cycle.
+//! RENEW waits for each row's lock, but locks its rows in (role, shard) order, as every statement
+//! locking more than one row here does, so no two waits form a cycle.
 
 use chrono::{DateTime, Utc};
 use sqlx::postgres::PgRow;
@@ -10,19 +10,19 @@ use sqlx::{PgExecutor, Row};
 use crate::guard::{Guard, Guarded};
 use crate::inline::{Value, render};
 use crate::send::{lock_timeout, ms, row_of, send, values_list};
-use crate::{Fence, Statement, StatementError, Timings};
+use crate::{Fence, Shard, Statement, StatementError, Timings};
 
 // `:token` in the guard is rendered as the column `held_token`, so the guards read exactly as in
-// RENEW. The rows are locked in role order before the UPDATE (see the module docs).
+// RENEW. The rows are locked in (role, shard) order before the UPDATE (see the module docs).
 const RENEW: &str = "
 WITH lock_bound AS (SELECT set_config('lock_timeout', :lock_ms::text, true) AS applied),
-held (held_role, held_token) AS (VALUES :held),
+held (held_role, held_shard_index, held_token) AS (VALUES :held),
 locked AS MATERIALIZED (
-    SELECT role
-      FROM leader_leases JOIN held ON role = held_role
+    SELECT role, shard_index
+      FROM leader_leases JOIN held ON role = held_role AND shard_index = held_shard_index
      WHERE holder_token = held_token
        AND (SELECT applied FROM lock_bound) IS NOT NULL
-     ORDER BY role
+     ORDER BY role, shard_index
        FOR UPDATE OF leader_leases
 ),
 renewed AS (
@@ -30,22 +30,25 @@ renewed AS (
        SET expires_at = now() + :ttl_ms * interval '1 millisecond'
       FROM held
      WHERE role = held_role
-       AND role IN (SELECT role FROM locked)
+       AND shard_index = held_shard_index
+       AND (role, shard_index) IN (SELECT role, shard_index FROM locked)
        AND holder_token = :token
        AND (SELECT applied FROM lock_bound) IS NOT NULL
        -- A released or paused row has no expiry, so this also refuses those.
        AND expires_at > now()
-    RETURNING role AS renewed_role, expires_at
+    RETURNING role AS renewed_role, shard_index AS renewed_shard_index, expires_at
 )
 SELECT h.held_role                AS held_role,
+       h.held_shard_index         AS held_shard_index,
        r.expires_at               AS renewed_until,
        now()                      AS db_now,
        l.paused_at IS NOT NULL    AS paused,
        l.holder_token             AS current_token,
        l.holder_id IS NOT NULL    AS held
   FROM held h
-  LEFT JOIN renewed r ON r.renewed_role = h.held_role
-  LEFT JOIN leader_leases l ON l.role = h.held_role
+  LEFT JOIN renewed r
+    ON r.renewed_role = h.held_role AND r.renewed_shard_index = h.held_shard_index
+  LEFT JOIN leader_leases l ON l.role = h.held_role AND l.shard_index = h.held_shard_index
 ";
 
 /// RENEW's guards, for the protocol model (see
@@ -67,7 +70,8 @@ pub const RENEW_GUARDS: Guarded = Guarded {
     ],
     plumbing: &[
         "role = held_role",
-        "role IN (SELECT role FROM locked)",
+        "shard_index = held_shard_index",
+        "(role, shard_index) IN (SELECT role, shard_index FROM locked)",
         "(SELECT applied FROM lock_bound) IS NOT NULL",
     ],
 };
@@ -133,9 +137,13 @@ pub async fn renew<'e>(
     }
     let held = values_list(fences.iter().map(|fence| {
         render(
-            "(:role, :token)",
+            "(:role, :shard_index, :token)",
             &[
                 ("role", Value::Role(fence.role())),
+                (
+                    "shard_index",
+                    Value::Int(i64::from(fence.shard().map_or(0, Shard::index))),
+                ),
                 ("token", Value::Int(fence.token())),
             ],
         )
@@ -153,7 +161,13 @@ pub async fn renew<'e>(
     fences
         .iter()
         .map(|&fence| {
-            let row = row_of(&rows, "held_role", fence.role(), Statement::Renew)?;
+            let row = row_of(
+                &rows,
+                ("held_role", "held_shard_index"),
+                fence.role(),
+                fence.shard(),
+                Statement::Renew,
+            )?;
             renewed_from(row, fence)
         })
         .collect()

@@ -5,7 +5,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use leader_schedule::{CronSchedule, Missed, Planned, Schedule};
 
-use crate::Role;
+use crate::{Role, Shard};
 
 /// One role an [`acquire`](super::acquire) asks for, with what makes it due.
 ///
@@ -13,6 +13,7 @@ use crate::Role;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Wanted {
     pub(crate) role: Role,
+    pub(crate) shard: Option<Shard>,
     pub(crate) schedule: String,
     pub(crate) due: Due,
 }
@@ -38,6 +39,7 @@ impl Wanted {
     pub fn every(role: Role, interval: Duration) -> Wanted {
         Wanted {
             role,
+            shard: None,
             schedule: Schedule::Every(interval).to_string(),
             due: Due::Interval(interval),
         }
@@ -53,6 +55,7 @@ impl Wanted {
     pub fn instant(role: Role, schedule: &CronSchedule, planned: Option<&Planned>) -> Wanted {
         Wanted {
             role,
+            shard: None,
             schedule: schedule.to_string(),
             due: Due::Instant {
                 instant: planned.map(|p| p.instant),
@@ -63,9 +66,28 @@ impl Wanted {
         }
     }
 
+    /// This, for one shard of a sharded role: granted only the lease row of `shard`, and only
+    /// while the role has `shard.count()` shards in the database (otherwise refused with
+    /// [`RefusalReason::ShardCountChanged`](super::RefusalReason::ShardCountChanged)).
+    #[must_use]
+    pub fn in_shard(mut self, shard: Shard) -> Wanted {
+        self.shard = Some(shard);
+        self
+    }
+
     /// The role.
     pub fn role(&self) -> Role {
         self.role
+    }
+
+    /// The shard asked for; `None` for an unsharded role.
+    pub fn shard(&self) -> Option<Shard> {
+        self.shard
+    }
+
+    /// The lease row's shard: an unsharded role is its shard 0 of 1.
+    pub(crate) fn shard_or_sole(&self) -> Shard {
+        self.shard.unwrap_or(Shard::SOLE)
     }
 }
 
