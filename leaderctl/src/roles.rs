@@ -5,7 +5,7 @@
 //! * the role CHECK re-created with every role the folder's migrations already register (read as
 //!   `#[leader_role]` reads them, [`leader_role_check`]) plus the new ones, if any role is
 //!   missing from it;
-//! * a row seeded per role (`ON CONFLICT (role) DO NOTHING`) unless the folder's migrations
+//! * a row seeded per role (`ON CONFLICT DO NOTHING`) unless the folder's migrations
 //!   already seed it ([`Folder::seeded_by`] says how that is read);
 //! * and a `.down.sql` undoing both when the folder's migrations are reversible.
 //!
@@ -183,7 +183,7 @@ impl Plan {
                 .join(",\n       ");
             sql += &format!(
                 "INSERT INTO leader_leases (role, holder_token)\nVALUES {seeds}\n\
-                 ON CONFLICT (role) DO NOTHING;\n"
+                 ON CONFLICT DO NOTHING;\n"
             );
         }
         sql
@@ -350,7 +350,7 @@ mod tests {
              ALTER TABLE leader_leases ADD CONSTRAINT leader_leases_role_registered\n    \
              CHECK (role IN ('a', 'b'));\n\n\
              INSERT INTO leader_leases (role, holder_token)\nVALUES ('b', leader_seed_token())\n\
-             ON CONFLICT (role) DO NOTHING;\n"
+             ON CONFLICT DO NOTHING;\n"
         );
         assert_eq!(
             p.down(),
@@ -368,7 +368,7 @@ mod tests {
         let up = p.up();
         assert!(!up.contains("CONSTRAINT"), "{up}");
         assert!(up.contains("VALUES ('b', leader_seed_token())"), "{up}");
-        assert!(up.contains("ON CONFLICT (role) DO NOTHING;"), "{up}");
+        assert!(up.contains("ON CONFLICT DO NOTHING;"), "{up}");
         assert_eq!(p.down(), "DELETE FROM leader_leases WHERE role IN ('b');\n");
         assert_eq!(
             p.summary(),

@@ -338,7 +338,7 @@ fn pin_to_migrations(role: &LitStr, dir: Option<&LitStr>) -> syn::Result<Option<
              defines `{CONSTRAINT}`, lists only {}. `leaderctl roles add {name} --dir {dir}` \
              writes the migration that registers it: the CHECK re-created as `CHECK (role IN \
              ({with_new}))` and its row, `INSERT INTO leader_leases (role, holder_token) VALUES \
-             ('{name}', leader_seed_token()) ON CONFLICT (role) DO NOTHING`",
+             ('{name}', leader_seed_token()) ON CONFLICT DO NOTHING`",
             check.shown,
             if listed.is_empty() {
                 "no role".to_owned()

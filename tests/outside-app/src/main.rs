@@ -49,7 +49,7 @@ async fn migrate(pool: &PgPool) -> Result<(), Box<dyn std::error::Error>> {
          ALTER TABLE leader_leases ADD CONSTRAINT leader_leases_role_registered
              CHECK (role IN ('outside'));
          INSERT INTO leader_leases (role, holder_token) VALUES ('outside', leader_seed_token())
-             ON CONFLICT (role) DO NOTHING;
+             ON CONFLICT DO NOTHING;
          CREATE TABLE IF NOT EXISTS greetings (token bigint NOT NULL, greeting text NOT NULL);",
     )
     .execute(pool)
