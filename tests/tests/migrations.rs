@@ -40,6 +40,17 @@ async fn app_role(db: &TestDb) -> sqlx::PgPool {
     db.pool_as("leader_app", 1).await
 }
 
+/// Asserts that the schema check refused `err`, naming `object` out of date and `migration` as
+/// the fix.
+fn asks_for(err: leader_runtime::schema::SchemaError, object: &str, migration: &str) {
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!("{object} is out of date"))
+            && text.contains(&format!("apply the framework migration {migration}")),
+        "{text}"
+    );
+}
+
 #[tokio::test]
 async fn the_upgrade_grants_leader_clear_cooldown_to_app_roles_granted_before_it() {
     let db = TestDb::unmigrated().await;
@@ -99,14 +110,11 @@ async fn the_pause_floor_upgrade_keeps_leader_pauses_grants_and_the_schema_check
     db.exec(FIFTH).await;
     db.exec(ROLES_UP).await;
     let app = app_role(&db).await;
-    let before = |err: leader_runtime::schema::SchemaError| {
-        let text = err.to_string();
-        assert!(
-            text.contains("function leader_pause(text, text, text) is out of date")
-                && text.contains(
-                    "apply the framework migration 20261204000000_leader_pause_floor.up.sql"
-                ),
-            "{text}"
+    let before = |err| {
+        asks_for(
+            err,
+            "function leader_pause(text, text, text)",
+            "20261204000000_leader_pause_floor.up.sql",
         );
     };
     before(check_schema_ready(&app, &[ALPHA]).await.unwrap_err());
@@ -148,15 +156,12 @@ async fn the_schedules_upgrade_keeps_leader_status_readable_and_the_schema_check
         db.exec(migration).await;
     }
     let app = app_role(&db).await;
-    let out_of_date = |err: leader_runtime::schema::SchemaError| {
-        let text = err.to_string();
-        assert!(
-            text.contains("table leader_leases is out of date")
-                && text.contains(
-                    "apply the framework migration 20261205000000_leader_schedules.up.sql"
-                ),
-            "{text}"
-        );
+    let out_of_date = |err| {
+        asks_for(
+            err,
+            "table leader_leases",
+            "20261205000000_leader_schedules.up.sql",
+        )
     };
     out_of_date(check_schema_ready(&app, &[ALPHA]).await.unwrap_err());
 
@@ -213,14 +218,12 @@ async fn the_shards_upgrade_keeps_seeding_grants_and_the_fence_and_the_schema_ch
         db.exec(migration).await;
     }
     let app = app_role(&db).await;
-    let out_of_date = |err: leader_runtime::schema::SchemaError| {
-        let text = err.to_string();
-        assert!(
-            text.contains("table leader_leases is out of date")
-                && text
-                    .contains("apply the framework migration 20261206000000_leader_shards.up.sql"),
-            "{text}"
-        );
+    let out_of_date = |err| {
+        asks_for(
+            err,
+            "table leader_leases",
+            "20261206000000_leader_shards.up.sql",
+        )
     };
     out_of_date(check_schema_ready(&app, &[ALPHA]).await.unwrap_err());
 
