@@ -67,10 +67,18 @@
 //!    for a superseded leader, except where `t` is a sub-select or `WITH` query that names `f`
 //!    among its columns.
 //! 5. **Fence arguments.** `leader_fence` takes two bind parameters (`$i`, `$j`, optionally
-//!    cast), never literals; the caller checks what is bound to them ([`FenceCall`]).
+//!    cast), or four for a shard's fence (`$i`, `$k`, `$c`, `$j`), never literals; the caller
+//!    checks what is bound to them ([`FenceCall`]).
 //! 6. **Other statements.** A claim is a `SELECT`, `UPDATE`, `DELETE`, `INSERT` or `MERGE`;
 //!    any other statement that may change rows (DDL, `COPY`, `CALL`, `DO`, `EXPLAIN ANALYZE`,
 //!    `TRUNCATE`, `SELECT … INTO`) is refused.
+//! 7. **Shards.** A shard's fence selects only that shard's rows: each four-argument
+//!    `leader_fence($i, $k, $c, $j)` stands as a top-level `AND` conjunct of a `WHERE` that also
+//!    holds, as a top-level conjunct, `leader_shard_of(key, $c) = $k` (either side of `=`, an
+//!    operator `=`, not `IS DISTINCT FROM`) on the very placeholders of the fence's shard index
+//!    and count, where `key` reads a column. A filter that is missing, on other placeholders or
+//!    literals, under `OR` or `NOT`, or in another level, is refused. `leader_shard_of` is the
+//!    framework's immutable SQL helper and may be called anywhere.
 //!
 //! What lies outside: triggers (a statement-level trigger fires even when no row qualifies),
 //! rules, user-defined operators and casts with side effects, a `leader_fence` that is not the
@@ -111,21 +119,36 @@ mod names;
 mod position;
 mod props;
 mod rules;
+mod shards;
 mod tree;
 
 use std::ops::Range;
 
 pub use functions::KNOWN_FUNCTIONS;
 
-/// One `leader_fence($role, $token)` call: the numbers of its two bind parameters.
+/// One `leader_fence($role, $token)` or `leader_fence($role, $index, $count, $token)` call: the
+/// numbers of its bind parameters.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct FenceCall {
     /// `i` in `leader_fence($i, $j)`: must be bound to the fence's role.
     pub role: usize,
     /// `j` in `leader_fence($i, $j)`: must be bound to the fence's token.
     pub token: usize,
+    /// A shard's fence: the placeholders of the shard's index and count, which its filter
+    /// `leader_shard_of(key, $count) = $index` shares; `None` for the two-argument fence.
+    pub shard: Option<ShardParams>,
     /// The call's byte range in the SQL text.
     pub at: Range<usize>,
+}
+
+/// The placeholders of a shard's fence for the shard's index and count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardParams {
+    /// `k` in `leader_fence($i, $k, $c, $j)`: bound to the fence's shard index.
+    pub index: usize,
+    /// `c` in `leader_fence($i, $k, $c, $j)`: bound to the fence's shard count.
+    pub count: usize,
 }
 
 /// A rule the SQL breaks: the message names the node, quotes it with its line in the SQL, and

@@ -11,7 +11,7 @@ use crate::props::Props;
 use crate::rules::fence_params;
 use crate::tree::enums::*;
 use crate::tree::{Fields, Statement, child, children, function_name, int, location, node};
-use crate::{SqlError, functions, position};
+use crate::{FenceCall, SqlError, functions, position};
 
 /// What an ungated node would do.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -80,10 +80,30 @@ impl<'s> Messages<'s> {
             message: format!(
                 "`leader_fence` takes the fence's role and token as two bind parameters, never \
                  literals or expressions: write `leader_fence($1, $2)` and bind `fence.role()` \
-                 and `fence.token()` ({})",
+                 and `fence.token()` (a shard's fence: `leader_fence($1, $2, $3, $4)` bound to \
+                 `fence.role()`, `fence.shard_index()`, `fence.shard_count()`, `fence.token()`) \
+                 ({})",
                 self.place(&at)
             ),
             at: Some(at),
+        }
+    }
+
+    pub fn shard_filter(&self, fence: &FenceCall) -> SqlError {
+        let shard = fence.shard.expect("a shard's fence");
+        SqlError {
+            message: format!(
+                "a shard's fence selects only that shard's rows with its filter beside it: add \
+                 `AND leader_shard_of(key, ${count}) = ${index}` to the `WHERE` that holds \
+                 `leader_fence(${role}, ${index}, ${count}, ${token})`, as a top-level `AND` \
+                 conjunct, on the same placeholders, with `key` the claimed rows' key column ({})",
+                self.place(&fence.at),
+                role = fence.role,
+                index = shard.index,
+                count = shard.count,
+                token = fence.token,
+            ),
+            at: Some(fence.at.clone()),
         }
     }
 

@@ -11,7 +11,7 @@ use crate::messages::{Effect, Messages};
 use crate::names::{possible_call, shown};
 use crate::props::Props;
 use crate::tree::{Fields, Statement, child, children, function_name, has, int, location, node};
-use crate::{FenceCall, SqlError, functions, position};
+use crate::{FenceCall, ShardParams, SqlError, functions, position, shards};
 
 /// Statements that neither read nor change rows of the application's tables: a `#[fenced]`
 /// function may send them beside its claims.
@@ -87,6 +87,9 @@ impl Rules<'_, '_, '_> {
             self.changes(level);
             self.locks(level);
         }
+        for fence in shards::unfiltered(self.sql, self.levels, &self.fences) {
+            self.errors.push(self.messages.shard_filter(fence));
+        }
         let top = &self.levels.levels[0];
         if has(top.fields, "into_clause") {
             self.claim = true;
@@ -122,10 +125,24 @@ impl Rules<'_, '_, '_> {
                     [Some(role), Some(token)] => self.fences.push(FenceCall {
                         role: *role,
                         token: *token,
+                        shard: None,
                         at,
                     }),
+                    [Some(role), Some(index), Some(count), Some(token)] => {
+                        self.fences.push(FenceCall {
+                            role: *role,
+                            token: *token,
+                            shard: Some(ShardParams {
+                                index: *index,
+                                count: *count,
+                            }),
+                            at,
+                        })
+                    }
                     _ => self.errors.push(self.messages.fence_arguments(at)),
                 }
+            } else if shards::is_shard_of(&name) {
+                // The framework's shard helper: IMMUTABLE SQL that reads no table.
             } else if functions::known(&name).is_none() {
                 self.claim = true;
                 self.errors.push(self.messages.unknown_function(&name, at));
@@ -360,7 +377,7 @@ pub fn fence_params(call: &Fields) -> Vec<Option<usize>> {
 }
 
 /// `$n` (optionally cast) → `n`.
-fn param_number(arg: &Value) -> Option<usize> {
+pub(crate) fn param_number(arg: &Value) -> Option<usize> {
     match node(arg)? {
         ("ParamRef", fields) => usize::try_from(int(fields, "number"))
             .ok()

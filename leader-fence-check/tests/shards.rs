@@ -1,0 +1,126 @@
+//! The shard rule, case by case: a shard's fence is accepted only beside its filter, on the same
+//! placeholders. Every accepted shape here is also run against PostgreSQL, with a superseded
+//! shard token and with another shard's live token, in `tests/tests/fenced_sql.rs` (through
+//! `ui-tests/pass/fenced_shard_claim.rs`).
+
+use leader_fence_check::{ShardParams, check};
+
+fn accepted(sql: &str) -> Vec<Option<ShardParams>> {
+    let checked = check(sql);
+    assert!(
+        checked.errors.is_empty(),
+        "expected {sql:?} to be accepted, got {:#?}",
+        checked.errors
+    );
+    checked.fences.iter().map(|f| f.shard).collect()
+}
+
+fn refused(sql: &str) -> String {
+    let checked = check(sql);
+    assert!(!checked.errors.is_empty(), "expected {sql:?} to be refused");
+    checked
+        .errors
+        .iter()
+        .map(|e| e.message.clone())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+const SHARD_2_OF_3: Option<ShardParams> = Some(ShardParams { index: 2, count: 3 });
+
+#[test]
+fn a_shards_fence_beside_its_filter_is_accepted_in_either_order_and_either_side() {
+    for sql in [
+        "SELECT id FROM t WHERE leader_fence($1, $2, $3, $4) AND leader_shard_of(id, $3) = $2
+          FOR UPDATE SKIP LOCKED",
+        "SELECT id FROM t WHERE $2 = leader_shard_of(t.id, $3) AND done IS NULL
+            AND leader_fence($1, $2, $3, $4) FOR UPDATE",
+        "SELECT id FROM t WHERE leader_shard_of(id, $3::int) = $2::int
+            AND leader_fence($1::text, $2::int, $3::int, $4::bigint) FOR UPDATE",
+        "UPDATE t SET owner = $4 WHERE id IN (SELECT id FROM t
+            WHERE leader_fence($1, $2, $3, $4) AND leader_shard_of(id, $3) = $2
+            LIMIT 10 FOR UPDATE SKIP LOCKED) RETURNING id",
+        "UPDATE t SET owner = $4 WHERE leader_fence($1, $2, $3, $4)
+            AND leader_shard_of(key_text, $3) = $2 RETURNING id",
+        "DELETE FROM t WHERE leader_shard_of(hashtext(name)::bigint, $3) = $2
+            AND leader_fence($1, $2, $3, $4)",
+    ] {
+        assert_eq!(accepted(sql), [SHARD_2_OF_3], "{sql}");
+    }
+}
+
+#[test]
+fn an_unsharded_fence_keeps_its_rules_and_reports_no_shard() {
+    assert_eq!(
+        accepted("SELECT id FROM t WHERE leader_fence($1, $2) FOR UPDATE"),
+        [None]
+    );
+}
+
+#[test]
+fn a_shards_fence_without_its_filter_is_refused_naming_the_filter_to_add() {
+    let message = refused("SELECT id FROM t WHERE leader_fence($1, $2, $3, $4) FOR UPDATE");
+    assert!(
+        message.contains("add `AND leader_shard_of(key, $3) = $2`"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_filter_on_other_placeholders_or_literals_is_no_filter() {
+    for sql in [
+        // The count bound apart from the fence's.
+        "SELECT id FROM t WHERE leader_fence($1, $2, $3, $4) AND leader_shard_of(id, $5) = $2 FOR UPDATE",
+        // The index bound apart from the fence's.
+        "SELECT id FROM t WHERE leader_fence($1, $2, $3, $4) AND leader_shard_of(id, $3) = $5 FOR UPDATE",
+        // Index and count swapped.
+        "SELECT id FROM t WHERE leader_fence($1, $2, $3, $4) AND leader_shard_of(id, $2) = $3 FOR UPDATE",
+        // Literals.
+        "SELECT id FROM t WHERE leader_fence($1, $2, $3, $4) AND leader_shard_of(id, 8) = 0 FOR UPDATE",
+        // Other comparisons.
+        "SELECT id FROM t WHERE leader_fence($1, $2, $3, $4) AND leader_shard_of(id, $3) <> $2 FOR UPDATE",
+        "SELECT id FROM t WHERE leader_fence($1, $2, $3, $4)
+            AND leader_shard_of(id, $3) IS DISTINCT FROM $2 FOR UPDATE",
+        // A key that reads no column selects every row or none.
+        "SELECT id FROM t WHERE leader_fence($1, $2, $3, $4) AND leader_shard_of(7, $3) = $2 FOR UPDATE",
+    ] {
+        let message = refused(sql);
+        assert!(
+            message.contains("leader_shard_of(key, $3) = $2"),
+            "{sql}\n{message}"
+        );
+    }
+}
+
+#[test]
+fn a_filter_under_or_or_not_or_in_another_level_is_no_filter() {
+    for sql in [
+        "SELECT id FROM t WHERE leader_fence($1, $2, $3, $4)
+            AND (leader_shard_of(id, $3) = $2 OR urgent) FOR UPDATE",
+        "SELECT id FROM t WHERE leader_fence($1, $2, $3, $4)
+            AND NOT (leader_shard_of(id, $3) <> $2) FOR UPDATE",
+        // The filter sits in the outer UPDATE; the fenced sub-select that locks is unfiltered.
+        "UPDATE t SET owner = $4 WHERE leader_shard_of(id, $3) = $2 AND id IN (SELECT id FROM t
+            WHERE leader_fence($1, $2, $3, $4) FOR UPDATE SKIP LOCKED)",
+    ] {
+        let message = refused(sql);
+        assert!(
+            message.contains("leader_shard_of(key, $3) = $2"),
+            "{sql}\n{message}"
+        );
+    }
+}
+
+#[test]
+fn a_shards_fence_with_three_arguments_or_a_literal_is_refused() {
+    for sql in [
+        "SELECT id FROM t WHERE leader_fence($1, $2, $3) FOR UPDATE",
+        "SELECT id FROM t WHERE leader_fence($1, 0, $3, $4) AND leader_shard_of(id, $3) = 0 FOR UPDATE",
+    ] {
+        let message = refused(sql);
+        assert!(
+            message.contains("leader_fence($1, $2, $3, $4)"),
+            "{sql}\n{message}"
+        );
+    }
+}
