@@ -153,7 +153,10 @@ pub use cancel::{CancelCause, TickCancellation};
 pub use context::TickContext;
 pub use error::{BuildError, RunError};
 pub use job::Job;
-pub use leader_core::{Fence, Role, RoleNameError, TimingParts, Timings, TimingsError};
+pub use leader_core::{
+    Fence, MAX_SHARDS, Role, RoleNameError, Shard, ShardError, ShardFence, TimingParts, Timings,
+    TimingsError,
+};
 #[cfg(feature = "macros")]
 pub use leader_macros::{fenced, leader_role, unfenced};
 pub use leadership::Leadership;
@@ -184,15 +187,8 @@ pub mod schema {
 /// The protocol underneath, for tools (`leaderctl`, tests, benchmarks): the lease statements a
 /// runtime sends, the operator's statements, `leader_status` as typed rows, and their errors. A
 /// job author needs none of it.
-///
-/// Shards ([`Shard`](protocol::Shard), [`ShardFence`](protocol::ShardFence)) are here while only
-/// the statements lead them: the runtime does not lead sharded roles yet
-/// (`docs/design/sharded-roles.md`).
 pub mod protocol {
-    pub use leader_core::{
-        MAX_SHARDS, ReleaseOutcome, Shard, ShardError, ShardFence, Statement, StatementError,
-        lease, operator, status,
-    };
+    pub use leader_core::{ReleaseOutcome, Statement, StatementError, lease, operator, status};
 }
 
 /// The whole-crate fence audit: every row-locking statement sits in a `#[fenced]` function or
@@ -203,7 +199,9 @@ pub use leader_audit as audit;
 /// Paths used by the macros' expansions. Not a public API: it can change in any release.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::fence_parameter::{FenceParameter, assert_fence_parameter};
+    pub use crate::fence_parameter::{
+        FenceParameter, ShardFenceParameter, assert_fence_parameter, assert_shard_fence_parameter,
+    };
     pub use crate::job::call_with_state;
     pub use crate::registry::{
         JobFuture, JobRegistration, JobResult, RegisteredJob, RegisteredSchedule, registered_jobs,

@@ -1,5 +1,7 @@
 //! Rule 4: the placeholders of each fence call are bound to the fence parameter's `.role()` and
-//! `.token()`.
+//! `.token()` (and a shard's fence's to `.shard_index()` and `.shard_count()`), and the call's
+//! form is the one the parameter's type proves: `leader_fence($i, $j)` for a `Fence`,
+//! `leader_fence($i, $k, $c, $j)` for a `ShardFence`.
 
 use leader_fence_check::FenceCall;
 use proc_macro2::Span;
@@ -13,6 +15,7 @@ pub fn check(
     send: &SqlSend,
     fences: &[FenceCall],
     fence: &Ident,
+    sharded: bool,
     at: impl Fn(&FenceCall) -> Span,
 ) -> Vec<syn::Error> {
     if fences.is_empty() {
@@ -47,22 +50,60 @@ pub fn check(
     let is_macro = send.callee.ends_with('!');
     let mut errors = Vec::new();
     for call in fences {
-        let shown = format!("leader_fence(${}, ${})", call.role, call.token);
-        if binds.len() < call.role.min(call.token) {
-            // Neither is bound: one error, not two at the same place.
+        let shown = match call.shard {
+            Some(shard) => format!(
+                "leader_fence(${}, ${}, ${}, ${})",
+                call.role, shard.index, shard.count, call.token
+            ),
+            None => format!("leader_fence(${}, ${})", call.role, call.token),
+        };
+        match (sharded, call.shard.is_some()) {
+            (true, false) => {
+                errors.push(syn::Error::new(
+                    at(call),
+                    format!(
+                        "`{fence}` is a shard's fence, and `{shown}` proves no shard (it is false \
+                         for a sharded role): write `leader_fence($1, $2, $3, $4) AND \
+                         leader_shard_of(key, $3) = $2` and bind `{fence}.role()`, \
+                         `{fence}.shard_index()`, `{fence}.shard_count()`, `{fence}.token()`"
+                    ),
+                ));
+                continue;
+            }
+            (false, true) => {
+                errors.push(syn::Error::new(
+                    at(call),
+                    format!(
+                        "`{shown}` is a shard's fence, and `{fence}` is a `Fence`, which carries \
+                         no shard: take a `ShardFence` parameter (`Fence::shard_fence` of a \
+                         shard's grant), or write `leader_fence($1, $2)` for an unsharded role"
+                    ),
+                ));
+                continue;
+            }
+            _ => {}
+        }
+        let mut bound = vec![(call.role, "role"), (call.token, "token")];
+        if let Some(shard) = call.shard {
+            bound.extend([(shard.index, "shard_index"), (shard.count, "shard_count")]);
+        }
+        bound.sort_unstable();
+        if binds.len() < bound[0].0 {
+            // None is bound: one error, not one per placeholder at the same place.
             let how = if is_macro {
-                format!(
-                    "pass `{fence}.role()` as argument {} and `{fence}.token()` as argument {} \
-                     after the SQL",
-                    call.role, call.token
-                )
+                let each: Vec<String> = bound
+                    .iter()
+                    .map(|(n, what)| format!("`{fence}.{what}()` as argument {n}"))
+                    .collect();
+                format!("pass {} after the SQL", listed(&each))
             } else {
-                format!(
-                    "add `.bind({fence}.role())` as the {} bind and `.bind({fence}.token())` as \
-                     the {}",
-                    ordinal(call.role),
-                    ordinal(call.token)
-                )
+                let each: Vec<String> = bound
+                    .iter()
+                    .map(|(n, what)| {
+                        format!("`.bind({fence}.{what}())` as the {} bind", ordinal(*n))
+                    })
+                    .collect();
+                format!("add {}", listed(&each))
             };
             errors.push(syn::Error::new(
                 at(call),
@@ -70,7 +111,7 @@ pub fn check(
             ));
             continue;
         }
-        for (n, what) in [(call.role, "role"), (call.token, "token")] {
+        for (n, what) in bound {
             let found = binds.get(n - 1);
             if found.is_some_and(|arg| is_fence_method(arg, fence, what)) {
                 continue;
@@ -92,8 +133,9 @@ pub fn check(
                 None => format!("there is no {place}"),
             };
             let message = format!(
-                "`${n}` in `{shown}` is the fence's {what} and must be bound to `{wanted}`, but \
-                 {found_text}: {how}"
+                "`${n}` in `{shown}` is the fence's {} and must be bound to `{wanted}`, but \
+                 {found_text}: {how}",
+                what.replace('_', " ")
             );
             errors.push(match found {
                 Some(arg) => syn::Error::new_spanned(arg, message),
@@ -148,6 +190,15 @@ pub fn show(expr: &Expr) -> String {
         text = text.replace(from, to);
     }
     text
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn listed(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
 }
 
 fn ordinal(n: usize) -> String {

@@ -1,6 +1,7 @@
 //! The expansion of `#[fenced]`: the function as written, with one line added at the top of its
-//! body that has the compiler confirm the fence parameter is the framework's `Fence` (the error,
-//! if it is not, points at the parameter's type).
+//! body that has the compiler confirm the fence parameter is the framework's `Fence` or
+//! `ShardFence`, as its type's name says (the error, if it is not, points at the parameter's
+//! type).
 //!
 //! The macro never rewrites what the function does. On errors the function is still emitted
 //! beside them, so the rest of the crate (and an IDE) keeps seeing it.
@@ -16,10 +17,17 @@ pub fn expand(fenced: Fenced, checked: syn::Result<()>) -> TokenStream {
         mut func,
         fence_name,
         fence_type,
+        sharded,
         ..
     } = fenced;
-    let assertion = quote_spanned! {fence_type.span()=>
-        ::leader_runtime::__private::assert_fence_parameter(&#fence_name);
+    let assertion = if sharded {
+        quote_spanned! {fence_type.span()=>
+            ::leader_runtime::__private::assert_shard_fence_parameter(&#fence_name);
+        }
+    } else {
+        quote_spanned! {fence_type.span()=>
+            ::leader_runtime::__private::assert_fence_parameter(&#fence_name);
+        }
     };
     func.block
         .stmts

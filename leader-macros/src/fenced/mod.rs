@@ -59,6 +59,64 @@ mod tests {
     }
 
     #[test]
+    fn a_shard_fence_binds_its_index_and_count_and_takes_only_the_shard_form() {
+        let accepted = quote! {
+            async fn claim(pool: &PgPool, fence: ShardFence) -> sqlx::Result<()> {
+                sqlx::query("DELETE FROM t WHERE leader_fence($1, $2, $3, $4) AND leader_shard_of(id, $3) = $2")
+                    .bind(fence.role()).bind(fence.shard_index()).bind(fence.shard_count()).bind(fence.token())
+                    .execute(pool).await?;
+                Ok(())
+            }
+        };
+        assert_eq!(errors(accepted), Vec::<String>::new());
+
+        let count_from_elsewhere = quote! {
+            async fn claim(pool: &PgPool, fence: ShardFence, n: i32) -> sqlx::Result<()> {
+                sqlx::query("DELETE FROM t WHERE leader_fence($1, $2, $3, $4) AND leader_shard_of(id, $3) = $2")
+                    .bind(fence.role()).bind(fence.shard_index()).bind(n).bind(fence.token())
+                    .execute(pool).await?;
+                Ok(())
+            }
+        };
+        let errors_found = errors(count_from_elsewhere);
+        assert_eq!(errors_found.len(), 1, "{errors_found:#?}");
+        assert!(
+            errors_found[0]
+                .contains("is the fence's shard count and must be bound to `fence.shard_count()`"),
+            "{}",
+            errors_found[0]
+        );
+
+        let two_argument = quote! {
+            async fn claim(pool: &PgPool, fence: &ShardFence) -> sqlx::Result<()> {
+                sqlx::query("DELETE FROM t WHERE leader_fence($1, $2)")
+                    .bind(fence.role()).bind(fence.token())
+                    .execute(pool).await?;
+                Ok(())
+            }
+        };
+        let errors_found = errors(two_argument);
+        assert!(
+            errors_found[0].contains("proves no shard"),
+            "{errors_found:#?}"
+        );
+
+        let unsharded_fence = quote! {
+            async fn claim(pool: &PgPool, fence: Fence) -> sqlx::Result<()> {
+                sqlx::query("DELETE FROM t WHERE leader_fence($1, $3, $4, $2) AND leader_shard_of(id, $4) = $3")
+                    .bind(fence.role()).bind(fence.token()).bind(0).bind(2)
+                    .execute(pool).await?;
+                Ok(())
+            }
+        };
+        let errors_found = errors(unsharded_fence);
+        assert!(
+            errors_found[0].contains("which carries no shard"),
+            "{errors_found:#?}"
+        );
+    }
+
+    #[test]
     fn query_macro_with_wrong_args() {
         let item = quote! {
             async fn claim(pool: &PgPool, fence: Fence) -> sqlx::Result<()> {

@@ -15,8 +15,12 @@ pub struct Fenced {
     pub func: ItemFn,
     /// The name of the `Fence` parameter.
     pub fence_name: Ident,
-    /// Its type, where the compiler is asked to confirm it is the framework's `Fence`.
+    /// Its type, where the compiler is asked to confirm it is the framework's `Fence` (or
+    /// `ShardFence`).
     pub fence_type: Type,
+    /// Whether it is a shard's fence (`ShardFence`), whose claims take the four-argument
+    /// `leader_fence` and the shard filter.
+    pub sharded: bool,
     /// Every SQL send found in the body.
     pub sends: Vec<SqlSend>,
     /// Every string in the body no recognised send takes.
@@ -29,7 +33,7 @@ pub struct Fenced {
 /// Parses the function and reads its fence parameter and body.
 pub fn parse(item: TokenStream) -> syn::Result<Fenced> {
     let func: ItemFn = syn::parse2(item)?;
-    let (fence_name, fence_type) = fence_param(&func)?;
+    let (fence_name, fence_type, sharded) = fence_param(&func)?;
     let found = sends::find(&func.block);
     let mut problems = found.problems;
     problems.extend(fence_use::misuses(&func.block, &fence_name));
@@ -37,22 +41,26 @@ pub fn parse(item: TokenStream) -> syn::Result<Fenced> {
         func,
         fence_name,
         fence_type,
+        sharded,
         sends: found.sends,
         loose: found.loose,
         problems,
     })
 }
 
-/// The name and type of the parameter of type `Fence` or `&Fence` (by its type's name: the
-/// expansion has the compiler confirm it is the framework's).
-fn fence_param(func: &ItemFn) -> syn::Result<(Ident, Type)> {
+/// The name and type of the parameter of type `Fence`, `ShardFence` or a reference to one (by
+/// its type's name: the expansion has the compiler confirm it is the framework's), and whether
+/// it is a `ShardFence`.
+fn fence_param(func: &ItemFn) -> syn::Result<(Ident, Type, bool)> {
     for input in &func.sig.inputs {
         let FnArg::Typed(typed) = input else { continue };
-        if !is_fence_type(&typed.ty) {
+        let Some(sharded) = fence_type_name(&typed.ty).map(|name| name == "ShardFence") else {
             continue;
-        }
+        };
         return match &*typed.pat {
-            Pat::Ident(pat) if pat.subpat.is_none() => Ok((pat.ident.clone(), (*typed.ty).clone())),
+            Pat::Ident(pat) if pat.subpat.is_none() => {
+                Ok((pat.ident.clone(), (*typed.ty).clone(), sharded))
+            }
             other => Err(syn::Error::new_spanned(
                 other,
                 "name the fence parameter so its claims can bind it, e.g. `fence: Fence`",
@@ -67,18 +75,20 @@ fn fence_param(func: &ItemFn) -> syn::Result<(Ident, Type)> {
     ))
 }
 
-/// `Fence`, `&Fence`, `leader_runtime::Fence`, … : the last path segment is `Fence`.
-fn is_fence_type(ty: &Type) -> bool {
+/// `Fence`, `&Fence`, `leader_runtime::Fence`, `ShardFence`, … : the last path segment, when
+/// it is `Fence` or `ShardFence`.
+fn fence_type_name(ty: &Type) -> Option<String> {
     match ty {
-        Type::Reference(r) => is_fence_type(&r.elem),
-        Type::Paren(p) => is_fence_type(&p.elem),
-        Type::Group(g) => is_fence_type(&g.elem),
+        Type::Reference(r) => fence_type_name(&r.elem),
+        Type::Paren(p) => fence_type_name(&p.elem),
+        Type::Group(g) => fence_type_name(&g.elem),
         Type::Path(p) => p
             .path
             .segments
             .last()
-            .is_some_and(|s| s.ident == "Fence" && s.arguments.is_none()),
-        _ => false,
+            .filter(|s| (s.ident == "Fence" || s.ident == "ShardFence") && s.arguments.is_none())
+            .map(|s| s.ident.to_string()),
+        _ => None,
     }
 }
 

@@ -16,7 +16,7 @@ pub fn validate(fenced: &Fenced) -> syn::Result<()> {
     let mut errors = Errors::new();
     errors.extend(fenced.problems.iter().cloned());
     for send in &fenced.sends {
-        errors.extend(check_send(send, &fenced.fence_name));
+        errors.extend(check_send(send, &fenced.fence_name, fenced.sharded));
     }
     for loose in &fenced.loose {
         errors.extend(check_loose(loose));
@@ -53,7 +53,7 @@ fn check_loose(loose: &Loose) -> Vec<syn::Error> {
     )]
 }
 
-fn check_send(send: &SqlSend, fence: &syn::Ident) -> Vec<syn::Error> {
+fn check_send(send: &SqlSend, fence: &syn::Ident, sharded: bool) -> Vec<syn::Error> {
     let (text, place): (String, Place) = match &send.sql {
         Sql::Literal(lit) => (lit.value(), Place::Literal(lit)),
         Sql::File { path, text } => match text {
@@ -97,9 +97,13 @@ fn check_send(send: &SqlSend, fence: &syn::Ident) -> Vec<syn::Error> {
             ),
         ));
     }
-    errors.extend(binds::check(send, &checked.fences, fence, |call| {
-        place.span(&text, Some(call.at.clone()))
-    }));
+    errors.extend(binds::check(
+        send,
+        &checked.fences,
+        fence,
+        sharded,
+        |call| place.span(&text, Some(call.at.clone())),
+    ));
     errors
 }
 
