@@ -1,7 +1,9 @@
 //! The SQL `#[fenced]` accepts really is fenced: every claim statement of every accepted
 //! `ui-tests/pass` case and of every fenced funnel of the reference application runs against
 //! PostgreSQL twice, each time in a transaction that is rolled back: with a superseded token it
-//! returns, changes and locks no row; with the live token it claims rows.
+//! returns, changes and locks no row; with the live token it claims rows. A shard's claim runs
+//! on a role of two shards, for shard 0: also with shard 1's live token (nothing), and with the
+//! live token it returns only rows of shard 0.
 //!
 //! The statements are read from the sources (string literals of `#[fenced]` functions that parse
 //! as SQL), so a new accepted case without a table set-up here fails this test.
@@ -13,7 +15,7 @@ use std::time::Duration;
 
 use common::*;
 use leader_runtime::protocol::lease::{self, Acquired};
-use leader_runtime::{Fence, Role};
+use leader_runtime::{Fence, Role, Shard};
 use leader_testkit::TestDb;
 use sqlx::{Connection, Row};
 use syn::visit::{self, Visit};
@@ -56,6 +58,9 @@ const RUN_JOBS: &str = "CREATE TABLE jobs (id bigserial PRIMARY KEY, due timesta
     INSERT INTO runs (job_id) VALUES (1), (2);";
 const QUEUE: &str = "CREATE TABLE queue (id bigserial PRIMARY KEY, taken_by bigint);
     INSERT INTO queue (taken_by) SELECT NULL FROM generate_series(1, 5);";
+const WEBHOOK_QUEUE: &str =
+    "CREATE TABLE webhook_queue (id bigserial PRIMARY KEY, taken_by bigint);
+    INSERT INTO webhook_queue (taken_by) SELECT NULL FROM generate_series(1, 20);";
 const TASKS: &str = "CREATE TABLE tasks (id bigserial PRIMARY KEY);
     INSERT INTO tasks SELECT FROM generate_series(1, 5);";
 const TAKEN_JOBS: &str = "CREATE TABLE jobs (id bigserial PRIMARY KEY,
@@ -201,6 +206,12 @@ const CASES: &[Case] = &[
         params: &[(1, 10)],
     },
     Case {
+        marker: "webhook_queue",
+        setup: WEBHOOK_QUEUE,
+        tables: &["webhook_queue"],
+        params: &[],
+    },
+    Case {
         marker: "FROM webhook_deliveries",
         setup: BILLING,
         tables: BILLING_TABLES,
@@ -258,12 +269,31 @@ async fn run_case(claim: &Found, case: &Case) {
     let db = TestDb::new().await;
     db.exec(ROLES_UP).await;
     db.exec(case.setup).await;
-    let superseded = grant(&db, "old-leader").await;
+    let sharded = leader_fence_check::check(&claim.sql)
+        .fences
+        .iter()
+        .any(|f| f.shard.is_some());
+    let shard = |index| sharded.then(|| Shard::new(index, 2).unwrap());
+    if sharded {
+        db.exec("SELECT leader_reshard('alpha', 2)").await;
+    }
+    let superseded = grant(&db, "old-leader", shard(0)).await;
     expire(&db, ROLE).await;
-    let live = grant(&db, "new-leader").await;
+    let live = grant(&db, "new-leader", shard(0)).await;
     assert!(live.token() > superseded.token());
+    if sharded {
+        let other = grant(&db, "other-shard", shard(1)).await;
+        let crossed = effect(&db, claim, case, Proof::Crossed(live, other)).await;
+        assert_eq!(
+            crossed,
+            Effect::default(),
+            "with shard 1's live token bound as shard 0's, this claim from {} had an effect:\n{}",
+            claim.file.display(),
+            claim.sql
+        );
+    }
 
-    let stale = effect(&db, claim, case, superseded).await;
+    let stale = effect(&db, claim, case, Proof::Fence(superseded)).await;
     assert_eq!(
         stale,
         Effect::default(),
@@ -271,7 +301,16 @@ async fn run_case(claim: &Found, case: &Case) {
         claim.file.display(),
         claim.sql
     );
-    let fresh = effect(&db, claim, case, live).await;
+    let fresh = effect(&db, claim, case, Proof::Fence(live)).await;
+    if let Some(shard) = live.shard() {
+        assert!(
+            fresh.foreign_rows == 0,
+            "with shard {shard}'s live token, this claim from {} returned {} rows of other shards:\n{}",
+            claim.file.display(),
+            fresh.foreign_rows,
+            claim.sql
+        );
+    }
     assert!(
         fresh.returned > 0 || fresh.changed > 0 || !fresh.locked.is_empty(),
         "with the live token, this claim from {} claimed nothing, so the superseded run proves \
@@ -289,14 +328,28 @@ async fn run_case(claim: &Found, case: &Case) {
     );
 }
 
-async fn grant(db: &TestDb, who: &str) -> Fence {
-    match lease::acquire_one(db.pool(), ROLE, who, Duration::from_secs(3600), &FAST)
+async fn grant(db: &TestDb, who: &str, shard: Option<Shard>) -> Fence {
+    let mut wanted = lease::Wanted::every(ROLE, Duration::from_secs(3600));
+    if let Some(shard) = shard {
+        wanted = wanted.in_shard(shard);
+    }
+    match lease::acquire(db.pool(), &[wanted], who, 1, &FAST)
         .await
         .expect("ACQUIRE runs")
+        .remove(0)
     {
         Acquired::Granted(grant) => grant.fence,
         Acquired::Refused(refusal) => panic!("expected a grant, got {refusal:?}"),
     }
+}
+
+/// What a claim's fence placeholders are bound to.
+#[derive(Debug, Clone, Copy)]
+enum Proof {
+    /// A grant's fence, as `#[fenced]` binds it.
+    Fence(Fence),
+    /// The first fence's shard, with the second's (another shard's) token.
+    Crossed(Fence, Fence),
 }
 
 /// What a claim did inside its (rolled-back) transaction.
@@ -308,9 +361,15 @@ struct Effect {
     changed: i64,
     /// Tables in which it held a row lock, seen from another connection.
     locked: Vec<&'static str>,
+    /// For a shard's claim: returned ids that `leader_shard_of` puts in another shard.
+    foreign_rows: usize,
 }
 
-async fn effect(db: &TestDb, claim: &Found, case: &Case, fence: Fence) -> Effect {
+async fn effect(db: &TestDb, claim: &Found, case: &Case, proof: Proof) -> Effect {
+    let (fence, token) = match proof {
+        Proof::Fence(fence) => (fence, fence.token()),
+        Proof::Crossed(fence, other) => (fence, other.token()),
+    };
     let checked = leader_fence_check::check(&claim.sql);
     assert!(checked.errors.is_empty(), "{:#?}", checked.errors);
     let mut conn = sqlx::PgConnection::connect_with(&db.admin().connect_options())
@@ -329,16 +388,32 @@ async fn effect(db: &TestDb, claim: &Found, case: &Case, fence: Fence) -> Effect
     let placeholders = checked
         .fences
         .iter()
-        .flat_map(|f| [f.role, f.token])
+        .flat_map(|f| {
+            let shard = f.shard.map(|s| [s.index, s.count]).unwrap_or_default();
+            [f.role, f.token].into_iter().chain(shard)
+        })
         .chain(case.params.iter().map(|&(n, _)| n))
         .max()
         .unwrap_or(0);
     let mut query = sqlx::query(sqlx::AssertSqlSafe(claim.sql.clone())).persistent(false);
     for n in 1..=placeholders {
+        let shard_fence = fence.shard_fence();
         if checked.fences.iter().any(|f| f.role == n) {
             query = query.bind(fence.role());
         } else if checked.fences.iter().any(|f| f.token == n) {
-            query = query.bind(fence.token());
+            query = query.bind(token);
+        } else if checked
+            .fences
+            .iter()
+            .any(|f| f.shard.is_some_and(|s| s.index == n))
+        {
+            query = query.bind(shard_fence.expect("a shard's grant").shard_index());
+        } else if checked
+            .fences
+            .iter()
+            .any(|f| f.shard.is_some_and(|s| s.count == n))
+        {
+            query = query.bind(shard_fence.expect("a shard's grant").shard_count());
         } else {
             let value = case.params.iter().find(|&&(p, _)| p == n).map(|&(_, v)| v);
             query =
@@ -347,11 +422,24 @@ async fn effect(db: &TestDb, claim: &Found, case: &Case, fence: Fence) -> Effect
                 }));
         }
     }
-    let returned = query
+    let rows = query
         .fetch_all(&mut *tx)
         .await
-        .unwrap_or_else(|e| panic!("the claim runs: {e}\n{}", claim.sql))
-        .len();
+        .unwrap_or_else(|e| panic!("the claim runs: {e}\n{}", claim.sql));
+    let returned = rows.len();
+    let mut foreign_rows = 0;
+    if let Some(shard) = fence.shard() {
+        for row in &rows {
+            let id: i64 = row.get(0);
+            let of: i32 = sqlx::query_scalar("SELECT leader_shard_of($1::bigint, $2)")
+                .bind(id)
+                .bind(shard.count() as i32)
+                .fetch_one(&mut *tx)
+                .await
+                .unwrap();
+            foreign_rows += usize::from(of != shard.index() as i32);
+        }
+    }
 
     let mut changed = 0;
     let mut locked = Vec::new();
@@ -383,6 +471,7 @@ async fn effect(db: &TestDb, claim: &Found, case: &Case, fence: Fence) -> Effect
         returned,
         changed,
         locked,
+        foreign_rows,
     }
 }
 

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use common::*;
 use leader_runtime::protocol::lease::{self, Acquired, LossReason, RefusalReason, Renewed, Wanted};
-use leader_runtime::protocol::{ReleaseOutcome, Shard, ShardFence, StatementError};
-use leader_runtime::{Fence, Role};
+use leader_runtime::protocol::{ReleaseOutcome, StatementError};
+use leader_runtime::{Fence, Role, Shard, ShardFence};
 use leader_testkit::TestDb;
 
 const HOUR: Duration = Duration::from_secs(3600);
