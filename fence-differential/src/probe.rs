@@ -67,6 +67,15 @@ pub enum Ran {
     },
 }
 
+/// What a statement's fence placeholders are bound to: `$1` the role, `$2` the token, and for a
+/// shard's claim `$3` the shard index and `$4` the shard count.
+#[derive(Debug, Clone, Copy)]
+pub struct FenceBinds<'a> {
+    pub role: &'a str,
+    pub token: i64,
+    pub shard: Option<(i32, i32)>,
+}
+
 /// The two connections of a run: one runs statements, one watches for their row locks.
 #[derive(Debug)]
 pub struct Probe {
@@ -131,11 +140,14 @@ impl Probe {
     ///
     /// If the connection fails, or a measuring query does; a statement PostgreSQL refuses is
     /// [`Ran::Error`], not an error.
-    pub async fn run(&mut self, sql: &str, fence: Option<(&str, i64)>) -> Res<Ran> {
+    pub async fn run(&mut self, sql: &str, fence: Option<FenceBinds<'_>>) -> Res<Ran> {
         let mut tx = self.claim.begin().await?;
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql.to_owned())).persistent(false);
-        if let Some((role, token)) = fence {
-            query = query.bind(role).bind(token);
+        if let Some(fence) = fence {
+            query = query.bind(fence.role).bind(fence.token);
+            if let Some((index, count)) = fence.shard {
+                query = query.bind(index).bind(count);
+            }
         }
         let returned = match query.fetch_all(&mut *tx).await {
             Ok(rows) => rows.len() as u64,

@@ -14,7 +14,8 @@ use crate::tags::Tag;
 pub struct Rendered {
     pub sql: String,
     pub tags: BTreeSet<Tag>,
-    /// Whether the text has `$1` and `$2` (it calls the fence somewhere).
+    /// Whether the text has `$1` and `$2` (it calls the fence somewhere), and for a shard's
+    /// claim ([`render_sharded`]) `$3` and `$4`.
     pub binds_fence: bool,
     /// Whether it is a claim as the checker's contract defines one: it has an `UPDATE`,
     /// `DELETE`, `INSERT` or `MERGE`, a locking clause, or a call of `take_budget` (in either
@@ -24,7 +25,22 @@ pub struct Rendered {
 
 /// Writes `statement`.
 pub fn render(statement: &Statement) -> Rendered {
-    let mut w = Writer::default();
+    render_as(statement, false)
+}
+
+/// Writes `statement` as a shard's claim: every fence is the four-argument
+/// `leader_fence($1, $3, $4, $2)` (`$3` the shard index, `$4` the count), and each fence
+/// condition of a `WHERE` or `ON` stands beside its shard filter, `leader_shard_of(<the level's
+/// main alias>.id, $4) = $3`.
+pub fn render_sharded(statement: &Statement) -> Rendered {
+    render_as(statement, true)
+}
+
+fn render_as(statement: &Statement, sharded: bool) -> Rendered {
+    let mut w = Writer {
+        sharded,
+        ..Writer::default()
+    };
     let sql = w.statement(statement);
     Rendered {
         sql,
@@ -38,6 +54,8 @@ pub fn render(statement: &Statement) -> Rendered {
 struct Writer {
     tags: BTreeSet<Tag>,
     binds_fence: bool,
+    /// Whether fences are a shard's (see [`render_sharded`]).
+    sharded: bool,
     claim: bool,
     next_alias: usize,
     /// How many `WITH` queries are in scope.
@@ -529,7 +547,10 @@ impl Writer {
             .collect();
         if let Some((fence, at)) = filter.fence {
             self.tag(Tag::GateFence);
-            let fence = self.fence(fence);
+            let mut fence = self.fence(fence);
+            if self.sharded {
+                fence = format!("{fence} AND leader_shard_of({}id, $4) = $3", main.col);
+            }
             conjuncts.insert(usize::from(at) % (conjuncts.len() + 1), fence);
         }
         let all: Vec<String> = first.into_iter().chain(conjuncts).chain(last).collect();
@@ -553,7 +574,12 @@ impl Writer {
                 if place == Place::On {
                     self.tag(Tag::FenceInOn);
                 }
-                self.fence(*fence)
+                let fence = self.fence(*fence);
+                if self.sharded {
+                    format!("({fence} AND leader_shard_of({c}id, $4) = $3)")
+                } else {
+                    fence
+                }
             }
             Cond::Gate(gate, query) => self.gate(*gate, query, main),
             Cond::Call(call) => {
@@ -622,6 +648,19 @@ impl Writer {
 
     fn fence(&mut self, fence: Fence) -> String {
         self.binds_fence = true;
+        if self.sharded {
+            return match fence {
+                Fence::Plain => "leader_fence($1, $3, $4, $2)".to_owned(),
+                Fence::Qualified => {
+                    self.tag(Tag::FenceQualified);
+                    "public.leader_fence($1, $3, $4, $2)".to_owned()
+                }
+                Fence::Cast => {
+                    self.tag(Tag::FenceCast);
+                    "leader_fence($1::text, $3::int, $4::int, $2::bigint)".to_owned()
+                }
+            };
+        }
         match fence {
             Fence::Plain => "leader_fence($1, $2)".to_owned(),
             Fence::Qualified => {

@@ -10,9 +10,9 @@ use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
 use crate::ast::Statement;
 use crate::outcome::{Class, Outcome, Reproducer};
-use crate::probe::{Effect, Probe, Ran};
-use crate::render::{Rendered, render};
-use crate::schema::{Fixture, ROLE};
+use crate::probe::{Effect, FenceBinds, Probe, Ran};
+use crate::render::{Rendered, render, render_sharded};
+use crate::schema::{Fixture, ROLE, SHARDS};
 use crate::{Res, generator};
 
 /// What a run does.
@@ -35,6 +35,10 @@ pub struct Settings {
     /// that only reads (no change, lock or call) is not a claim, and may return rows to a
     /// superseded leader; a claim may not.
     pub reads_are_claims: bool,
+    /// Whether the statements are a shard's claims ([`render_sharded`]) run on a
+    /// [`Fixture::sharded`]: then a statement acts unsafely also if it acts with another shard's
+    /// live token bound as this shard's.
+    pub sharded: bool,
 }
 
 impl Settings {
@@ -48,6 +52,15 @@ impl Settings {
             max_shrinks: 24,
             max_shrink_steps: 400,
             reads_are_claims: false,
+            sharded: false,
+        }
+    }
+
+    /// [`Settings::new`], for a shard's claims on a [`Fixture::sharded`].
+    pub fn sharded(cases: usize, seed: u64) -> Settings {
+        Settings {
+            sharded: true,
+            ..Settings::new(cases, seed)
         }
     }
 }
@@ -209,12 +222,33 @@ async fn one_case(
     statement: &Statement,
     live: bool,
 ) -> Res<Case> {
-    let rendered = render(statement);
+    let rendered = if settings.sharded {
+        render_sharded(statement)
+    } else {
+        render(statement)
+    };
     let refusal = accepted(&rendered.sql).err();
-    let fence = |token| rendered.binds_fence.then_some((ROLE.as_str(), token));
-    let stale = probe.run(&rendered.sql, fence(fixture.stale)).await?;
+    let shard = settings.sharded.then_some((0, SHARDS as i32));
+    let fence = |token| {
+        rendered.binds_fence.then_some(FenceBinds {
+            role: ROLE.as_str(),
+            token,
+            shard,
+        })
+    };
+    let mut stale = probe.run(&rendered.sql, fence(fixture.stale)).await?;
     let rows_count = rendered.claim || settings.reads_are_claims;
     let acted = |effect: &Effect| effect.changed_or_locked() || (rows_count && effect.returned > 0);
+    // Another shard's live token, bound as this shard's: it must prove nothing either. Its
+    // effect stands for the stale run's when it acted.
+    if let (Some(other), Ran::Effect(effect)) = (fixture.other_shard, &stale)
+        && !acted(effect)
+    {
+        let crossed = probe.run(&rendered.sql, fence(other)).await?;
+        if matches!(&crossed, Ran::Effect(effect) if acted(effect)) {
+            stale = crossed;
+        }
+    }
     let class = match (&stale, refusal.is_none()) {
         (Ran::Error { .. }, _) => Class::PgError,
         (Ran::Effect(effect), true) if acted(effect) => Class::AcceptedUnsafe,

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use leader_core::lease::{self, Acquired};
-use leader_core::{Fence, Role, Timings};
+use leader_core::{Fence, Role, Shard, Timings};
 use leader_testkit::TestDb;
 
 use crate::Res;
@@ -62,7 +62,13 @@ pub struct Fixture {
     pub stale: i64,
     /// The token of the live holder (a day's lease): its `leader_fence` is true.
     pub live: i64,
+    /// For [`Fixture::sharded`]: shard 0 of [`SHARDS`] is the shard of `stale` and `live`, and
+    /// this is the live token of shard 1, which proves nothing for shard 0.
+    pub other_shard: Option<i64>,
 }
+
+/// How many shards [`ROLE`] has in [`Fixture::sharded`].
+pub const SHARDS: u32 = 2;
 
 impl Fixture {
     /// Creates the database and grants the two leases, and checks that the fence is false for
@@ -76,22 +82,50 @@ impl Fixture {
     ///
     /// If no server can be reached (see [`TestDb::new`]).
     pub async fn new() -> Res<Fixture> {
+        Fixture::create(false).await
+    }
+
+    /// [`Fixture::new`] with [`ROLE`] in [`SHARDS`] shards: the tokens are shard 0's, and
+    /// [`Fixture::other_shard`] is shard 1's live token.
+    ///
+    /// # Errors
+    ///
+    /// As [`Fixture::new`].
+    pub async fn sharded() -> Res<Fixture> {
+        Fixture::create(true).await
+    }
+
+    async fn create(sharded: bool) -> Res<Fixture> {
         let db = TestDb::new().await;
         sqlx::raw_sql(ROLES_UP).execute(db.admin()).await?;
         sqlx::raw_sql(SCHEMA).execute(db.admin()).await?;
-        let stale = grant(&db, "superseded-leader").await?;
+        let shard = |index| sharded.then(|| Shard::new(index, SHARDS)).transpose();
+        if sharded {
+            sqlx::query("SELECT leader_reshard($1, $2)")
+                .bind(ROLE.as_str())
+                .bind(SHARDS as i32)
+                .execute(db.admin())
+                .await?;
+        }
+        let stale = grant(&db, "superseded-leader", shard(0)?).await?;
         sqlx::query(
-            "UPDATE leader_leases SET expires_at = now() - interval '1 ms' WHERE role = $1",
+            "UPDATE leader_leases SET expires_at = now() - interval '1 ms'
+              WHERE role = $1 AND holder_id IS NOT NULL",
         )
         .bind(ROLE.as_str())
         .execute(db.admin())
         .await?;
-        let live = grant(&db, "live-leader").await?;
+        let live = grant(&db, "live-leader", shard(0)?).await?;
+        let other_shard = match shard(1)? {
+            Some(other) => Some(grant(&db, "other-shard-leader", Some(other)).await?.token()),
+            None => None,
+        };
         let (stale_fence, live_fence): (bool, bool) =
-            sqlx::query_as("SELECT leader_fence($1, $2), leader_fence($1, $3)")
+            sqlx::query_as("SELECT leader_fence($1, 0, $4, $2), leader_fence($1, 0, $4, $3)")
                 .bind(ROLE.as_str())
                 .bind(stale.token())
                 .bind(live.token())
+                .bind(if sharded { SHARDS as i32 } else { 1 })
                 .fetch_one(db.admin())
                 .await?;
         if stale.token() >= live.token() || stale_fence || !live_fence {
@@ -107,13 +141,21 @@ impl Fixture {
             db,
             stale: stale.token(),
             live: live.token(),
+            other_shard,
         })
     }
 }
 
-async fn grant(db: &TestDb, holder: &str) -> Res<Fence> {
+async fn grant(db: &TestDb, holder: &str, shard: Option<Shard>) -> Res<Fence> {
     let timings = Timings::scaled_to_ttl(Duration::from_secs(24 * 3600))?;
-    match lease::acquire_one(db.admin(), ROLE, holder, Duration::from_millis(1), &timings).await? {
+    let mut wanted = lease::Wanted::every(ROLE, Duration::from_millis(1));
+    if let Some(shard) = shard {
+        wanted = wanted.in_shard(shard);
+    }
+    match lease::acquire(db.admin(), &[wanted], holder, 1, &timings)
+        .await?
+        .remove(0)
+    {
         Acquired::Granted(grant) => Ok(grant.fence),
         Acquired::Refused(refusal) => Err(format!("{holder} was refused: {refusal:?}").into()),
     }

@@ -22,6 +22,8 @@ const SEED: u64 = 1;
 /// builds load it), with, against the rewritten checker, 8 statements that a seeded OR-as-AND
 /// bug lets through and 7 for a `<> ALL` gate (`scripts/mutants.py`).
 const CASES: usize = 2_000;
+/// How many statements the sharded run takes (the same grammar, so fewer suffice).
+const SHARD_CASES: usize = 1_000;
 
 /// The share of statements that must be accepted and safe, so the run tests acceptance.
 const MIN_ACCEPTED_SAFE: f64 = 0.25;
@@ -37,7 +39,24 @@ async fn no_statement_the_checker_accepts_acts_for_a_superseded_leader() {
     let outcome = runner::run(&fixture, &Settings::new(CASES, SEED), |_| {})
         .await
         .expect("the run");
-    let report = report::markdown(&outcome);
+    judge(&outcome);
+}
+
+/// The same grammar as a shard's claims (the four-argument fence beside its shard filter) on a
+/// role of two shards: no accepted statement acts with shard 0's superseded token, nor with
+/// shard 1's live token bound as shard 0's.
+#[tokio::test]
+async fn no_shard_claim_the_checker_accepts_acts_for_a_superseded_leader_or_another_shard() {
+    let fixture = Fixture::sharded().await.expect("the fixture");
+    let outcome = runner::run(&fixture, &Settings::sharded(SHARD_CASES, SEED), |_| {})
+        .await
+        .expect("the run");
+    judge(&outcome);
+}
+
+/// Fails when the run proves too little, or when an accepted statement acted.
+fn judge(outcome: &fence_differential::outcome::Outcome) {
+    let report = report::markdown(outcome);
     println!("{report}");
 
     let total = &outcome.total;
