@@ -1,7 +1,10 @@
 //! `fence-differential [--cases N] [--seed S] [--shrinks K] [--no-live] [--reads-are-claims]
-//! [--write PATH]`: the long run of the generated differential test, for the figures in
-//! `docs/benchmarks/fence-differential.md`. `--reads-are-claims` also counts rows returned by a
-//! statement that only reads as acting, which the checker's contract allows.
+//! [--sharded] [--write PATH]`: the long run of the generated differential test, for the figures
+//! in `docs/benchmarks/fence-differential.md` (and, with `--sharded`,
+//! `docs/benchmarks/fence-differential-shards.md`). `--reads-are-claims` also counts rows
+//! returned by a statement that only reads as acting, which the checker's contract allows.
+//! `--sharded` runs the statements as shard claims on a role of two shards (see
+//! `Settings::sharded`).
 //!
 //! It runs on the server in `DATABASE_URL`, or starts its own throwaway PostgreSQL when that is
 //! unset, prints the page, and with `--write` puts it in the file between the generated-report
@@ -21,7 +24,7 @@ use fence_differential::{Res, report};
 
 const NAME: &str = "fence-differential";
 const USAGE: &str = "usage: fence-differential [--cases N] [--seed S] [--shrinks K] [--no-live] \
-                     [--reads-are-claims] [--write PATH]";
+                     [--reads-are-claims] [--sharded] [--write PATH]";
 
 /// What the command line asks for.
 struct Args {
@@ -40,6 +43,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--shrinks" => settings.max_shrinks = number(&value("--shrinks")?, "--shrinks")?,
             "--no-live" => settings.live = false,
             "--reads-are-claims" => settings.reads_are_claims = true,
+            "--sharded" => settings.sharded = true,
             "--write" => write = Some(value("--write")?),
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
@@ -71,6 +75,9 @@ fn command(settings: &Settings) -> String {
     if settings.reads_are_claims {
         command += " --reads-are-claims";
     }
+    if settings.sharded {
+        return command + " --sharded --write docs/benchmarks/fence-differential-shards.md";
+    }
     command + " --write docs/benchmarks/fence-differential.md"
 }
 
@@ -99,7 +106,11 @@ async fn main() -> ExitCode {
 /// Runs and reports; returns whether no accepted statement acted.
 async fn run(args: Args) -> Res<bool> {
     let settings = &args.settings;
-    let fixture = Fixture::new().await?;
+    let fixture = if settings.sharded {
+        Fixture::sharded().await?
+    } else {
+        Fixture::new().await?
+    };
     let server_version: String = sqlx::query_scalar("SHOW server_version")
         .fetch_one(fixture.db.admin())
         .await?;
