@@ -40,6 +40,17 @@ async fn app_role(db: &TestDb) -> sqlx::PgPool {
     db.pool_as("leader_app", 1).await
 }
 
+/// A database that ran `migrations` (an application as an earlier version left it), and a pool
+/// of an application role granted then.
+async fn upgrading(migrations: &[&'static str]) -> (TestDb, sqlx::PgPool) {
+    let db = TestDb::unmigrated().await;
+    for migration in migrations {
+        db.exec(migration).await;
+    }
+    let app = app_role(&db).await;
+    (db, app)
+}
+
 /// Asserts that the schema check refused `err`, naming `object` out of date and `migration` as
 /// the fix.
 fn asks_for(err: leader_runtime::schema::SchemaError, object: &str, migration: &str) {
@@ -151,11 +162,7 @@ async fn the_pause_floor_upgrade_keeps_leader_pauses_grants_and_the_schema_check
 
 #[tokio::test]
 async fn the_schedules_upgrade_keeps_leader_status_readable_and_the_schema_check_asks_for_it() {
-    let db = TestDb::unmigrated().await;
-    for migration in [FIRST, SECOND, THIRD, ROLES_UP] {
-        db.exec(migration).await;
-    }
-    let app = app_role(&db).await;
+    let (db, app) = upgrading(&[FIRST, SECOND, THIRD, ROLES_UP]).await;
     let out_of_date = |err| {
         asks_for(
             err,
@@ -213,11 +220,7 @@ async fn two_argument_fence(app: &sqlx::PgPool, fence: leader_runtime::Fence) ->
 
 #[tokio::test]
 async fn the_shards_upgrade_keeps_seeding_grants_and_the_fence_and_the_schema_check_asks_for_it() {
-    let db = TestDb::unmigrated().await;
-    for migration in [FIRST, SECOND, THIRD, FOURTH, ROLES_UP] {
-        db.exec(migration).await;
-    }
-    let app = app_role(&db).await;
+    let (db, app) = upgrading(&[FIRST, SECOND, THIRD, FOURTH, ROLES_UP]).await;
     let out_of_date = |err| {
         asks_for(
             err,
