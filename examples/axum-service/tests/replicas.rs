@@ -245,6 +245,8 @@ struct Replica {
     name: &'static str,
     child: Child,
     log: Arc<Mutex<Vec<String>>>,
+    /// The task that reads its stderr into `log`; it ends at the pipe's end, after the process.
+    reader: Option<tokio::task::JoinHandle<()>>,
     http: SocketAddr,
     metrics: SocketAddr,
 }
@@ -282,7 +284,7 @@ impl Replica {
         let mut child = command.spawn().expect("the service's binary starts");
         let log = Arc::new(Mutex::new(Vec::new()));
         let stderr = child.stderr.take().unwrap();
-        tokio::spawn({
+        let reader = tokio::spawn({
             let log = log.clone();
             async move {
                 let mut lines = BufReader::new(stderr).lines();
@@ -296,6 +298,7 @@ impl Replica {
             name,
             child,
             log,
+            reader: Some(reader),
             http: metrics,
             metrics,
         };
@@ -394,8 +397,17 @@ impl Replica {
         assert!(status.success(), "kill -TERM {pid}");
     }
 
+    /// Waits for it to exit and for its last log lines to be read (the process can exit before
+    /// the test has read what it wrote last).
     async fn exit(&mut self, within: Duration) -> ExitStatus {
-        match tokio::time::timeout(within, self.child.wait()).await {
+        let exited = async {
+            let status = self.child.wait().await;
+            if let Some(reader) = self.reader.take() {
+                let _ = reader.await;
+            }
+            status
+        };
+        match tokio::time::timeout(within, exited).await {
             Ok(status) => status.expect("its exit status"),
             Err(_) => panic!(
                 "{} did not exit within {within:?} of SIGTERM:\n{}",
