@@ -53,9 +53,57 @@ pub const MIGRATION_FILES: &[MigrationFile] = migration_files![
     "20261205000000_leader_schedules.up.sql",
     "20261206000000_leader_shards.down.sql",
     "20261206000000_leader_shards.up.sql",
+    "20261207000000_leader_presence.down.sql",
+    "20261207000000_leader_presence.up.sql",
 ];
 
 pub use leader_role_name::ROLE_CONSTRAINT;
+
+/// A role as the code leads it, for [`check_schema_ready`]: its name and, when the code fixes it,
+/// its shard count. A [`Role`] converts into one that accepts the role's rows with any count
+/// (what `leaderctl check` asks); the runtime checks each role with the count it leads it with.
+///
+/// ```
+/// use leader_core::{Role, schema::ExpectedRole};
+/// const WEBHOOKS: Role = Role::from_static("webhook_delivery");
+/// let sharded = ExpectedRole::sharded(WEBHOOKS, 8);
+/// assert_eq!(sharded.shard_count(), Some(8));
+/// assert_eq!(ExpectedRole::from(WEBHOOKS).shard_count(), None);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExpectedRole {
+    role: Role,
+    shard_count: Option<u32>,
+}
+
+impl ExpectedRole {
+    /// `role`, led with `shard_count` shards (1: unsharded).
+    pub const fn sharded(role: Role, shard_count: u32) -> ExpectedRole {
+        ExpectedRole {
+            role,
+            shard_count: Some(shard_count),
+        }
+    }
+
+    /// The role.
+    pub const fn role(&self) -> Role {
+        self.role
+    }
+
+    /// The shard count its rows must have; `None` accepts any.
+    pub const fn shard_count(&self) -> Option<u32> {
+        self.shard_count
+    }
+}
+
+impl From<Role> for ExpectedRole {
+    fn from(role: Role) -> ExpectedRole {
+        ExpectedRole {
+            role,
+            shard_count: None,
+        }
+    }
+}
 
 /// Why [`check_schema_ready`] refused.
 #[derive(Debug, thiserror::Error)]
@@ -200,14 +248,15 @@ SELECT to_regclass('leader_leases') IS NOT NULL                         AS leade
        EXISTS (SELECT 1 FROM pg_attribute
                 WHERE attrelid = to_regclass('leader_leases')
                   AND attname = 'shard_count' AND NOT attisdropped)     AS shards,
+       to_regclass('leader_presence') IS NOT NULL                       AS presence,
        (SELECT pg_get_constraintdef(oid) FROM pg_constraint
          WHERE conrelid = to_regclass('leader_leases')
            AND conname = 'leader_leases_role_registered') AS role_check
 ";
 
 /// Refuses to start unless the database has the framework schema, as the latest framework
-/// migration leaves it, and every role in `roles` is listed in the role CHECK constraint and has
-/// a row.
+/// migration leaves it, and every role in `roles` is listed in the role CHECK constraint, has
+/// its rows, and, when the code fixes it ([`ExpectedRole::sharded`]), has the code's shard count.
 ///
 /// Runs a handful of catalog reads; call it once at start-up, before the first ACQUIRE. The
 /// runtime calls it for every registered role, always.
@@ -215,9 +264,10 @@ SELECT to_regclass('leader_leases') IS NOT NULL                         AS leade
 /// # Errors
 ///
 /// [`SchemaError::NotReady`] listing every problem with its fix, or [`SchemaError::Statement`].
-pub async fn check_schema_ready<'e, E>(db: E, roles: &[Role]) -> Result<(), SchemaError>
+pub async fn check_schema_ready<'e, E, R>(db: E, roles: &[R]) -> Result<(), SchemaError>
 where
     E: PgExecutor<'e> + Copy,
+    R: Copy + Into<ExpectedRole>,
 {
     // Sent as simple queries (no bind parameters), like the lease statements, so the check works
     // through a transaction-mode pooler.
@@ -238,6 +288,7 @@ where
     let pause_floor = get("pause_floor")?;
     let schedules = get("schedules")?;
     let shards = get("shards")?;
+    let presence = get("presence")?;
     let role_check: Option<String> = objects.try_get("role_check").map_err(&field)?;
     let mut problems: Vec<SchemaProblem> = [
         (table, "table leader_leases"),
@@ -276,7 +327,14 @@ where
             migration: "20261206000000_leader_shards.up.sql",
         });
     }
-    if !table || !shards {
+    if table && !presence {
+        problems.push(SchemaProblem::OutOfDate {
+            object: "table leader_presence",
+            change: "it is missing, so ACQUIRE fails",
+            migration: "20261207000000_leader_presence.up.sql",
+        });
+    }
+    if !table || !shards || !presence {
         return Err(SchemaError::NotReady(SchemaReport { problems }));
     }
     let Some(role_check) = role_check else {
@@ -296,7 +354,8 @@ where
         .map(|row| Ok((row.try_get("role")?, row.try_get("shard_count")?)))
         .collect::<Result<_, sqlx::Error>>()
         .map_err(&field)?;
-    for &role in roles {
+    for &expected in roles {
+        let ExpectedRole { role, shard_count } = expected.into();
         if !registered.iter().any(|r| r == role.as_str()) {
             problems.push(SchemaProblem::RoleNotInCheck {
                 role,
@@ -305,12 +364,15 @@ where
         } else {
             match seeded.iter().find(|(r, _)| r == role.as_str()) {
                 None => problems.push(SchemaProblem::RoleNotSeeded(role)),
-                // The runtime leads unsharded roles only, so far.
-                Some(&(_, count)) if count != 1 => problems.push(SchemaProblem::ShardCount {
-                    role,
-                    code: 1,
-                    database: u32::try_from(count).unwrap_or(0),
-                }),
+                Some(&(_, count))
+                    if shard_count.is_some_and(|code| i64::from(code) != i64::from(count)) =>
+                {
+                    problems.push(SchemaProblem::ShardCount {
+                        role,
+                        code: shard_count.unwrap_or(1),
+                        database: u32::try_from(count).unwrap_or(0),
+                    });
+                }
                 Some(_) => {}
             }
         }

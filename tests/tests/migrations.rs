@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use common::{ALPHA, FAST, ROLES_UP};
 use leader_runtime::protocol::lease::{self, Acquired};
 use leader_runtime::protocol::operator;
-use leader_runtime::schema::check_schema_ready;
+use leader_runtime::schema::{ExpectedRole, check_schema_ready};
 use leader_testkit::TestDb;
 
 const FIRST: &str =
@@ -27,6 +27,10 @@ const FIFTH: &str =
     include_str!("../../leader-core/migrations/20261206000000_leader_shards.up.sql");
 const FIFTH_DOWN: &str =
     include_str!("../../leader-core/migrations/20261206000000_leader_shards.down.sql");
+const SIXTH: &str =
+    include_str!("../../leader-core/migrations/20261207000000_leader_presence.up.sql");
+const SIXTH_DOWN: &str =
+    include_str!("../../leader-core/migrations/20261207000000_leader_presence.down.sql");
 
 async fn app_role(db: &TestDb) -> sqlx::PgPool {
     db.exec(
@@ -115,10 +119,11 @@ async fn the_pause_floor_upgrade_keeps_leader_pauses_grants_and_the_schema_check
     let db = TestDb::unmigrated().await;
     db.exec(FIRST).await;
     db.exec(SECOND).await;
-    // The lease statements of this version need the fourth and fifth migrations' columns; they
-    // touch nothing the third changes, so they can run first here.
+    // The lease statements of this version need the fourth, fifth and sixth migrations' objects;
+    // they touch nothing the third changes, so they can run first here.
     db.exec(FOURTH).await;
     db.exec(FIFTH).await;
+    db.exec(SIXTH).await;
     db.exec(ROLES_UP).await;
     let app = app_role(&db).await;
     let before = |err| {
@@ -173,8 +178,9 @@ async fn the_schedules_upgrade_keeps_leader_status_readable_and_the_schema_check
     out_of_date(check_schema_ready(&app, &[ALPHA]).await.unwrap_err());
 
     db.exec(FOURTH).await;
-    // The lease statements of this version need the fifth migration's columns too.
+    // The lease statements of this version need the fifth and sixth migrations' objects too.
     db.exec(FIFTH).await;
+    db.exec(SIXTH).await;
     check_schema_ready(&app, &[ALPHA])
         .await
         .expect("the schema check passes once it ran");
@@ -200,11 +206,13 @@ async fn the_schedules_upgrade_keeps_leader_status_readable_and_the_schema_check
         "the instant in progress is the next one"
     );
 
+    db.exec(SIXTH_DOWN).await;
     db.exec(FIFTH_DOWN).await;
     db.exec(FOURTH_DOWN).await;
     out_of_date(check_schema_ready(db.admin(), &[ALPHA]).await.unwrap_err());
     db.exec(FOURTH).await;
     db.exec(FIFTH).await;
+    db.exec(SIXTH).await;
     check_schema_ready(db.admin(), &[ALPHA]).await.unwrap();
 }
 
@@ -231,6 +239,7 @@ async fn the_shards_upgrade_keeps_seeding_grants_and_the_fence_and_the_schema_ch
     out_of_date(check_schema_ready(&app, &[ALPHA]).await.unwrap_err());
 
     db.exec(FIFTH).await;
+    db.exec(SIXTH).await;
     check_schema_ready(&app, &[ALPHA])
         .await
         .expect("the schema check passes once it ran");
@@ -264,7 +273,10 @@ async fn the_shards_upgrade_keeps_seeding_grants_and_the_fence_and_the_schema_ch
         !two_argument_fence(&app, grant.fence).await,
         "a fence from before the role was sharded claims nothing after"
     );
-    let text = check_schema_ready(&app, &[ALPHA])
+    check_schema_ready(&app, &[ALPHA])
+        .await
+        .expect("a role without a count in code accepts any (leaderctl check)");
+    let text = check_schema_ready(&app, &[ExpectedRole::sharded(ALPHA, 1)])
         .await
         .unwrap_err()
         .to_string();
@@ -280,11 +292,76 @@ async fn the_shards_upgrade_keeps_seeding_grants_and_the_fence_and_the_schema_ch
     );
 
     db.exec("SELECT leader_reshard('alpha', 1)").await;
-    check_schema_ready(&app, &[ALPHA]).await.unwrap();
+    check_schema_ready(&app, &[ExpectedRole::sharded(ALPHA, 1)])
+        .await
+        .unwrap();
+    db.exec(SIXTH_DOWN).await;
     db.exec(FIFTH_DOWN).await;
     out_of_date(check_schema_ready(&app, &[ALPHA]).await.unwrap_err());
     db.exec(FIFTH).await;
+    db.exec(SIXTH).await;
     check_schema_ready(&app, &[ALPHA])
         .await
         .expect("the app role keeps its grants across down and up");
+}
+
+#[tokio::test]
+async fn the_presence_upgrade_grants_the_table_and_the_shard_pause_and_the_schema_check_asks_for_it()
+ {
+    let (db, app) = upgrading(&[FIRST, SECOND, THIRD, FOURTH, FIFTH, ROLES_UP]).await;
+    let out_of_date = |err| {
+        asks_for(
+            err,
+            "table leader_presence",
+            "20261207000000_leader_presence.up.sql",
+        )
+    };
+    out_of_date(check_schema_ready(&app, &[ALPHA]).await.unwrap_err());
+
+    db.exec(SIXTH).await;
+    db.exec("SELECT leader_reshard('alpha', 2)").await;
+    check_schema_ready(&app, &[ExpectedRole::sharded(ALPHA, 2)])
+        .await
+        .expect("the schema check passes once it ran");
+    let shard = leader_runtime::Shard::new(1, 2).unwrap();
+    let wanted = [lease::Wanted::every(ALPHA, Duration::from_millis(1)).in_shard(shard)];
+    let granted = lease::acquire(&app, &wanted, "app", 1, &FAST)
+        .await
+        .expect("the role granted before the upgrade records its presence");
+    assert!(matches!(granted[0], Acquired::Granted(_)), "{granted:?}");
+    assert_eq!(
+        db.count("SELECT count(*) FROM leader_presence WHERE holder_id = 'app'")
+            .await,
+        1
+    );
+    sqlx::query("SELECT leader_pause_shard('alpha', 1, 'ops')")
+        .execute(&app)
+        .await
+        .expect("and may pause one shard");
+    let paused = db
+        .count("SELECT count(*) FROM leader_status WHERE role = 'alpha' AND state = 'paused'")
+        .await;
+    assert_eq!(paused, 1, "only that shard");
+    sqlx::query("SELECT leader_unpause_shard('alpha', 1)")
+        .execute(&app)
+        .await
+        .expect("and unpause it");
+    let public = db
+        .count(
+            "SELECT count(*) FROM pg_proc p, aclexplode(p.proacl) a
+              WHERE p.oid = 'leader_pause_shard(text, integer, text, text)'::regprocedure
+                AND a.grantee = 0",
+        )
+        .await;
+    assert_eq!(public, 0, "PUBLIC may not execute it");
+
+    db.exec(SIXTH_DOWN).await;
+    out_of_date(check_schema_ready(&app, &[ALPHA]).await.unwrap_err());
+    db.exec(SIXTH).await;
+    check_schema_ready(&app, &[ALPHA])
+        .await
+        .expect("the app role keeps its grants across down and up");
+    lease::acquire(&app, &wanted, "app", 1, &FAST)
+        .await
+        .expect("and may still record its presence");
 }

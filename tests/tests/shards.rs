@@ -353,3 +353,166 @@ async fn the_shards_of_a_calendar_role_each_serve_the_instant_they_ask_for() {
     let asked: Vec<_> = plans.iter().map(|plan| plan.instant).collect();
     assert_eq!(recorded, asked, "each shard's row records its own instant");
 }
+
+/// The indexes of the shards `answers` granted.
+fn granted_indexes(answers: &[Acquired]) -> Vec<u32> {
+    answers
+        .iter()
+        .filter_map(|answer| match answer {
+            Acquired::Granted(grant) => grant.fence.shard().map(Shard::index),
+            Acquired::Refused(_) => None,
+        })
+        .collect()
+}
+
+/// Releases each granted lease of `answers` as shut down (no cooldown, nothing completed), so
+/// the shards are due again at once.
+async fn shut_down(db: &TestDb, answers: &[Acquired]) {
+    for answer in answers {
+        if let Acquired::Granted(grant) = answer {
+            let released = lease::release(
+                db.pool(),
+                grant.fence,
+                ReleaseOutcome::Shutdown,
+                HOUR,
+                &FAST,
+            )
+            .await
+            .unwrap();
+            assert!(released.changed);
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_replica_is_granted_at_most_its_share_of_the_live_replicas_and_the_rest_say_share_held() {
+    let db = database().await;
+    db.exec("SELECT leader_reshard('alpha', 8)").await;
+    let wanted = shards_of_alpha(8);
+    // Alone, a replica takes every shard.
+    let alone = acquire(&db, &wanted, "a").await;
+    assert_eq!(granted_indexes(&alone).len(), 8);
+    // b and c ask while a holds them all: refused, but now present.
+    for who in ["b", "c"] {
+        let answers = acquire(&db, &wanted, who).await;
+        assert!(answers.iter().all(|a| reason_of(a) == RefusalReason::Held));
+    }
+    shut_down(&db, &alone).await;
+
+    // Three live replicas, eight shards: a share is ceil(8 / 3) = 3.
+    let a = acquire(&db, &wanted, "a").await;
+    assert_eq!(granted_indexes(&a).len(), 3, "{a:?}");
+    assert_eq!(
+        a.iter()
+            .filter(|answer| matches!(answer, Acquired::Refused(r) if r.reason == RefusalReason::ShareHeld))
+            .count(),
+        5,
+        "the shards above a's share say so: {a:?}"
+    );
+    let b = acquire(&db, &wanted, "b").await;
+    assert_eq!(granted_indexes(&b).len(), 3, "{b:?}");
+    let c = acquire(&db, &wanted, "c").await;
+    assert_eq!(granted_indexes(&c).len(), 2, "{c:?}");
+    let mut all: Vec<u32> = [&a, &b, &c]
+        .into_iter()
+        .flat_map(|x| granted_indexes(x))
+        .collect();
+    all.sort_unstable();
+    assert_eq!(all, (0..8).collect::<Vec<_>>(), "every shard, once");
+
+    // A replica at its share asks again: nothing more, even for a shard that falls free.
+    shut_down(&db, &c).await;
+    let again = acquire(&db, &wanted, "a").await;
+    assert!(granted_indexes(&again).is_empty(), "{again:?}");
+}
+
+#[tokio::test]
+async fn a_joining_replica_lowers_the_others_share_and_takes_the_shards_they_release() {
+    let db = database().await;
+    db.exec("SELECT leader_reshard('alpha', 8)").await;
+    let wanted = shards_of_alpha(8);
+    let first = acquire(&db, &wanted, "a").await;
+    assert_eq!(granted_indexes(&first).len(), 8);
+    // b joins: everything is held, so it is only present.
+    assert!(granted_indexes(&acquire(&db, &wanted, "b").await).is_empty());
+    // a's ticks end (a tick boundary, no lease expiry): a takes back only its share of two live
+    // replicas, preferring the shards it ran; b takes the rest at once.
+    shut_down(&db, &first).await;
+    let a = acquire(&db, &wanted, "a").await;
+    assert_eq!(granted_indexes(&a).len(), 4, "{a:?}");
+    let b = acquire(&db, &wanted, "b").await;
+    assert_eq!(granted_indexes(&b).len(), 4, "{b:?}");
+}
+
+#[tokio::test]
+async fn a_dead_replicas_share_goes_to_the_survivors_once_its_presence_and_leases_expire() {
+    let db = database().await;
+    db.exec("SELECT leader_reshard('alpha', 8)").await;
+    let wanted = shards_of_alpha(8);
+    let first = acquire(&db, &wanted, "a").await;
+    for who in ["b", "c"] {
+        acquire(&db, &wanted, who).await;
+    }
+    shut_down(&db, &first).await;
+    let mut held: Vec<(&str, Vec<Acquired>)> = Vec::new();
+    for who in ["a", "b", "c"] {
+        held.push((who, acquire(&db, &wanted, who).await));
+    }
+    // c dies: it sends nothing more. a and b keep renewing and asking, past one TTL.
+    let waited = tokio::time::Instant::now();
+    loop {
+        for (_, answers) in &held[..2] {
+            let fences: Vec<Fence> = answers
+                .iter()
+                .filter_map(|answer| match answer {
+                    Acquired::Granted(grant) => Some(grant.fence),
+                    Acquired::Refused(_) => None,
+                })
+                .collect();
+            lease::renew(db.pool(), &fences, &FAST).await.unwrap();
+        }
+        // Each survivor asks for a shard it holds: refused, but present for another TTL.
+        for (who, answers) in &held[..2] {
+            let own = granted_indexes(answers)[0] as usize;
+            acquire(&db, &wanted[own..=own], who).await;
+        }
+        let c_live: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM leader_leases WHERE holder_id = 'c' AND expires_at > now())
+                 OR EXISTS (SELECT 1 FROM leader_presence WHERE holder_id = 'c' AND seen_until > now())",
+        )
+        .fetch_one(db.admin())
+        .await
+        .unwrap();
+        if !c_live {
+            break;
+        }
+        assert!(
+            waited.elapsed() < Duration::from_secs(60),
+            "c never expired"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Two live replicas: a share is 4. Each survivor had 3 or fewer, and takes c's.
+    let a = acquire(&db, &wanted, "a").await;
+    let b = acquire(&db, &wanted, "b").await;
+    let (had_a, had_b) = (
+        granted_indexes(&held[0].1).len(),
+        granted_indexes(&held[1].1).len(),
+    );
+    assert_eq!(had_a + granted_indexes(&a).len(), 4, "{a:?}");
+    assert_eq!(had_b + granted_indexes(&b).len(), 4, "{b:?}");
+}
+
+#[tokio::test]
+async fn an_unsharded_role_leaves_no_presence_row() {
+    let db = database().await;
+    let answers = lease::acquire(db.pool(), &[Wanted::every(ALPHA, HOUR)], "a", 1, &FAST)
+        .await
+        .unwrap();
+    assert!(matches!(answers[0], Acquired::Granted(_)));
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM leader_presence")
+        .fetch_one(db.admin())
+        .await
+        .unwrap();
+    assert_eq!(rows, 0);
+}

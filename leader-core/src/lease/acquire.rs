@@ -2,10 +2,21 @@
 //!
 //! # Spreading roles
 //!
-//! One call grants at most `ceil(due / (other live holders + 1))` roles (and at most
-//! `max_grants`), where "other live holders" counts the distinct holders of other unexpired
-//! leases: with others alive, no replica takes every due role in one poll; alone, it takes them
-//! all. The roles left out answer [`RefusalReason::Contended`] with `retry_after` zero.
+//! One call grants at most `ceil(due / (other live holders + 1))` unsharded roles (and at most
+//! `max_grants` leases in all), where "other live holders" counts the distinct holders of other
+//! unexpired leases: with others alive, no replica takes every due role in one poll; alone, it
+//! takes them all. The roles left out answer [`RefusalReason::Contended`] with `retry_after` zero.
+//!
+//! # Spreading shards
+//!
+//! For a sharded role (one asked for with [`Wanted::in_shard`] and more than one shard), the same
+//! statement first records the caller as present for the role (`leader_presence`, for one TTL on
+//! the database clock), then grants it at most `ceil(shard_count / live) - held` of the role's
+//! shards, where `live` counts the replicas with an unexpired presence row or lease of the role
+//! (the caller included) and `held` the shards it holds now. Among the due shards it prefers
+//! those whose last completed tick was its own, so that shards stay where they ran. The shards
+//! left out answer [`RefusalReason::ShareHeld`]. This decides how shards spread, never who may
+//! hold one: the grant's guards are the same for every row.
 //!
 //! # No deadlock
 //!
@@ -61,7 +72,7 @@ wanted (wanted_role, wanted_shard_index, wanted_shard_count, wanted_interval_ms,
         wanted_calendar, wanted_instant, wanted_following, wanted_each, wanted_previous)
     AS (VALUES :wanted),
 due AS MATERIALIZED (
-    SELECT role, shard_index
+    SELECT role, shard_index, last_tick_holder, wanted_shard_count > 1 AS sharded
       FROM leader_leases JOIN wanted ON role = wanted_role AND shard_index = wanted_shard_index
      WHERE shard_count = :shard_count
        AND paused_at IS NULL
@@ -78,13 +89,69 @@ others AS (
       FROM leader_leases
      WHERE expires_at > now() AND holder_id <> :holder
 ),
+presence AS (
+    INSERT INTO leader_presence (role, holder_id, shard_count, seen_until)
+    SELECT DISTINCT wanted_role, :holder, wanted_shard_count,
+           now() + :ttl_ms * interval '1 millisecond'
+      FROM wanted
+     WHERE wanted_shard_count > 1
+        ON CONFLICT (role, holder_id)
+        DO UPDATE SET shard_count = excluded.shard_count, seen_until = excluded.seen_until
+    RETURNING role
+),
+gone AS (
+    DELETE FROM leader_presence
+     WHERE ctid IN (SELECT p.ctid
+                      FROM leader_presence p
+                     WHERE p.role IN (SELECT wanted_role FROM wanted WHERE wanted_shard_count > 1)
+                       AND p.holder_id <> :holder
+                       AND p.seen_until < now() - interval '1 hour'
+                       FOR UPDATE SKIP LOCKED)
+    RETURNING role
+),
+share AS MATERIALIZED (
+    SELECT r.share_role,
+           ceil(r.share_count::numeric / (1 + (
+               SELECT count(DISTINCT live.holder)
+                 FROM (SELECT p.holder_id AS holder
+                         FROM leader_presence p
+                        WHERE p.role = r.share_role AND p.shard_count = r.share_count
+                          AND p.seen_until > now()
+                       UNION ALL
+                       SELECT l.holder_id
+                         FROM leader_leases l
+                        WHERE l.role = r.share_role AND l.expires_at > now()) AS live
+                WHERE live.holder <> :holder)))::bigint
+           - (SELECT count(*)
+                FROM leader_leases l
+               WHERE l.role = r.share_role AND l.expires_at > now() AND l.holder_id = :holder)
+           AS room
+      FROM (SELECT DISTINCT wanted_role AS share_role, wanted_shard_count AS share_count
+              FROM wanted
+             WHERE wanted_shard_count > 1) AS r
+),
+within_share AS MATERIALIZED (
+    SELECT ranked.role, ranked.shard_index, ranked.sharded,
+           CASE WHEN ranked.sharded THEN ranked.nth <= share.room
+                ELSE ranked.nth <= ceil((SELECT count(*) FROM due WHERE NOT sharded)::numeric
+                                        / ((SELECT live FROM others) + 1))
+           END AS within
+      FROM (SELECT role, shard_index, sharded,
+                   CASE WHEN sharded
+                        THEN row_number() OVER (PARTITION BY role
+                                                ORDER BY last_tick_holder IS DISTINCT FROM :holder,
+                                                         shard_index)
+                        ELSE row_number() OVER (PARTITION BY sharded ORDER BY role)
+                   END AS nth
+              FROM due) AS ranked
+      LEFT JOIN share ON share.share_role = ranked.role
+),
 picked AS MATERIALIZED (
     SELECT role, shard_index
       FROM leader_leases
-     WHERE (role, shard_index) IN (SELECT role, shard_index FROM due)
+     WHERE (role, shard_index) IN (SELECT role, shard_index FROM within_share WHERE within)
      ORDER BY role, shard_index
-     LIMIT least(:max_grants,
-                 ceil((SELECT count(*) FROM due)::numeric / ((SELECT live FROM others) + 1))::bigint)
+     LIMIT :max_grants
        FOR UPDATE SKIP LOCKED
 ),
 granted AS (
@@ -144,6 +211,10 @@ SELECT s.wanted_role                 AS wanted_role,
        coalesce(s.wanted_each AND s.last_completed_instant < s.wanted_previous, false)
                                      AS instant_not_next,
        coalesce(s.due_at > now(), false)     AS not_due,
+       coalesce((SELECT w.sharded AND NOT w.within
+                   FROM within_share w
+                  WHERE w.role = s.wanted_role AND w.shard_index = s.wanted_shard_index), false)
+                                     AS over_share,
        s.last_completed_instant      AS last_completed_instant,
        s.holder_id                   AS holder_id,
        (extract(epoch FROM greatest(
@@ -335,6 +406,13 @@ pub enum RefusalReason {
     /// it, and this caller still runs with the old count. Granting it would let two holders claim
     /// overlapping keys, so it is refused until the caller restarts with the new count.
     ShardCountChanged,
+    /// The shard is due, but this caller already holds its share of the role's shards:
+    /// `ceil(shard_count / live replicas)`, where a replica is live while its presence row for
+    /// the same count (which every ACQUIRE for a sharded role refreshes for one TTL) or a lease of
+    /// the role is unexpired. It is left to a replica with room; no time is known (`retry_after`
+    /// is `None`): the caller asks again at its next poll, or at once when one of its own ticks
+    /// ends.
+    ShareHeld,
 }
 
 /// ACQUIRE: claims each of `roles` for one tick, as `holder_id`, if it is unpaused, unheld (or
@@ -498,12 +576,14 @@ fn acquired_from(row: &PgRow, wanted: &Wanted) -> Result<Acquired, StatementErro
         RefusalReason::InstantNotNext
     } else if flag("not_due")? {
         RefusalReason::NotDue
+    } else if flag("over_share")? {
+        RefusalReason::ShareHeld
     } else {
         RefusalReason::Contended
     };
     let wait_ms: Option<i64> = row.try_get("wait_ms").map_err(&field)?;
     let retry_after = match reason {
-        RefusalReason::Paused | RefusalReason::ShardCountChanged => None,
+        RefusalReason::Paused | RefusalReason::ShardCountChanged | RefusalReason::ShareHeld => None,
         RefusalReason::Contended
         | RefusalReason::InstantCompleted
         | RefusalReason::InstantNotNext => Some(Duration::ZERO),
