@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use leader_core::lease::Grant;
-use leader_core::{Fence, Role};
+use leader_core::{Fence, Role, Shard, ShardFence};
 use sqlx::PgPool;
 
 use crate::cancel::{CancelCause, TickCancellation};
@@ -112,6 +112,19 @@ impl TickContext {
     /// The role this tick leads.
     pub fn role(&self) -> Role {
         self.fence.role()
+    }
+
+    /// Which shard of a sharded role this tick leads (index and count); `None` for an unsharded
+    /// role.
+    pub fn shard(&self) -> Option<Shard> {
+        self.fence.shard()
+    }
+
+    /// The fence a sharded role's claims prove, with the four-argument `leader_fence` beside
+    /// `leader_shard_of(key, $3) = $2` (see [`ShardFence`]); `None` for an unsharded role, whose
+    /// claims bind [`TickContext::fence`].
+    pub fn shard_fence(&self) -> Option<ShardFence> {
+        self.fence.shard_fence()
     }
 
     /// When the lease was granted (database clock).

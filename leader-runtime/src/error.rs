@@ -33,6 +33,18 @@ pub enum BuildError {
         source: leader_schedule::ScheduleError,
     },
 
+    /// A sharded role's shard count is 0 or above [`MAX_SHARDS`](crate::MAX_SHARDS).
+    #[error(
+        "role `{role}` has {shard_count} shards: a sharded role has 1 to {max} shards",
+        max = leader_core::MAX_SHARDS
+    )]
+    ShardCount {
+        /// The role.
+        role: Role,
+        /// The rejected count.
+        shard_count: u32,
+    },
+
     /// Two jobs were registered for the same role.
     #[error(
         "role `{role}` is led by two jobs, `{first}` and `{second}`: a role has exactly one job; \

@@ -159,7 +159,7 @@ pub use leader_core::{
 };
 #[cfg(feature = "macros")]
 pub use leader_macros::{fenced, leader_role, unfenced};
-pub use leadership::Leadership;
+pub use leadership::{Lead, Leadership};
 pub use registry::JobError;
 pub use runtime::{JobInfo, Runtime, RuntimeBuilder};
 pub use state::State;

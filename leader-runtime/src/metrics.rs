@@ -16,7 +16,10 @@
 //! | `leader_schedule_overdue_seconds` | gauge | `role` | for a calendar role, how long its next instant (`leader_status.next_instant`) is past on the database clock while unpaused; 0 when none is |
 //!
 //! The age, unknown and paused gauges are refreshed by every runtime from the table, so any
-//! replica reports the cluster's facts, not only the leader.
+//! replica reports the cluster's facts, not only the leader. A sharded role has the same metrics,
+//! labelled by `role` alone: its gauges report its stalest shard (the oldest last completed
+//! tick, unknown while any shard has never completed one, the longest pause, the most overdue
+//! instant), and its counters and histograms sum its shards' ticks.
 //!
 //! Every metric is described (`# HELP` in Prometheus) with the meaning above when the runtime
 //! starts, to whatever recorder is installed then, and by the exporter's `install`. The `prometheus` feature's exporter
@@ -198,20 +201,25 @@ pub(crate) struct LeaseAges {
 }
 
 /// The status read, named by its leading comment ([`leader_core::Statement::StatusRead`]).
+///
+/// One line per role: a sharded role reports its stalest shard (the oldest last tick, unknown
+/// while any shard never completed one; the longest pause; the most overdue instant), so an
+/// alert on the role fires when any one shard stalls, and the labels stay `role` alone.
 const STATUS_READ: &str = "/* leader:status */ SELECT role,
                 -- greatest() skips NULLs: a role that never completed, or is not paused, stays NULL.
-                CASE WHEN last_tick_ended_at IS NOT NULL
-                     THEN greatest(extract(epoch FROM now() - last_tick_ended_at), 0)::float8
+                CASE WHEN bool_and(last_tick_ended_at IS NOT NULL)
+                     THEN greatest(extract(epoch FROM now() - min(last_tick_ended_at)), 0)::float8
                 END AS age,
-                CASE WHEN paused_at IS NOT NULL
-                     THEN greatest(extract(epoch FROM now() - paused_at), 0)::float8
+                CASE WHEN bool_or(paused_at IS NOT NULL)
+                     THEN greatest(extract(epoch FROM now() - min(paused_at)), 0)::float8
                 END AS paused_for,
-                CASE WHEN next_instant IS NOT NULL
-                     THEN CASE WHEN paused_at IS NULL
+                CASE WHEN bool_or(next_instant IS NOT NULL)
+                     THEN coalesce(max(CASE WHEN paused_at IS NULL
                                THEN greatest(extract(epoch FROM now() - next_instant), 0)::float8
-                               ELSE 0 END
+                               END), 0)
                 END AS overdue
-           FROM leader_status";
+           FROM leader_status
+          GROUP BY role";
 
 /// Reads the last completed tick's age and the pause age of every role from `leader_leases`.
 pub(crate) async fn read_status(pool: &PgPool) -> Result<Vec<LeaseAges>, sqlx::Error> {

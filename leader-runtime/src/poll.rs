@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use leader_core::Role;
 use leader_core::lease::{Acquired, Grant, Wanted};
+use leader_core::{Role, Shard};
 use leader_schedule::Schedule;
 use rand::Rng;
 use tokio::sync::mpsc;
@@ -77,28 +77,35 @@ impl ReadOnlyState {
     }
 }
 
-/// A grant the poller hands to its role's worker, with the instant its ACQUIRE was sent.
+/// A grant the poller hands to its lease's worker, with the instant its ACQUIRE was sent.
 pub(crate) type Handoff = (Grant, Instant);
 
-/// Runs each tick the poller grants `spec`, then tells the poller on `done`. Returns once the
-/// poller has stopped (its sender dropped) and the last tick has been released.
-pub(crate) async fn work_role(
+/// One lease row a replica polls for: a role, and which of its shards for a sharded role.
+pub(crate) type LeaseKey = (Role, Option<Shard>);
+
+/// Runs each tick the poller grants `spec` for the lease `key`, then tells the poller on `done`.
+/// Returns once the poller has stopped (its sender dropped) and the last tick has been released.
+pub(crate) async fn work_lease(
     env: &TickEnv<'_>,
     spec: Arc<RoleSpec>,
+    key: LeaseKey,
     mut grants: mpsc::Receiver<Handoff>,
-    done: mpsc::UnboundedSender<Role>,
+    done: mpsc::UnboundedSender<LeaseKey>,
 ) {
     while let Some((grant, sent)) = grants.recv().await {
-        env.leadership.started(grant.fence);
+        let fence = grant.fence;
+        env.leadership.started(fence);
         run_tick(env, &spec, grant, sent).await;
-        env.leadership.ended(spec.role);
-        let _ = done.send(spec.role);
+        env.leadership.ended(fence);
+        let _ = done.send(key);
     }
 }
 
-/// One role the poller polls for: its schedule and its worker's inbox.
+/// One lease the poller polls for (a role, or one shard of a sharded role): its schedule and its
+/// worker's inbox.
 pub(crate) struct Polled {
     pub role: Role,
+    pub shard: Option<Shard>,
     pub schedule: Schedule,
     pub worker: mpsc::Sender<Handoff>,
     /// For a calendar role, which instant to ask for.
@@ -106,20 +113,33 @@ pub(crate) struct Polled {
 }
 
 impl Polled {
-    pub(crate) fn new(role: Role, schedule: Schedule, worker: mpsc::Sender<Handoff>) -> Polled {
+    pub(crate) fn new(
+        (role, shard): LeaseKey,
+        schedule: Schedule,
+        worker: mpsc::Sender<Handoff>,
+    ) -> Polled {
         Polled {
             role,
+            shard,
             schedule,
             worker,
             instants: InstantPlanner::default(),
         }
     }
 
-    /// What to ask ACQUIRE for this role.
+    fn key(&self) -> LeaseKey {
+        (self.role, self.shard)
+    }
+
+    /// What to ask ACQUIRE for this lease.
     fn wanted(&mut self, clock: Option<DbClock>) -> Wanted {
-        match &self.schedule {
+        let wanted = match &self.schedule {
             Schedule::Cron(cron) => self.instants.wanted(self.role, cron, clock),
             schedule => Wanted::every(self.role, schedule.interval().unwrap_or(Duration::MAX)),
+        };
+        match self.shard {
+            Some(shard) => wanted.in_shard(shard),
+            None => wanted,
         }
     }
 }
@@ -135,12 +155,14 @@ impl Polled {
 pub(crate) async fn poll_roles(
     env: &TickEnv<'_>,
     mut roles: Vec<Polled>,
-    mut done: mpsc::UnboundedReceiver<Role>,
+    mut done: mpsc::UnboundedReceiver<LeaseKey>,
     mut wake: mpsc::UnboundedReceiver<Wake>,
 ) {
     let mut wake_open = true;
     let max_poll = env.timings.max_poll();
-    let all: Vec<Role> = roles.iter().map(|polled| polled.role).collect();
+    let keys: Vec<LeaseKey> = roles.iter().map(Polled::key).collect();
+    let mut all: Vec<Role> = roles.iter().map(|polled| polled.role).collect();
+    all.dedup();
     let mut in_tick = vec![false; roles.len()];
     let mut read_only = ReadOnlyState::default();
     let mut db_clock: Option<DbClock> = None;
@@ -167,7 +189,7 @@ pub(crate) async fn poll_roles(
                 Ok(answers) => {
                     let mut soonest: Option<Duration> = None;
                     for (&i, answer) in asked.iter().zip(answers) {
-                        let role = roles[i].role;
+                        let (role, shard) = roles[i].key();
                         match answer {
                             Acquired::Granted(grant) => {
                                 db_clock = Some(DbClock::new(grant.granted_at, Instant::now()));
@@ -178,14 +200,14 @@ pub(crate) async fn poll_roles(
                                 if roles[i].worker.try_send((grant, sent)).is_ok() {
                                     in_tick[i] = true;
                                 } else {
-                                    tracing::error!(%role, "the role's worker is gone; its lease runs out after its TTL");
+                                    tracing::error!(%role, ?shard, "the lease's worker is gone; its lease runs out after its TTL");
                                 }
                             }
                             Acquired::Refused(refusal) => {
                                 db_clock = Some(DbClock::new(refusal.db_now, Instant::now()));
                                 roles[i].instants.refused(&refusal);
                                 let wait = next_poll_wait(refusal.retry_after, max_poll);
-                                tracing::debug!(%role, reason = ?refusal.reason, holder = ?refusal.holder_id, ?wait, "not leading");
+                                tracing::debug!(%role, ?shard, reason = ?refusal.reason, holder = ?refusal.holder_id, ?wait, "not leading");
                                 soonest = Some(soonest.map_or(wait, |s| s.min(wait)));
                             }
                         }
@@ -205,8 +227,8 @@ pub(crate) async fn poll_roles(
                 () = sleep_or_never(deadline) => break,
                 released = done.recv() => {
                     let mut released = released;
-                    while let Some(role) = released {
-                        if let Some(i) = all.iter().position(|r| *r == role) {
+                    while let Some(key) = released {
+                        if let Some(i) = keys.iter().position(|k| *k == key) {
                             in_tick[i] = false;
                         }
                         released = done.try_recv().ok();
@@ -218,7 +240,7 @@ pub(crate) async fn poll_roles(
                     Some(Wake::Connected) => break,
                     // Another replica released a role this one may take: poll now.
                     Some(Wake::Released(role)) => {
-                        if all.iter().zip(&in_tick).any(|(r, busy)| *r == role && !busy) {
+                        if keys.iter().zip(&in_tick).any(|((r, _), busy)| *r == role && !busy) {
                             break;
                         }
                     }
@@ -313,10 +335,12 @@ mod tests {
                     })
                 }),
                 name: "test_job".into(),
+                shard_count: None,
             });
             let (worker_tx, worker_rx) = mpsc::channel(1);
-            polled.push(Polled::new(spec.role, spec.schedule.clone(), worker_tx));
-            workers.push(work_role(&env, spec, worker_rx, done_tx.clone()));
+            let key = (spec.role, None);
+            polled.push(Polled::new(key, spec.schedule.clone(), worker_tx));
+            workers.push(work_lease(&env, spec, key, worker_rx, done_tx.clone()));
         }
         drop(done_tx);
         let (wake_tx, wake_rx) = mpsc::unbounded_channel();

@@ -67,6 +67,8 @@ pub struct JobRegistration {
     pub job: RegisteredJob,
     /// The job function's path, for errors and logs.
     pub name: &'static str,
+    /// `shards = N`: the role's shard count; `None` for an unsharded role.
+    pub shard_count: Option<u32>,
 }
 
 /// The schedule `#[leader_role]` was given, checked at compile time and built at

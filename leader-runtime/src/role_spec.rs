@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
-use leader_core::Role;
 use leader_core::lease::Grant;
+use leader_core::{Role, Shard};
 use leader_schedule::Schedule;
 
 use crate::job::JobFn;
@@ -22,9 +22,23 @@ pub(crate) struct RoleSpec {
     pub job: JobFn,
     /// The job's name, for logs and errors.
     pub name: String,
+    /// How many shards the role has, for a sharded role (checked at build to be 1 to
+    /// [`MAX_SHARDS`](leader_core::MAX_SHARDS)); `None` for an unsharded one.
+    pub shard_count: Option<u32>,
 }
 
 impl RoleSpec {
+    /// The lease rows the runtime polls for: the role's one row, or one per shard.
+    pub fn leases(&self) -> Vec<(Role, Option<Shard>)> {
+        match self.shard_count {
+            None => vec![(self.role, None)],
+            Some(count) => (0..count)
+                .filter_map(|index| Shard::new(index, count).ok())
+                .map(|shard| (self.role, Some(shard)))
+                .collect(),
+        }
+    }
+
     /// The interval RELEASE sets cooldowns from: an interval role's interval; for a calendar
     /// role, the time from the instant `grant` serves to the next one (at least 1 ms; one hour
     /// when the expression has no next instant).
@@ -55,6 +69,7 @@ impl fmt::Debug for RoleSpec {
             .field("role", &self.role)
             .field("schedule", &self.schedule)
             .field("name", &self.name)
+            .field("shard_count", &self.shard_count)
             .finish_non_exhaustive()
     }
 }

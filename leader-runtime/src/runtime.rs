@@ -7,6 +7,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use leader_core::schema::ExpectedRole;
 use leader_core::{Role, Timings};
 use sqlx::PgPool;
 use sqlx::postgres::PgConnectOptions;
@@ -17,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::{BuildError, RunError};
 use crate::job::{Job, JobFn};
 use crate::leadership::Leadership;
-use crate::poll::{Polled, poll_roles, work_role};
+use crate::poll::{Polled, poll_roles, work_lease};
 use crate::registry::{RegisteredJob, registered_jobs};
 use crate::role_spec::RoleSpec;
 use crate::statements::{LeaseStatements, PgStatements};
@@ -132,6 +133,8 @@ pub struct JobInfo {
     pub schedule: Schedule,
     /// The job's name: its function's path, for a `#[leader_role]` job.
     pub name: String,
+    /// How many shards the role has, for a sharded role; `None` for an unsharded one.
+    pub shard_count: Option<u32>,
 }
 
 impl fmt::Debug for Runtime {
@@ -187,6 +190,7 @@ impl Runtime {
                 role: spec.role,
                 schedule: spec.schedule.clone(),
                 name: spec.name.clone(),
+                shard_count: spec.shard_count,
             })
             .collect()
     }
@@ -205,8 +209,12 @@ impl Runtime {
     /// releasing its ticks, before this returns).
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), RunError> {
         crate::panic_capture::install();
-        let roles = self.roles();
-        leader_core::check_schema_ready(&self.pool, &roles).await?;
+        let expected: Vec<ExpectedRole> = self
+            .roles
+            .iter()
+            .map(|spec| ExpectedRole::sharded(spec.role, spec.shard_count.unwrap_or(1)))
+            .collect();
+        leader_core::check_schema_ready(&self.pool, &expected).await?;
         self.lead(shutdown).await
     }
 
@@ -249,17 +257,23 @@ impl Runtime {
         let beat_grid = tokio::time::Instant::now();
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         let mut polled = Vec::with_capacity(self.roles.len());
-        // Each role's ticks run on their own task, so a job that hogs its thread delays no other.
+        // Each lease's ticks (a role's, or each shard's) run on their own task, so a job that hogs
+        // its thread delays no other.
         for spec in &self.roles {
-            let (worker_tx, worker_rx) = mpsc::channel(1);
-            polled.push(Polled::new(spec.role, spec.schedule.clone(), worker_tx));
-            let (this, stop) = (self.clone(), stop.clone());
-            let (spec, done) = (spec.clone(), done_tx.clone());
-            let what = format!("the loop of role {}", spec.role);
-            loops.spawn(what, async move {
-                let env = this.tick_env(&stop, beat_grid);
-                work_role(&env, spec, worker_rx, done).await;
-            });
+            for key in spec.leases() {
+                let (worker_tx, worker_rx) = mpsc::channel(1);
+                polled.push(Polled::new(key, spec.schedule.clone(), worker_tx));
+                let (this, stop) = (self.clone(), stop.clone());
+                let (spec, done) = (spec.clone(), done_tx.clone());
+                let what = match key.1 {
+                    None => format!("the loop of role {}", spec.role),
+                    Some(shard) => format!("the loop of role {} shard {shard}", spec.role),
+                };
+                loops.spawn(what, async move {
+                    let env = this.tick_env(&stop, beat_grid);
+                    work_lease(&env, spec, key, worker_rx, done).await;
+                });
+            }
         }
         drop(done_tx);
         let (wake_tx, wake_rx) = mpsc::unbounded_channel();
@@ -439,6 +453,71 @@ impl<S: Clone + Send + Sync + 'static> RuntimeBuilder<S> {
             schedule: schedule.into(),
             job,
             name,
+            shard_count: None,
+        })
+    }
+
+    /// Adds `role` as a sharded role of `shard_count` shards, led by `job` on `schedule` as
+    /// [`RuntimeBuilder::role`] leads a role: each shard is its own lease, ticked on its own (a
+    /// shard's tick says which it is, [`TickContext::shard`](crate::TickContext::shard), and
+    /// claims that shard's rows with [`TickContext::shard_fence`](crate::TickContext::shard_fence)),
+    /// and the replicas running the role spread its shards among them: no replica is granted more
+    /// than `ceil(shard_count / live replicas)` at a time.
+    ///
+    /// The database must give the role the same count (`SELECT leader_reshard('role', count)` in
+    /// a migration; `leaderctl roles reshard` writes it): start-up refuses otherwise, naming that
+    /// migration. A count of 0 or above [`MAX_SHARDS`](crate::MAX_SHARDS) is reported by
+    /// [`RuntimeBuilder::build`].
+    ///
+    /// ```no_run
+    /// use leader_runtime::{JobError, Role, Runtime, TickContext};
+    /// use std::time::Duration;
+    ///
+    /// const WEBHOOKS: Role = Role::from_static("webhook_delivery");
+    ///
+    /// async fn deliver(tick: TickContext) -> Result<(), JobError> {
+    ///     let fence = tick.shard_fence().expect("a sharded role's tick holds a shard");
+    ///     let ids: Vec<i64> = sqlx::query_scalar(
+    ///         "SELECT id FROM webhooks
+    ///           WHERE delivered_at IS NULL
+    ///             AND leader_fence($1, $2, $3, $4)
+    ///             AND leader_shard_of(id, $3) = $2
+    ///           ORDER BY id LIMIT 50 FOR UPDATE SKIP LOCKED",
+    ///     )
+    ///     .bind(fence.role())
+    ///     .bind(fence.shard_index())
+    ///     .bind(fence.shard_count())
+    ///     .bind(fence.token())
+    ///     .fetch_all(tick.pool())
+    ///     .await?;
+    ///     # let _ = ids;
+    ///     Ok(())
+    /// }
+    ///
+    /// # fn build(pool: sqlx::PgPool) -> Result<(), Box<dyn std::error::Error>> {
+    /// let runtime = Runtime::builder(pool)
+    ///     .sharded_role(WEBHOOKS, Duration::from_millis(200), 8, deliver)
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn sharded_role<J, Args>(
+        self,
+        role: Role,
+        schedule: impl Into<Schedule>,
+        shard_count: u32,
+        job: J,
+    ) -> RuntimeBuilder<S>
+    where
+        J: Job<S, Args>,
+    {
+        let name = std::any::type_name::<J>().to_owned();
+        let job = job.into_job_fn(self.state.clone());
+        self.add(RoleSpec {
+            role,
+            schedule: schedule.into(),
+            job,
+            name,
+            shard_count: Some(shard_count),
         })
     }
 
@@ -485,6 +564,7 @@ impl<S: Clone + Send + Sync + 'static> RuntimeBuilder<S> {
                 schedule,
                 job: run,
                 name: job.name.to_owned(),
+                shard_count: job.shard_count,
             });
         }
         self
@@ -502,6 +582,14 @@ impl<S: Clone + Send + Sync + 'static> RuntimeBuilder<S> {
             self.error = Some(BuildError::Interval {
                 role: spec.role,
                 interval,
+            });
+        } else if let Some(count) = spec
+            .shard_count
+            .filter(|&count| count == 0 || count > leader_core::MAX_SHARDS)
+        {
+            self.error = Some(BuildError::ShardCount {
+                role: spec.role,
+                shard_count: count,
             });
         } else if let Some(first) = self.roles.iter().find(|r| r.role == spec.role) {
             self.error = Some(BuildError::DuplicateRole {
@@ -630,6 +718,7 @@ mod tests {
                 schedule: Duration::from_secs(60).into(),
                 job: Job::<(), _>::into_job_fn(quick, ()),
                 name: "quick".into(),
+                shard_count: None,
             })],
             statements: Arc::new(fake),
             holder_id: "test-holder".into(),

@@ -94,13 +94,18 @@ pub(crate) struct TickEnv<'a> {
 }
 
 /// The span a tick runs in, from the grant to the RELEASE: `leader.tick` at INFO, with the
-/// `role`, the fencing `token` and this runtime's `holder` id. The job's future is polled inside
-/// it, so every event the job logs (and any OpenTelemetry span it opens) carries the three; a
+/// `role`, the fencing `token`, this runtime's `holder` id and, for a sharded role, the `shard`
+/// (`index/count`). The job's future is polled inside it, so every event the job logs (and any
+/// OpenTelemetry span it opens) carries them; a
 /// task the job spawns carries them only if the job instruments it with
 /// `tracing::Span::current()`. A subscriber that disables INFO for `leader_runtime` disables the
 /// span too.
 fn tick_span(fence: leader_core::Fence, holder: &str) -> tracing::Span {
-    tracing::info_span!("leader.tick", role = %fence.role(), token = fence.token(), holder = %holder)
+    let span = tracing::info_span!("leader.tick", role = %fence.role(), token = fence.token(), holder = %holder, shard = tracing::field::Empty);
+    if let Some(shard) = fence.shard() {
+        span.record("shard", tracing::field::display(shard));
+    }
+    span
 }
 
 /// Runs one tick of `spec` under `grant`, whose ACQUIRE was sent at `acquire_sent`, inside its
@@ -305,6 +310,7 @@ mod tests {
             schedule: s(3_600).into(),
             job: Arc::new(job),
             name: "test_job".into(),
+            shard_count: None,
         })
     }
 

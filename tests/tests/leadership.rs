@@ -44,7 +44,12 @@ async fn leadership_lists_a_role_while_its_tick_runs() {
             .unwrap(),
         0,
     );
-    assert_eq!(leadership.leading(), [(ALPHA, token)]);
+    let leading: Vec<_> = leadership
+        .leading()
+        .iter()
+        .map(|lead| (lead.role, lead.shard, lead.token))
+        .collect();
+    assert_eq!(leading, [(ALPHA, None, token)]);
     shutdown.cancel();
     run.await.unwrap().unwrap();
     assert!(leadership.leading().is_empty(), "released at shutdown");

@@ -55,6 +55,9 @@ struct HealthReport {
 #[derive(Debug, Serialize)]
 struct Leading {
     role: String,
+    /// `index/count` for a shard of a sharded role.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shard: Option<String>,
     token: i64,
 }
 
@@ -97,9 +100,10 @@ async fn healthz(State(health): State<Health>) -> Json<HealthReport> {
         .leadership
         .leading()
         .into_iter()
-        .map(|(role, token)| Leading {
-            role: role.to_string(),
-            token,
+        .map(|lead| Leading {
+            role: lead.role.to_string(),
+            shard: lead.shard.map(|shard| shard.to_string()),
+            token: lead.token,
         })
         .collect();
     Json(HealthReport {

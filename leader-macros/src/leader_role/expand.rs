@@ -17,10 +17,12 @@ pub fn expand(job: &Job) -> TokenStream {
         schedule,
         pinned_by,
         state,
+        shard_count,
     } = job;
     let name = &func.sig.ident;
+    let shards = shard_count.map_or_else(String::new, |count| format!(", in {count} shards"));
     let doc = format!(
-        " The `{}` leader role, led by [`{name}`] {}.",
+        " The `{}` leader role, led by [`{name}`] {}{shards}.",
         role.value(),
         schedule.describe()
     );
@@ -47,6 +49,10 @@ pub fn expand(job: &Job) -> TokenStream {
                 missed: #missed,
             })
         }
+    };
+    let shard_count = match shard_count {
+        Some(count) => quote!(::core::option::Option::Some(#count)),
+        None => quote!(::core::option::Option::None),
     };
     let path_suffix = format!("::{name}");
     // Including the migration makes Cargo rebuild this crate, and so re-run the role check,
@@ -95,6 +101,7 @@ pub fn expand(job: &Job) -> TokenStream {
                 schedule: #schedule,
                 job: #registered,
                 name: ::core::concat!(::core::module_path!(), #path_suffix),
+                shard_count: #shard_count,
             }
         }
     }

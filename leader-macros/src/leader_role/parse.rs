@@ -2,12 +2,12 @@
 
 use proc_macro2::TokenStream;
 use syn::parse::{Parse, ParseStream};
-use syn::{Attribute, Ident, LitStr, Signature, Token, Visibility, braced};
+use syn::{Attribute, Ident, LitInt, LitStr, Signature, Token, Visibility, braced};
 
 use crate::errors::Errors;
 
 /// The options `#[leader_role]` accepts after the role name.
-pub const OPTIONS: &str = "`every = \"1h\"` or `cron = \"0 2 * * *\"` (one of them), `tz = \"Europe/Berlin\"` and `missed = \"each\"` (with `cron`), and `migrations = \"db/migrations\"`";
+pub const OPTIONS: &str = "`every = \"1h\"` or `cron = \"0 2 * * *\"` (one of them), `tz = \"Europe/Berlin\"` and `missed = \"each\"` (with `cron`), `shards = 8`, and `migrations = \"db/migrations\"`";
 
 /// The attribute's arguments, as written.
 pub struct Args {
@@ -23,6 +23,8 @@ pub struct Args {
     pub missed: Option<LitStr>,
     /// `migrations = "..."`.
     pub migrations: Option<LitStr>,
+    /// `shards = N`.
+    pub shards: Option<LitInt>,
 }
 
 pub fn parse_args(args: TokenStream) -> syn::Result<Args> {
@@ -43,6 +45,7 @@ impl Parse for Args {
             tz: None,
             missed: None,
             migrations: None,
+            shards: None,
         };
         let mut errors = Errors::new();
         while !input.is_empty() {
@@ -52,6 +55,22 @@ impl Parse for Args {
             }
             let name: Ident = input.parse()?;
             input.parse::<Token![=]>()?;
+            if name == "shards" {
+                if input.peek(LitStr) {
+                    let written: LitStr = input.parse()?;
+                    errors.push(syn::Error::new(
+                        written.span(),
+                        "`shards` takes a number, not a string: `shards = 8`",
+                    ));
+                    continue;
+                }
+                let value: LitInt = input.parse()?;
+                if args.shards.is_some() {
+                    errors.push(syn::Error::new(name.span(), "`shards` is given twice"));
+                }
+                args.shards = Some(value);
+                continue;
+            }
             let value: LitStr = input.parse()?;
             let slot = match name.to_string().as_str() {
                 "every" => &mut args.every,

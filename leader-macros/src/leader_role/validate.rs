@@ -26,7 +26,13 @@ pub struct Job<'a> {
     pub pinned_by: Option<PathBuf>,
     /// `T` of a second parameter `State<T>`.
     pub state: Option<Type>,
+    /// `shards = N`, checked to be 1 to [`MAX_SHARDS`].
+    pub shard_count: Option<u32>,
 }
+
+/// The most shards a role may have: `leader_core::MAX_SHARDS` and the lease table's
+/// `leader_leases_shard_in_count` CHECK (the ui tests pass `shards = 1024` and refuse 1025).
+const MAX_SHARDS: u32 = 1024;
 
 /// The role's schedule, checked.
 pub enum ScheduleArg {
@@ -75,6 +81,10 @@ pub fn validate(args: syn::Result<Args>, func: &JobFn) -> syn::Result<Job<'_>> {
     let role_ok =
         errors.check(role_rule(&role).map_err(|rule| syn::Error::new(args.role.span(), rule)));
     let schedule = schedule(&args, &mut errors);
+    let shard_count = args
+        .shards
+        .as_ref()
+        .and_then(|shards| errors.check(shard_count(shards)));
     let pinned_by = match role_ok {
         Some(()) => errors
             .check(pin_to_migrations(&args.role, args.migrations.as_ref()))
@@ -89,7 +99,21 @@ pub fn validate(args: syn::Result<Args>, func: &JobFn) -> syn::Result<Job<'_>> {
         schedule: schedule.expect("no error, so the schedule is checked"),
         pinned_by,
         state: func.sig.inputs.iter().nth(1).and_then(state_type),
+        shard_count,
     })
+}
+
+/// `shards = N`: 1 to [`MAX_SHARDS`].
+fn shard_count(shards: &syn::LitInt) -> syn::Result<u32> {
+    match shards.base10_parse::<u32>() {
+        Ok(count) if (1..=MAX_SHARDS).contains(&count) => Ok(count),
+        _ => Err(syn::Error::new(
+            shards.span(),
+            format!(
+                "`shards = {shards}` is out of range: a sharded role has 1 to {MAX_SHARDS} shards"
+            ),
+        )),
+    }
 }
 
 /// The role's schedule from `every`, or from `cron`, `tz` and `missed`; each problem spanned at
