@@ -577,6 +577,76 @@ async fn the_status_gauges_give_each_roles_interval_and_how_long_it_has_been_pau
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_sharded_roles_status_gauges_report_its_stalest_shard() {
+    let recorder = metrics_util::debugging::DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    recorder.install().unwrap();
+
+    let db = tick_db().await;
+    // Shard 1 is paused, shard 2 ran longest ago: no one shard has both, so only gauges taken
+    // over all shards report both. A daily interval keeps every shard from ticking meanwhile.
+    db.exec(
+        "SELECT leader_reshard('alpha', 4);
+         UPDATE leader_leases SET last_tick_ended_at = now() - interval '10 minutes'
+          WHERE role = 'alpha';
+         UPDATE leader_leases SET last_tick_ended_at = now() - interval '3 hours'
+          WHERE role = 'alpha' AND shard_index = 2;
+         SELECT leader_pause_shard('alpha', 1, 'alice', 'one endpoint is down');
+         UPDATE leader_leases SET paused_at = now() - interval '2 hours'
+          WHERE role = 'alpha' AND shard_index = 1;",
+    )
+    .await;
+    let runtime = Runtime::builder(db.pool().clone())
+        .timings(FAST)
+        .holder_id("replica-a")
+        .status_every(Duration::from_millis(50))
+        .sharded_role(
+            ALPHA,
+            Duration::from_secs(86_400),
+            4,
+            recording_job("replica-a", Duration::ZERO),
+        )
+        .build()
+        .unwrap();
+    let (handle, stop) = start(runtime);
+    let mut seen = SeenMetrics::default();
+    let gauge = |seen: &SeenMetrics, name: &str| match seen.get(name, &[("role", "alpha")]) {
+        Some(DebugValue::Gauge(g)) => Some(g.into_inner()),
+        _ => None,
+    };
+    // A hang here is a failure, not a slow machine: the gauges are read every 50 ms.
+    let waited = tokio::time::Instant::now();
+    while gauge(&seen, "leader_paused_seconds").is_none_or(|age| age == 0.0)
+        || gauge(&seen, "leader_last_tick_age_seconds").is_none_or(|age| age < 3_600.0)
+    {
+        assert!(
+            waited.elapsed() < Duration::from_secs(120),
+            "within two minutes, the gauges show the paused shard and the stalest one: {:?}",
+            (
+                gauge(&seen, "leader_paused_seconds"),
+                gauge(&seen, "leader_last_tick_age_seconds")
+            )
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        seen.add(snapshotter.snapshot());
+    }
+    assert_eq!(
+        gauge(&seen, "leader_paused"),
+        Some(1.0),
+        "a shard is paused"
+    );
+    let paused_for = gauge(&seen, "leader_paused_seconds").unwrap();
+    assert!(paused_for >= 7_200.0, "paused two hours ago: {paused_for}");
+    let age = gauge(&seen, "leader_last_tick_age_seconds").unwrap();
+    assert!(
+        age >= 10_800.0,
+        "the stalest shard ran three hours ago: {age}"
+    );
+    stop.cancel();
+    handle.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_panic_after_shutdown_is_released_as_shut_down() {
     let db = tick_db().await;
     let every = Duration::from_secs(600);

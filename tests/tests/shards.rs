@@ -42,6 +42,15 @@ async fn acquire(db: &TestDb, wanted: &[Wanted], who: &str) -> Vec<Acquired> {
         .expect("ACQUIRE runs")
 }
 
+/// [`acquire`] with a TTL of a minute: the caller stays present (and its leases live) for the
+/// whole test, however slow the machine, so the shares a test asserts do not depend on timing.
+async fn acquire_long(db: &TestDb, wanted: &[Wanted], who: &str) -> Vec<Acquired> {
+    let minute = leader_runtime::Timings::scaled_to_ttl(Duration::from_secs(60)).unwrap();
+    lease::acquire(db.pool(), wanted, who, wanted.len(), &minute)
+        .await
+        .expect("ACQUIRE runs")
+}
+
 fn fence_of(acquired: &Acquired) -> Fence {
     match acquired {
         Acquired::Granted(grant) => grant.fence,
@@ -390,17 +399,17 @@ async fn a_replica_is_granted_at_most_its_share_of_the_live_replicas_and_the_res
     db.exec("SELECT leader_reshard('alpha', 8)").await;
     let wanted = shards_of_alpha(8);
     // Alone, a replica takes every shard.
-    let alone = acquire(&db, &wanted, "a").await;
+    let alone = acquire_long(&db, &wanted, "a").await;
     assert_eq!(granted_indexes(&alone).len(), 8);
     // b and c ask while a holds them all: refused, but now present.
     for who in ["b", "c"] {
-        let answers = acquire(&db, &wanted, who).await;
+        let answers = acquire_long(&db, &wanted, who).await;
         assert!(answers.iter().all(|a| reason_of(a) == RefusalReason::Held));
     }
     shut_down(&db, &alone).await;
 
     // Three live replicas, eight shards: a share is ceil(8 / 3) = 3.
-    let a = acquire(&db, &wanted, "a").await;
+    let a = acquire_long(&db, &wanted, "a").await;
     assert_eq!(granted_indexes(&a).len(), 3, "{a:?}");
     assert_eq!(
         a.iter()
@@ -409,9 +418,9 @@ async fn a_replica_is_granted_at_most_its_share_of_the_live_replicas_and_the_res
         5,
         "the shards above a's share say so: {a:?}"
     );
-    let b = acquire(&db, &wanted, "b").await;
+    let b = acquire_long(&db, &wanted, "b").await;
     assert_eq!(granted_indexes(&b).len(), 3, "{b:?}");
-    let c = acquire(&db, &wanted, "c").await;
+    let c = acquire_long(&db, &wanted, "c").await;
     assert_eq!(granted_indexes(&c).len(), 2, "{c:?}");
     let mut all: Vec<u32> = [&a, &b, &c]
         .into_iter()
@@ -422,7 +431,7 @@ async fn a_replica_is_granted_at_most_its_share_of_the_live_replicas_and_the_res
 
     // A replica at its share asks again: nothing more, even for a shard that falls free.
     shut_down(&db, &c).await;
-    let again = acquire(&db, &wanted, "a").await;
+    let again = acquire_long(&db, &wanted, "a").await;
     assert!(granted_indexes(&again).is_empty(), "{again:?}");
 }
 
@@ -431,16 +440,16 @@ async fn a_joining_replica_lowers_the_others_share_and_takes_the_shards_they_rel
     let db = database().await;
     db.exec("SELECT leader_reshard('alpha', 8)").await;
     let wanted = shards_of_alpha(8);
-    let first = acquire(&db, &wanted, "a").await;
+    let first = acquire_long(&db, &wanted, "a").await;
     assert_eq!(granted_indexes(&first).len(), 8);
     // b joins: everything is held, so it is only present.
-    assert!(granted_indexes(&acquire(&db, &wanted, "b").await).is_empty());
+    assert!(granted_indexes(&acquire_long(&db, &wanted, "b").await).is_empty());
     // a's ticks end (a tick boundary, no lease expiry): a takes back only its share of two live
     // replicas, preferring the shards it ran; b takes the rest at once.
     shut_down(&db, &first).await;
-    let a = acquire(&db, &wanted, "a").await;
+    let a = acquire_long(&db, &wanted, "a").await;
     assert_eq!(granted_indexes(&a).len(), 4, "{a:?}");
-    let b = acquire(&db, &wanted, "b").await;
+    let b = acquire_long(&db, &wanted, "b").await;
     assert_eq!(granted_indexes(&b).len(), 4, "{b:?}");
 }
 
@@ -449,33 +458,19 @@ async fn a_dead_replicas_share_goes_to_the_survivors_once_its_presence_and_lease
     let db = database().await;
     db.exec("SELECT leader_reshard('alpha', 8)").await;
     let wanted = shards_of_alpha(8);
-    let first = acquire(&db, &wanted, "a").await;
-    for who in ["b", "c"] {
-        acquire(&db, &wanted, who).await;
-    }
+    // a and b lease and stay present for a minute; c, which dies, for one second.
+    let first = acquire_long(&db, &wanted, "a").await;
+    acquire_long(&db, &wanted, "b").await;
+    acquire(&db, &wanted, "c").await;
     shut_down(&db, &first).await;
     let mut held: Vec<(&str, Vec<Acquired>)> = Vec::new();
-    for who in ["a", "b", "c"] {
-        held.push((who, acquire(&db, &wanted, who).await));
+    for who in ["a", "b"] {
+        held.push((who, acquire_long(&db, &wanted, who).await));
     }
-    // c dies: it sends nothing more. a and b keep renewing and asking, past one TTL.
+    held.push(("c", acquire(&db, &wanted, "c").await));
+    // c dies: it sends nothing more; its presence and leases run out after one second.
     let waited = tokio::time::Instant::now();
     loop {
-        for (_, answers) in &held[..2] {
-            let fences: Vec<Fence> = answers
-                .iter()
-                .filter_map(|answer| match answer {
-                    Acquired::Granted(grant) => Some(grant.fence),
-                    Acquired::Refused(_) => None,
-                })
-                .collect();
-            lease::renew(db.pool(), &fences, &FAST).await.unwrap();
-        }
-        // Each survivor asks for a shard it holds: refused, but present for another TTL.
-        for (who, answers) in &held[..2] {
-            let own = granted_indexes(answers)[0] as usize;
-            acquire(&db, &wanted[own..=own], who).await;
-        }
         let c_live: bool = sqlx::query_scalar(
             "SELECT EXISTS (SELECT 1 FROM leader_leases WHERE holder_id = 'c' AND expires_at > now())
                  OR EXISTS (SELECT 1 FROM leader_presence WHERE holder_id = 'c' AND seen_until > now())",
@@ -493,8 +488,8 @@ async fn a_dead_replicas_share_goes_to_the_survivors_once_its_presence_and_lease
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     // Two live replicas: a share is 4. Each survivor had 3 or fewer, and takes c's.
-    let a = acquire(&db, &wanted, "a").await;
-    let b = acquire(&db, &wanted, "b").await;
+    let a = acquire_long(&db, &wanted, "a").await;
+    let b = acquire_long(&db, &wanted, "b").await;
     let (had_a, had_b) = (
         granted_indexes(&held[0].1).len(),
         granted_indexes(&held[1].1).len(),
@@ -515,4 +510,39 @@ async fn an_unsharded_role_leaves_no_presence_row() {
         .await
         .unwrap();
     assert_eq!(rows, 0);
+}
+
+#[tokio::test]
+async fn a_replica_takes_back_the_shards_it_ran_before_others() {
+    let db = database().await;
+    db.exec("SELECT leader_reshard('alpha', 8)").await;
+    let wanted: Vec<Wanted> = (0..8)
+        .map(|index| Wanted::every(ALPHA, Duration::from_millis(1)).in_shard(shard(index, 8)))
+        .collect();
+    // A TTL of a minute keeps a present for the whole test, however slow the machine.
+    let minute = leader_runtime::Timings::scaled_to_ttl(Duration::from_secs(60)).unwrap();
+    let acquire = |wanted: &'static [Wanted], who: &'static str| {
+        lease::acquire(db.pool(), wanted, who, wanted.len(), &minute)
+    };
+    let wanted: &'static [Wanted] = Vec::leak(wanted);
+    // a runs shards 0..4 and b shards 4..8, each tick completed.
+    for (who, range) in [("a", 0..4), ("b", 4..8)] {
+        let answers = acquire(&wanted[range], who).await.unwrap();
+        for answer in &answers {
+            let released = lease::release(
+                db.pool(),
+                fence_of(answer),
+                ReleaseOutcome::Completed,
+                Duration::from_millis(1),
+                &FAST,
+            )
+            .await
+            .unwrap();
+            assert!(released.changed);
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    // Every shard is due; b's share is four, and it takes back its own.
+    let b = acquire(wanted, "b").await.unwrap();
+    assert_eq!(granted_indexes(&b), [4, 5, 6, 7], "{b:?}");
 }
