@@ -13,6 +13,7 @@
 pub mod fence_schema;
 pub mod machine;
 pub mod report;
+pub mod server_log;
 pub mod stats;
 
 /// A benchmark step's result, with any error that may cross threads.

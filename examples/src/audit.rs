@@ -58,14 +58,16 @@ impl Audit {
     pub async fn grant(&self, fence: Fence, granted_at: DateTime<Utc>) -> sqlx::Result<()> {
         let mut tx = self.pool.begin().await?;
         sqlx::query(
-            "INSERT INTO grants (role, token, holder, granted_at)
+            "INSERT INTO grants (role, token, holder, granted_at, shard_index, shard_count)
              VALUES ($1, $2, (SELECT holder_id FROM leader_leases
-                               WHERE role = $1 AND holder_token = $2), $3)",
+                               WHERE role = $1 AND holder_token = $2), $3, $4, $5)",
         )
         .persistent(false)
         .bind(fence.role())
         .bind(fence.token())
         .bind(granted_at)
+        .bind(shard_index(fence))
+        .bind(shard_count(fence))
         .execute(&mut *tx)
         .await?;
         tx.commit().await
@@ -87,13 +89,16 @@ impl Audit {
             let ids: Vec<i64> = claimed.iter().map(Claimed::row_id).collect();
             let mut tx = self.pool.begin().await?;
             sqlx::query(
-                "INSERT INTO claims (role, token, row_ids, claimed_at) VALUES ($1, $2, $3, $4)",
+                "INSERT INTO claims (role, token, row_ids, claimed_at, shard_index, shard_count)
+                 VALUES ($1, $2, $3, $4, $5, $6)",
             )
             .persistent(false)
             .bind(fence.role())
             .bind(fence.token())
             .bind(&ids)
             .bind(at)
+            .bind(shard_index(fence))
+            .bind(shard_count(fence))
             .execute(&mut *tx)
             .await?;
             tx.commit().await?;
@@ -113,4 +118,14 @@ impl Audit {
             .await?;
         tx.commit().await
     }
+}
+
+/// The fence's shard index, 0 for an unsharded role's one row.
+fn shard_index(fence: Fence) -> i64 {
+    fence.shard().map_or(0, |shard| i64::from(shard.index()))
+}
+
+/// The fence's shard count, 1 for an unsharded role.
+fn shard_count(fence: Fence) -> i64 {
+    fence.shard().map_or(1, |shard| i64::from(shard.count()))
 }

@@ -131,33 +131,41 @@ pub const CHECKS: &[CheckDef] = &[
                        WHERE f.kind = 'charge' AND f.key LIKE r.id || ':%') <> r.attempt_count",
     },
     CheckDef {
-        name: "no claim returned rows to a token after a newer token was granted",
+        name: "no claim returned rows to a token after a newer token of its shard was granted",
         kind: Kind::Safety,
         sql: "SELECT count(*) FROM claims c
                WHERE EXISTS (SELECT 1 FROM grants g
-                              WHERE g.role = c.role AND g.token > c.token
-                                AND g.granted_at <= c.claimed_at)",
+                              WHERE g.role = c.role AND g.shard_index = c.shard_index
+                                AND g.token > c.token AND g.granted_at <= c.claimed_at)",
     },
     CheckDef {
-        name: "no two holders' claims of a role interleave on the database clock",
+        name: "no two holders' claims of a role's shard interleave on the database clock",
         kind: Kind::Safety,
         sql: "SELECT count(*) FROM (
-                  SELECT token, max(token) OVER (PARTITION BY role ORDER BY claimed_at, id
+                  SELECT token, max(token) OVER (PARTITION BY role, shard_index
+                                                 ORDER BY claimed_at, id
                                                  ROWS UNBOUNDED PRECEDING) AS highest
                     FROM claims
               ) t
               WHERE token < highest",
     },
     CheckDef {
-        name: "tokens only grow: each grant's token exceeds every earlier grant's of its role",
+        name: "tokens only grow: each grant's token exceeds every earlier grant's of its shard",
         kind: Kind::Safety,
         sql: "SELECT count(*) FROM (
-                  SELECT token, max(token) OVER (PARTITION BY role ORDER BY granted_at, id
+                  SELECT token, max(token) OVER (PARTITION BY role, shard_index
+                                                 ORDER BY granted_at, id
                                                  ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
                              AS earlier
                     FROM grants
               ) t
               WHERE token <= earlier",
+    },
+    CheckDef {
+        name: "a shard's claims returned only its shard's rows",
+        kind: Kind::Safety,
+        sql: "SELECT count(*) FROM claims c, unnest(c.row_ids) AS claimed(id)
+               WHERE c.shard_count > 1 AND leader_shard_of(claimed.id, c.shard_count) <> c.shard_index",
     },
     CheckDef {
         name: "no tick stamped completed that did not complete",

@@ -128,13 +128,16 @@ pub async fn send_emails(tick: TickContext) -> Result<(), JobError> {
     Ok(())
 }
 
-#[leader_role("webhook_delivery", every = "200ms")]
+#[leader_role("webhook_delivery", every = "200ms", shards = 8)]
 pub async fn deliver_webhooks(tick: TickContext) -> Result<(), JobError> {
     let store = store(&tick);
     let fence = tick.fence();
+    let shard = tick
+        .shard_fence()
+        .ok_or("webhook_delivery is sharded: its tick holds a shard")?;
     let audit = audit(&tick).await?;
     let due = audit
-        .claim(fence, store.due_deliveries(fence, QUEUE_BATCH))
+        .claim(fence, store.due_deliveries(shard, QUEUE_BATCH))
         .await?;
     let report = run_batch("webhook_delivery", due, |delivery| {
         let store = store.clone();

@@ -16,7 +16,7 @@
 //! [`crate::audit`]: these funnels are what an application would write.
 
 use chrono::{DateTime, Utc};
-use leader_runtime::{Fence, fenced};
+use leader_runtime::{Fence, ShardFence, fenced};
 use sqlx::postgres::PgArguments;
 use sqlx::query::Query;
 use sqlx::{PgPool, Postgres};
@@ -359,21 +359,29 @@ impl Store {
             .await
     }
 
-    /// Claim funnel of `webhook_delivery`: pending deliveries whose retry time has come.
+    /// Claim funnel of `webhook_delivery`, a sharded role: the pending deliveries of the
+    /// fence's shard whose retry time has come.
     #[fenced]
-    pub async fn due_deliveries(&self, fence: Fence, limit: i64) -> sqlx::Result<Vec<DueDelivery>> {
+    pub async fn due_deliveries(
+        &self,
+        fence: ShardFence,
+        limit: i64,
+    ) -> sqlx::Result<Vec<DueDelivery>> {
         let mut tx = self.pool.begin().await?;
         let due = sqlx::query_as::<_, DueDelivery>(
             "SELECT id, outbox_id, attempt
                FROM webhook_deliveries
               WHERE status = 'pending' AND next_retry_at <= now()
-                AND leader_fence($1, $2)
+                AND leader_fence($1, $2, $3, $4)
+                AND leader_shard_of(id, $3) = $2
               ORDER BY next_retry_at
-              LIMIT $3
+              LIMIT $5
                 FOR UPDATE SKIP LOCKED",
         )
         .persistent(false)
         .bind(fence.role())
+        .bind(fence.shard_index())
+        .bind(fence.shard_count())
         .bind(fence.token())
         .bind(limit)
         .fetch_all(&mut *tx)

@@ -8,7 +8,7 @@ use billing_demo::jobs;
 use billing_demo::seed::{SeedSize, seed};
 use billing_demo::store::Store;
 use leader_runtime::protocol::lease::{self, Acquired};
-use leader_runtime::{Fence, Role, Runtime, Timings};
+use leader_runtime::{Fence, Role, Runtime, Shard, Timings};
 use leader_testkit::TestDb;
 use tokio_util::sync::CancellationToken;
 
@@ -21,16 +21,17 @@ async fn app_db() -> TestDb {
     db
 }
 
-async fn grant(db: &TestDb, role: Role) -> Fence {
-    match lease::acquire_one(
-        db.pool(),
-        role,
-        "test",
-        Duration::from_millis(1),
-        &Timings::DEFAULT,
-    )
-    .await
-    .unwrap()
+/// A grant of `role`, or of its shard `shard` for a sharded role.
+async fn grant(db: &TestDb, role: Role, shard: Option<Shard>) -> Fence {
+    let wanted = lease::Wanted::every(role, Duration::from_millis(1));
+    let wanted = match shard {
+        Some(shard) => wanted.in_shard(shard),
+        None => wanted,
+    };
+    match lease::acquire(db.pool(), &[wanted], "test", 1, &Timings::DEFAULT)
+        .await
+        .unwrap()
+        .remove(0)
     {
         Acquired::Granted(grant) => grant.fence,
         Acquired::Refused(refusal) => panic!("{role}: {refusal:?}"),
@@ -38,14 +39,17 @@ async fn grant(db: &TestDb, role: Role) -> Fence {
 }
 
 /// An old fence and the fence that superseded it.
-async fn superseded_and_live(db: &TestDb, role: Role) -> (Fence, Fence) {
-    let old = grant(db, role).await;
-    sqlx::query("UPDATE leader_leases SET expires_at = now() - interval '1 ms' WHERE role = $1")
-        .bind(role)
-        .execute(db.admin())
-        .await
-        .unwrap();
-    let live = grant(db, role).await;
+async fn superseded_and_live(db: &TestDb, role: Role, shard: Option<Shard>) -> (Fence, Fence) {
+    let old = grant(db, role, shard).await;
+    sqlx::query(
+        "UPDATE leader_leases SET expires_at = now() - interval '1 ms'
+          WHERE role = $1 AND holder_id IS NOT NULL",
+    )
+    .bind(role)
+    .execute(db.admin())
+    .await
+    .unwrap();
+    let live = grant(db, role, shard).await;
     (old, live)
 }
 
@@ -79,15 +83,25 @@ async fn each_funnel_claims_nothing_with_a_superseded_fence_and_rows_with_the_li
         (jobs::EMAIL_OUTBOX, "claim_emails"),
         (jobs::WEBHOOK_DELIVERY, "due_deliveries"),
     ];
+    // webhook_delivery has 8 shards: the shard of delivery 1 is tried.
+    let delivery_shard: i32 = sqlx::query_scalar("SELECT leader_shard_of(1::bigint, 8)")
+        .fetch_one(db.admin())
+        .await
+        .unwrap();
+    let delivery_shard = Shard::new(u32::try_from(delivery_shard).unwrap(), 8).unwrap();
     for (role, funnel) in funnels {
-        let (old, live) = superseded_and_live(&db, role).await;
+        let shard = (role == jobs::WEBHOOK_DELIVERY).then_some(delivery_shard);
+        let (old, live) = superseded_and_live(&db, role, shard).await;
         let claim = async |fence: Fence| -> Claimed {
             match funnel {
                 "due_subscriptions" => store.due_subscriptions(fence, 10).await.unwrap().len(),
                 "due_dunning_runs" => store.due_dunning_runs(fence, 10).await.unwrap().len(),
                 "claim_webhooks" => store.claim_webhooks(fence, 10).await.unwrap().len(),
                 "claim_emails" => store.claim_emails(&fence, 10).await.unwrap().len(),
-                "due_deliveries" => store.due_deliveries(fence, 10).await.unwrap().len(),
+                "due_deliveries" => {
+                    let fence = fence.shard_fence().expect("webhook_delivery is sharded");
+                    store.due_deliveries(fence, 10).await.unwrap().len()
+                }
                 other => unreachable!("{other}"),
             }
         };
@@ -303,6 +317,51 @@ async fn the_checks_tell_work_done_twice_from_work_left_undone() {
     assert_eq!(
         failed[0].name,
         "no tick stamped completed that did not complete"
+    );
+}
+
+#[tokio::test]
+async fn the_shard_checks_compare_tokens_within_a_shard_and_find_a_row_of_another_shard() {
+    use billing_demo::checks::{CHECKS, run_checks};
+    let db = app_db().await;
+    let failed = async || -> Vec<String> {
+        run_checks(db.admin(), CHECKS)
+            .await
+            .unwrap()
+            .checks
+            .iter()
+            .filter(|c| !c.passed() && c.name.contains("shard"))
+            .map(|c| c.name.to_owned())
+            .collect()
+    };
+    // Two shards of webhook_delivery lead at once, each with its own tokens (shard 1's lower
+    // than shard 0's), each claiming its own shard's rows: no violation.
+    db.exec(
+        "INSERT INTO grants (role, token, holder, granted_at, shard_index, shard_count)
+         VALUES ('webhook_delivery', 16, 'a', now() - interval '2 s', 0, 8),
+                ('webhook_delivery', 9, 'b', now() - interval '1 s', 1, 8);
+         INSERT INTO claims (role, token, row_ids, claimed_at, shard_index, shard_count)
+         SELECT 'webhook_delivery', 16, ARRAY[id], now(), 0, 8
+           FROM generate_series(1, 1000) id WHERE leader_shard_of(id, 8) = 0
+          LIMIT 1;
+         INSERT INTO claims (role, token, row_ids, claimed_at, shard_index, shard_count)
+         SELECT 'webhook_delivery', 9, ARRAY[id], now(), 1, 8
+           FROM generate_series(1, 1000) id WHERE leader_shard_of(id, 8) = 1
+          LIMIT 1;",
+    )
+    .await;
+    assert_eq!(failed().await, Vec::<String>::new());
+    // Shard 1 claims a row of shard 2.
+    db.exec(
+        "INSERT INTO claims (role, token, row_ids, claimed_at, shard_index, shard_count)
+         SELECT 'webhook_delivery', 9, ARRAY[id], now(), 1, 8
+           FROM generate_series(1, 1000) id WHERE leader_shard_of(id, 8) = 2
+          LIMIT 1;",
+    )
+    .await;
+    assert_eq!(
+        failed().await,
+        ["a shard's claims returned only its shard's rows"]
     );
 }
 

@@ -20,7 +20,6 @@
 //! When PATH already holds a report, only the text between the generated-report markers is
 //! replaced, so hand-written notes outside them survive a re-run.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -32,7 +31,7 @@ use leader_benches::report::{self, progress};
 use leader_benches::stats::{max, median, min};
 use leader_benches::{Res, machine};
 use leader_core::lease::{self, Acquired, Renewed};
-use leader_core::{Fence, Role, Statement, Timings};
+use leader_core::{Fence, Role, Timings};
 use leader_runtime::{JobError, Runtime, TickContext};
 use leader_testkit::Cluster;
 use rand::Rng;
@@ -102,13 +101,12 @@ fn secs_between(from: DateTime<Utc>, to: DateTime<Utc>) -> f64 {
 mod handoff;
 mod idle;
 mod scale;
-mod server_log;
 mod takeover;
 
 use handoff::*;
 use idle::*;
+use leader_benches::server_log::*;
 use scale::*;
-use server_log::*;
 use takeover::*;
 
 enum Args {

@@ -1,19 +1,32 @@
 //! Counting the statements that reach the server, from its log, by the name each carries.
 
-use super::*;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use leader_core::Statement;
+use sqlx::PgConnection;
+
+use crate::Res;
 
 /// What one counted statement was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) enum Kind {
+pub enum Kind {
+    /// The runtime's ACQUIRE.
     Acquire,
+    /// The runtime's RENEW.
     Renew,
+    /// The runtime's RELEASE.
     Release,
+    /// The metrics' status read.
     StatusRead,
+    /// Anything else: the jobs' own statements, the bench's.
     Other,
 }
 
 impl Kind {
-    pub(super) const ALL: [Kind; 5] = [
+    /// Every kind, in report order.
+    pub const ALL: [Kind; 5] = [
         Kind::Acquire,
         Kind::Renew,
         Kind::Release,
@@ -21,7 +34,8 @@ impl Kind {
         Kind::Other,
     ];
 
-    pub(super) fn name(self) -> &'static str {
+    /// The kind's name in reports.
+    pub fn name(self) -> &'static str {
         match self {
             Kind::Acquire => "ACQUIRE",
             Kind::Renew => "RENEW",
@@ -33,7 +47,7 @@ impl Kind {
 
     /// The kind of a logged statement, by the name in its leading comment
     /// ([`Statement::of_sql`]), never by its SQL text.
-    pub(super) fn of(sql: &str) -> Kind {
+    pub fn of(sql: &str) -> Kind {
         match Statement::of_sql(sql) {
             Some(Statement::Acquire) => Kind::Acquire,
             Some(Statement::Renew) => Kind::Renew,
@@ -53,7 +67,7 @@ impl Kind {
 
 /// Splits a stderr-format server log into entries: a continuation line of a multi-line message
 /// starts with a tab.
-pub(super) fn log_entries(text: &str) -> Vec<String> {
+pub fn log_entries(text: &str) -> Vec<String> {
     let mut entries: Vec<String> = Vec::new();
     for line in text.lines() {
         match entries.last_mut() {
@@ -69,9 +83,9 @@ pub(super) fn log_entries(text: &str) -> Vec<String> {
 
 /// The SQL of a statement-log entry: `LOG:  statement: ...` (simple query protocol) or
 /// `LOG:  execute <name>: ...` (extended protocol).
-pub(super) fn logged_sql(entry: &str) -> Option<&str> {
-    pub(super) const SIMPLE: &str = "LOG:  statement: ";
-    pub(super) const EXTENDED: &str = "LOG:  execute ";
+pub fn logged_sql(entry: &str) -> Option<&str> {
+    const SIMPLE: &str = "LOG:  statement: ";
+    const EXTENDED: &str = "LOG:  execute ";
     if let Some(i) = entry.find(SIMPLE) {
         return Some(&entry[i + SIMPLE.len()..]);
     }
@@ -81,8 +95,8 @@ pub(super) fn logged_sql(entry: &str) -> Option<&str> {
 }
 
 /// The holder id inlined into an ACQUIRE (`holder_id = convert_from(decode('<hex>', ..`).
-pub(super) fn acquire_holder(sql: &str) -> Option<String> {
-    pub(super) const MARK: &str = "holder_id = convert_from(decode('";
+pub fn acquire_holder(sql: &str) -> Option<String> {
+    const MARK: &str = "holder_id = convert_from(decode('";
     let i = sql.find(MARK)? + MARK.len();
     let hex = &sql[i..i + sql[i..].find('\'')?];
     let bytes: Option<Vec<u8>> = (0..hex.len())
@@ -94,30 +108,37 @@ pub(super) fn acquire_holder(sql: &str) -> Option<String> {
 
 /// The statements counted in one window.
 #[derive(Debug, Default)]
-pub(super) struct Window {
-    pub(super) seconds: f64,
-    pub(super) by_kind: BTreeMap<Kind, usize>,
-    pub(super) acquires_by_holder: BTreeMap<String, usize>,
-    pub(super) other_samples: Vec<String>,
+pub struct Window {
+    /// How long the window was open.
+    pub seconds: f64,
+    /// The statements counted, by kind.
+    pub by_kind: BTreeMap<Kind, usize>,
+    /// The ACQUIREs counted, by the holder id they carry.
+    pub acquires_by_holder: BTreeMap<String, usize>,
+    /// The first few statements of kind [`Kind::Other`], on one line each.
+    pub other_samples: Vec<String>,
 }
 
 impl Window {
-    pub(super) fn total(&self) -> usize {
+    /// Every statement counted.
+    pub fn total(&self) -> usize {
         self.by_kind.values().sum()
     }
 
-    pub(super) fn rate(&self) -> f64 {
+    /// Statements a second.
+    pub fn rate(&self) -> f64 {
         self.total() as f64 / self.seconds
     }
 
-    pub(super) fn kind_rate(&self, kind: Kind) -> f64 {
+    /// Statements of `kind` a second.
+    pub fn kind_rate(&self, kind: Kind) -> f64 {
         self.by_kind.get(&kind).copied().unwrap_or(0) as f64 / self.seconds
     }
 }
 
 /// Sends a start marker, waits `length`, sends an end marker, and counts the statements the
 /// server logged between the two (the markers excluded).
-pub(super) async fn count_window(
+pub async fn count_window(
     marker: &mut PgConnection,
     log: &Path,
     label: &str,
