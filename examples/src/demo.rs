@@ -83,7 +83,14 @@ async fn leaders(
     Ok(status::read(pool, timings)
         .await?
         .into_iter()
-        .map(|r| (r.role, (r.state.to_string(), r.leader, r.token)))
+        .map(|r| {
+            // A shard of a sharded role is its own lease: `webhook_delivery shard 3/8`.
+            let lease = match r.shard {
+                Some(shard) => format!("{} shard {shard}", r.role),
+                None => r.role,
+            };
+            (lease, (r.state.to_string(), r.leader, r.token))
+        })
         .collect())
 }
 

@@ -74,6 +74,21 @@ pub enum StatementError {
         role: String,
     },
 
+    /// An operator's call named a shard the role does not have (an unsharded role has only
+    /// shard 0).
+    #[error(
+        "{statement}: role `{role}` has no shard {shard_index}: `leaderctl status` lists each \
+         role's shards"
+    )]
+    UnknownShard {
+        /// The statement.
+        statement: Statement,
+        /// The role named.
+        role: String,
+        /// The shard index named.
+        shard_index: u32,
+    },
+
     /// An operator's call named a role that breaks the naming rule.
     #[error("{statement}: {source}")]
     RoleName {
@@ -106,6 +121,7 @@ impl StatementError {
             StatementError::Timeout { statement, .. }
             | StatementError::Database { statement, .. }
             | StatementError::UnknownRole { statement, .. }
+            | StatementError::UnknownShard { statement, .. }
             | StatementError::RoleName { statement, .. }
             | StatementError::Interval { statement, .. } => Some(*statement),
             StatementError::RoleNotSeeded { .. } | StatementError::ShardNotSeeded { .. } => {

@@ -130,14 +130,24 @@ pub enum PauseOutcome {
 // The row is locked first, so a concurrent pause cannot slip in between the look and the call;
 // `CASE` evaluates `leader_pause` (VOLATILE, so never folded at planning) only when unpaused. A
 // role without a row reaches `leader_pause` too, which raises its unknown-role error.
+//
+// A sharded role has a row per shard: it is already paused only if every shard is, and then the
+// earliest pause's author and reason stand; otherwise `leader_pause` pauses every shard. The
+// aggregate has one row whatever `current` holds.
 const PAUSE_IF_UNPAUSED: &str = "
 WITH current AS (
     SELECT paused_at, paused_by, pause_reason FROM leader_leases WHERE role = :role FOR UPDATE
+),
+whole AS (
+    SELECT bool_and(paused_at IS NOT NULL) AS all_paused,
+           min(paused_at) AS paused_at,
+           (array_agg(paused_by ORDER BY paused_at))[1] AS paused_by,
+           (array_agg(pause_reason ORDER BY paused_at))[1] AS pause_reason
+      FROM current
 )
-SELECT c.paused_at, c.paused_by, c.pause_reason,
-       CASE WHEN c.paused_at IS NULL THEN leader_pause(:role, :who, :why) END AS paused
-  FROM (VALUES (1)) AS one (x)
-  LEFT JOIN current c ON true
+SELECT CASE WHEN w.all_paused THEN w.paused_at END AS paused_at, w.paused_by, w.pause_reason,
+       CASE WHEN w.all_paused IS NOT TRUE THEN leader_pause(:role, :who, :why) END AS paused
+  FROM whole w
 ";
 
 /// PAUSE, refusing a role that is already paused: like [`pause`], except that a paused role is
@@ -200,4 +210,86 @@ pub async fn clear_cooldown<'e>(
         "SELECT leader_clear_cooldown(:role)",
     )
     .await
+}
+
+/// Maps the shard functions' "has no shard" error (raised for an unknown role too) to
+/// [`StatementError::UnknownShard`].
+fn unknown_shard(
+    role: &str,
+    shard_index: u32,
+) -> impl FnOnce(StatementError) -> StatementError + '_ {
+    move |err| match &err {
+        StatementError::Database { statement, source } => match source.as_ref() {
+            sqlx::Error::Database(db)
+                if db.code().as_deref() == Some("22023")
+                    && db.message().contains("has no shard") =>
+            {
+                StatementError::UnknownShard {
+                    statement: *statement,
+                    role: role.to_owned(),
+                    shard_index,
+                }
+            }
+            _ => err,
+        },
+        _ => err,
+    }
+}
+
+/// PAUSE of one shard (`leader_pause_shard(role, shard_index, who, why)`): as [`pause`], for
+/// the lease row of shard `shard_index` alone; the role's other shards run on.
+///
+/// # Errors
+///
+/// [`StatementError::UnknownShard`] for a role or shard that does not exist,
+/// [`StatementError::RoleName`] for a malformed name, [`StatementError::Timeout`] or
+/// [`StatementError::Database`].
+pub async fn pause_shard<'e>(
+    db: impl PgExecutor<'e>,
+    role: &str,
+    shard_index: u32,
+    who: &str,
+    why: Option<&str>,
+    timings: &Timings,
+) -> Result<(), StatementError> {
+    valid(Statement::Pause, role)?;
+    let sql = render(
+        "SELECT leader_pause_shard(:role, CAST(:shard AS integer), :who, :why)",
+        &[
+            ("role", Value::Text(role)),
+            ("shard", Value::Int(i64::from(shard_index))),
+            ("who", Value::Text(who)),
+            ("why", Value::OptText(why)),
+        ],
+    );
+    send(db, Statement::Pause, timings.statement_timeout(), sql)
+        .await
+        .map_err(unknown_shard(role, shard_index))?;
+    Ok(())
+}
+
+/// UNPAUSE of one shard (`leader_unpause_shard(role, shard_index)`); the floor its pause set
+/// stays, as for [`unpause`].
+///
+/// # Errors
+///
+/// As [`pause_shard`].
+pub async fn unpause_shard<'e>(
+    db: impl PgExecutor<'e>,
+    role: &str,
+    shard_index: u32,
+    timings: &Timings,
+) -> Result<(), StatementError> {
+    valid(Statement::Unpause, role)?;
+    let sql = render(
+        "SELECT leader_unpause_shard(:role, CAST(:shard AS integer))",
+        &[
+            ("role", Value::Text(role)),
+            ("shard", Value::Int(i64::from(shard_index))),
+        ],
+    );
+    send(db, Statement::Unpause, timings.statement_timeout(), sql)
+        .await
+        .map_err(unknown_shard(role, shard_index))?;
+    Ok(())
 }

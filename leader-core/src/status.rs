@@ -13,7 +13,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use sqlx::{PgExecutor, Row};
 
 use crate::send::send;
-use crate::{Statement, StatementError, Timings};
+use crate::{Shard, Statement, StatementError, Timings};
 
 /// A role's state, as `leader_status.state` names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -96,6 +96,9 @@ pub struct RoleStatus {
     pub schedule: Option<String>,
     /// For a role on a cron schedule, the latest scheduled instant completed.
     pub last_completed_instant: Option<DateTime<Utc>>,
+    /// Which shard of a sharded role this row is (`shard_index`, `shard_count`); `None` for an
+    /// unsharded role's one row.
+    pub shard: Option<Shard>,
     /// The database clock when the row was read.
     pub db_now: DateTime<Utc>,
 }
@@ -122,12 +125,13 @@ impl RoleStatus {
 const READ: &str = "
 SELECT role, state, leader, token, leading_since, expires_at, last_tick_ended_at,
        last_tick_holder, cooldown_until, paused_at, paused_by, pause_reason, schedule,
-       last_completed_instant, now() AS db_now
+       last_completed_instant, shard_index, shard_count, now() AS db_now
   FROM leader_status
- ORDER BY role
+ ORDER BY role, shard_index
 ";
 
-/// Reads every role's row of `leader_status`, ordered by role, in one statement.
+/// Reads every row of `leader_status` (one per role, one per shard of a sharded role), ordered by
+/// role and shard, in one statement.
 ///
 /// # Errors
 ///
@@ -169,10 +173,23 @@ pub async fn read<'e>(
                 pause_reason: row.try_get("pause_reason").map_err(&field)?,
                 schedule: row.try_get("schedule").map_err(&field)?,
                 last_completed_instant: row.try_get("last_completed_instant").map_err(&field)?,
+                shard: shard_of(
+                    row.try_get("shard_index").map_err(&field)?,
+                    row.try_get("shard_count").map_err(&field)?,
+                ),
                 db_now: row.try_get("db_now").map_err(&field)?,
             })
         })
         .collect()
+}
+
+/// The shard a row's `shard_index` and `shard_count` name; `None` for an unsharded role (a
+/// count of 1) or a pair the table's CHECK would not allow.
+fn shard_of(index: i32, count: i32) -> Option<Shard> {
+    if count <= 1 {
+        return None;
+    }
+    Shard::new(u32::try_from(index).ok()?, u32::try_from(count).ok()?).ok()
 }
 
 /// A span of time as the table shows it: `850ms`, `4.2s`, `3m05s`, `2h10m`, `3d04h`; negative
@@ -205,6 +222,11 @@ type Cell = Box<dyn Fn(&RoleStatus) -> String>;
 /// The aligned table of [`read`]'s rows: role, state, leader, token, expires in, last completed
 /// tick (time, UTC, and age), cooldown left, and who paused it and why, `-` where there is
 /// nothing; plus any columns added with [`Table::column`].
+///
+/// A sharded role is one line (its shard count and how many shards are in each state, how many
+/// replicas lead them, its stalest shard's last tick, how many shards are paused) with one
+/// indented line per shard under it (`  3/8`); the added columns are filled on the role's line
+/// (from its first shard's row) and left blank on the shards' lines.
 ///
 /// ```no_run
 /// # async fn show(pool: &sqlx::PgPool) -> Result<(), leader_core::StatementError> {
@@ -272,6 +294,62 @@ impl<'a> Table<'a> {
     }
 }
 
+impl Table<'_> {
+    /// The role line of a sharded role, from its shards' rows: the count and the shards in each
+    /// state, the number of replicas leading them, the stalest shard's last tick, the paused
+    /// shards.
+    fn role_cells(shards: &[RoleStatus]) -> [String; 9] {
+        let first = &shards[0];
+        let count = first.shard.map_or(shards.len() as u32, Shard::count);
+        let mut states: Vec<(State, usize)> = Vec::new();
+        for row in shards {
+            match states.iter_mut().find(|(state, _)| *state == row.state) {
+                Some((_, n)) => *n += 1,
+                None => states.push((row.state, 1)),
+            }
+        }
+        let states: Vec<String> = states
+            .iter()
+            .map(|(state, n)| format!("{n} {state}"))
+            .collect();
+        let mut leaders: Vec<&str> = shards
+            .iter()
+            .filter(|row| row.state == State::Leading)
+            .filter_map(|row| row.leader.as_deref())
+            .collect();
+        leaders.sort_unstable();
+        leaders.dedup();
+        let stalest = if shards.iter().all(|row| row.last_tick_ended_at.is_some()) {
+            shards.iter().filter_map(|row| row.last_tick_ended_at).min()
+        } else {
+            None
+        };
+        let paused = shards.iter().filter(|row| row.paused_at.is_some()).count();
+        [
+            first.role.clone(),
+            format!("{count} shards: {}", states.join(", ")),
+            match leaders.len() {
+                0 => "-".to_owned(),
+                1 => leaders[0].to_owned(),
+                n => format!("{n} replicas"),
+            },
+            "-".to_owned(),
+            "-".to_owned(),
+            stalest.map_or_else(
+                || "never".to_owned(),
+                |at| at.format("%H:%M:%SZ").to_string(),
+            ),
+            stalest.map_or_else(|| "-".to_owned(), |at| human(first.db_now - at)),
+            "-".to_owned(),
+            if paused == 0 {
+                "-".to_owned()
+            } else {
+                format!("{paused} of {count} shards")
+            },
+        ]
+    }
+}
+
 const HEADERS: [&str; 9] = [
     "role",
     "state",
@@ -292,10 +370,32 @@ impl fmt::Display for Table<'_> {
             .chain(self.extra.iter().map(|(h, _)| h.clone()))
             .collect();
         let mut lines = vec![header];
-        for row in self.rows {
-            let mut line: Vec<String> = Table::cells(row).into();
-            line.extend(self.extra.iter().map(|(_, cell)| cell(row)));
+        let mut rest = self.rows;
+        while let Some(first) = rest.first() {
+            let group = rest
+                .iter()
+                .take_while(|row| row.role == first.role && row.shard.is_some())
+                .count();
+            if group == 0 {
+                let mut line: Vec<String> = Table::cells(first).into();
+                line.extend(self.extra.iter().map(|(_, cell)| cell(first)));
+                lines.push(line);
+                rest = &rest[1..];
+                continue;
+            }
+            let (shards, after) = rest.split_at(group);
+            let mut line: Vec<String> = Table::role_cells(shards).into();
+            line.extend(self.extra.iter().map(|(_, cell)| cell(first)));
             lines.push(line);
+            for row in shards {
+                let mut line: Vec<String> = Table::cells(row).into();
+                if let Some(shard) = row.shard {
+                    line[0] = format!("  {shard}");
+                }
+                line.extend(self.extra.iter().map(|_| String::new()));
+                lines.push(line);
+            }
+            rest = after;
         }
         let widths: Vec<usize> = (0..lines[0].len())
             .map(|i| {
@@ -307,14 +407,11 @@ impl fmt::Display for Table<'_> {
             })
             .collect();
         for line in &lines {
-            let last = line.len() - 1;
+            let mut text = String::new();
             for (i, cell) in line.iter().enumerate() {
-                if i == last {
-                    writeln!(f, "{cell}")?;
-                } else {
-                    write!(f, "{cell:<width$}  ", width = widths[i])?;
-                }
+                text.push_str(&format!("{cell:<width$}  ", width = widths[i]));
             }
+            writeln!(f, "{}", text.trim_end())?;
         }
         Ok(())
     }
@@ -342,6 +439,7 @@ mod table_tests {
             pause_reason: None,
             schedule: None,
             last_completed_instant: None,
+            shard: None,
             db_now: now,
         };
         let rows = [row];
@@ -352,6 +450,45 @@ mod table_tests {
             table,
             "role     state    leader     token          expires_in  last_tick  age  cooldown  paused  ticks\n\
              billing  leading  replica-1  1796212948103  8.0s        never      -    -         -       7\n"
+        );
+    }
+
+    #[test]
+    fn a_sharded_role_is_one_line_with_its_shards_under_it() {
+        let now = chrono::DateTime::from_timestamp(1_796_212_948, 0).unwrap();
+        let row = |shard: u32, state: State, leader: Option<&str>| RoleStatus {
+            role: "webhook_delivery".into(),
+            state,
+            leader: leader.map(str::to_owned),
+            token: 1_796_212_948_000 + i64::from(shard),
+            leading_since: None,
+            expires_at: leader.map(|_| now + chrono::TimeDelta::seconds(2)),
+            last_tick_ended_at: Some(now - chrono::TimeDelta::seconds(i64::from(shard) + 1)),
+            last_tick_holder: None,
+            cooldown_until: None,
+            paused_at: (state == State::Paused).then_some(now),
+            paused_by: (state == State::Paused).then(|| "ops".to_owned()),
+            pause_reason: None,
+            schedule: None,
+            last_completed_instant: None,
+            shard: Some(crate::Shard::new(shard, 3).unwrap()),
+            db_now: now,
+        };
+        let rows = [
+            row(0, State::Leading, Some("replica-1")),
+            row(1, State::Leading, Some("replica-2")),
+            row(2, State::Paused, None),
+        ];
+        let table = Table::new(&rows)
+            .column("ticks", |_| "7".into())
+            .to_string();
+        assert_eq!(
+            table,
+            "role              state                          leader      token          expires_in  last_tick  age   cooldown  paused         ticks\n\
+             webhook_delivery  3 shards: 2 leading, 1 paused  2 replicas  -              -           12:02:25Z  3.0s  -         1 of 3 shards  7\n\
+             \x20 0/3             leading                        replica-1   1796212948000  2.0s        12:02:27Z  1.0s  -         -\n\
+             \x20 1/3             leading                        replica-2   1796212948001  2.0s        12:02:26Z  2.0s  -         -\n\
+             \x20 2/3             paused                         -           1796212948002  -           12:02:25Z  3.0s  -         ops\n"
         );
     }
 }

@@ -23,6 +23,12 @@ impl Failure {
         }
     }
 
+    /// What the failure says.
+    #[cfg(test)]
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
     /// The database cannot be reached, or its framework schema is missing.
     pub fn unreachable(message: impl Into<String>) -> Failure {
         Failure {
@@ -54,6 +60,12 @@ impl Failure {
             StatementError::UnknownRole { role, .. } => Failure::refused(format!(
                 "unknown role `{role}`: `leaderctl status` lists the registered roles, and \
                  `leaderctl roles add {role} --dir MIGRATIONS` writes the migration registering it"
+            )),
+            StatementError::UnknownShard {
+                role, shard_index, ..
+            } => Failure::refused(format!(
+                "role `{role}` has no shard {shard_index}: `leaderctl status` lists each role's \
+                 shards (an unsharded role has none to pause alone)"
             )),
             StatementError::RoleName { source, .. } => Failure::refused(source.to_string()),
             StatementError::Timeout { statement, timeout } => Failure::unreachable(format!(

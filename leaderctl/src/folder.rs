@@ -130,6 +130,11 @@ impl Folder {
             .map(|f| f.name.as_str())
     }
 
+    /// The up and plain migrations' file names, in the order they run.
+    pub fn up_names(&self) -> impl Iterator<Item = &str> {
+        self.files.iter().map(|file| file.name.as_str())
+    }
+
     /// True when the folder's migrations come in `.up.sql`/`.down.sql` pairs, so a new one should
     /// too.
     pub fn reversible(&self) -> bool {

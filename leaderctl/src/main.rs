@@ -15,6 +15,7 @@
 //! |---|---|
 //! | `migrations write DIR [--role NAME]... [--grant LOGIN]... [--force]` | no database: writes the framework's migrations into `DIR`, plus the roles migration and the grant `DIR` still lacks ([`migrations`]) |
 //! | `roles add NAME... --dir DIR` | no database: writes what registering the roles still takes ([`roles`]) |
+//! | `roles reshard ROLE COUNT --dir DIR` | no database: writes the migration giving a role COUNT shards ([`reshard`]) |
 //! | `migrate [--dir DIR] [--lock-timeout-secs SECS]` | a **direct** connection (not through PgBouncer or RDS Proxy: sqlx's migration lock is a session advisory lock) as the schema's owner ([`migrate`]) |
 //! | `status`, `pause`, `unpause`, `clear-cooldown`, `check` | the application's login role, granted with `leader_grant_app_role`; a transaction-mode pooler works |
 //!
@@ -39,6 +40,7 @@ mod grant;
 mod migrate;
 mod migrations;
 mod operate;
+mod reshard;
 mod roles;
 mod status;
 
@@ -55,7 +57,7 @@ macro_rules! exit_codes {
         "\
 Exit codes:
   0  done
-  1  refused: unknown role, malformed role name, role already paused, a migration file that
+  1  refused: unknown role or shard, malformed role name, role already paused, a migration file that
      differs from the framework's without --force, `roles add` with nothing to write, a folder
      `migrate --dir` cannot apply, a migration that failed, a pooler under `migrate`, or a
      malformed command line
@@ -74,7 +76,7 @@ Install:
   cargo run -p leaderctl -- ARGS     in that repository, without installing
 
 What each command needs:
-  migrations write, roles add
+  migrations write, roles add, roles reshard
       no database: they write files into your migrations folder
   migrate
       a DIRECT connection to PostgreSQL, not through PgBouncer or RDS Proxy (sqlx's migration
@@ -136,13 +138,17 @@ enum Command {
               value_parser = clap::value_parser!(u64).range(50..))]
         interval_ms: u64,
     },
-    /// Pause a role cluster-wide: its holder's fence is false at once and no replica acquires it.
+    /// Pause a role cluster-wide (every shard of a sharded role, or with --shard one): its
+    /// holder's fence is false at once and no replica acquires it.
     #[command(after_help = EXIT_CODES)]
     Pause {
         #[command(flatten)]
         db: Database,
         /// The role to pause.
         role: String,
+        /// Pause only this shard of a sharded role (its index, from 0; `status` lists them).
+        #[arg(long, value_name = "INDEX")]
+        shard: Option<u32>,
         /// Who is pausing it (recorded, shown by `status`).
         #[arg(long, value_name = "NAME")]
         by: String,
@@ -160,6 +166,9 @@ enum Command {
         db: Database,
         /// The role to unpause.
         role: String,
+        /// Unpause only this shard of a sharded role.
+        #[arg(long, value_name = "INDEX")]
+        shard: Option<u32>,
     },
     /// Clear the cooldown a failed, panicked or lost tick set, e.g. once a fix has shipped.
     ///
@@ -260,6 +269,23 @@ enum RolesCommand {
         #[arg(long, value_name = "DIR")]
         dir: PathBuf,
     },
+    /// Write the next migration of DIR giving a seeded role COUNT shards (1 unshards it):
+    /// `SELECT leader_reshard('ROLE', COUNT)`, with the safe procedure in a comment, and a
+    /// .down.sql restoring the count DIR's migrations gave it before when DIR is reversible.
+    ///
+    /// Apply the migration, then deploy replicas leading the role with COUNT shards: replicas
+    /// still running the old count are refused and their fences fail, so the two never claim a
+    /// key at once. No database is needed.
+    #[command(after_help = EXIT_CODES)]
+    Reshard {
+        /// The role.
+        role: String,
+        /// Its new shard count, 1 to 1024.
+        count: u32,
+        /// The application's migrations folder.
+        #[arg(long, value_name = "DIR")]
+        dir: PathBuf,
+    },
 }
 
 async fn run(command: Command) -> Result<(), Failure> {
@@ -277,15 +303,24 @@ async fn run(command: Command) -> Result<(), Failure> {
         Command::Pause {
             db,
             role,
+            shard,
             by,
             reason,
         } => {
             let pool = connect::connect(&db.database_url).await?;
-            operate::pause(&pool, &role, &by, reason.as_deref()).await
+            match shard {
+                Some(shard) => {
+                    operate::pause_shard(&pool, &role, shard, &by, reason.as_deref()).await
+                }
+                None => operate::pause(&pool, &role, &by, reason.as_deref()).await,
+            }
         }
-        Command::Unpause { db, role } => {
+        Command::Unpause { db, role, shard } => {
             let pool = connect::connect(&db.database_url).await?;
-            operate::unpause(&pool, &role).await
+            match shard {
+                Some(shard) => operate::unpause_shard(&pool, &role, shard).await,
+                None => operate::unpause(&pool, &role).await,
+            }
         }
         Command::ClearCooldown { db, role } => {
             let pool = connect::connect(&db.database_url).await?;
@@ -314,6 +349,9 @@ async fn run(command: Command) -> Result<(), Failure> {
             grants,
         }) => migrations::write(&dir, force, &roles, &grants),
         Command::Roles(RolesCommand::Add { names, dir }) => roles::add(&dir, &names),
+        Command::Roles(RolesCommand::Reshard { role, count, dir }) => {
+            reshard::reshard(&dir, &role, count)
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 //! `leaderctl pause`, `unpause` and `clear-cooldown`, each through the framework's own function
-//! (`leader_pause`, `leader_unpause`, `leader_clear_cooldown`) by way of `leader_core::operator`.
+//! (`leader_pause`, `leader_unpause`, `leader_clear_cooldown`, and with `--shard`
+//! `leader_pause_shard`, `leader_unpause_shard`) by way of `leader_core::operator`.
 
 use leader_core::Timings;
 use leader_core::operator::{self, PauseOutcome};
@@ -58,5 +59,37 @@ pub async fn clear_cooldown(pool: &PgPool, role: &str) -> Result<(), Failure> {
         .await
         .map_err(Failure::from_core)?;
     println!("cleared the cooldown of {role}: it runs at the next ACQUIRE that finds it due");
+    Ok(())
+}
+
+/// Pauses shard `shard` of `role` alone (`leader_pause_shard`).
+pub async fn pause_shard(
+    pool: &PgPool,
+    role: &str,
+    shard: u32,
+    by: &str,
+    reason: Option<&str>,
+) -> Result<(), Failure> {
+    if by.trim().is_empty() {
+        return Err(Failure::refused(
+            "--by is empty: say who is pausing the shard, e.g. --by alice",
+        ));
+    }
+    operator::pause_shard(pool, role, shard, by, reason, &Timings::default())
+        .await
+        .map_err(Failure::from_core)?;
+    println!(
+        "paused shard {shard} of {role}: its holder's fence is false from now on, the other shards \
+         run on; `leaderctl unpause {role} --shard {shard}` lifts it"
+    );
+    Ok(())
+}
+
+/// Unpauses shard `shard` of `role` (`leader_unpause_shard`).
+pub async fn unpause_shard(pool: &PgPool, role: &str, shard: u32) -> Result<(), Failure> {
+    operator::unpause_shard(pool, role, shard, &Timings::default())
+        .await
+        .map_err(Failure::from_core)?;
+    println!("unpaused shard {shard} of {role}: it runs at the next ACQUIRE that finds it due");
     Ok(())
 }

@@ -63,13 +63,13 @@ pub async fn run(pool: &PgPool, json: bool, watch: Option<Duration>) -> Result<(
     }
 }
 
-/// Each role's `next_due_at`, when the view has the column.
-type NextDue = HashMap<String, DateTime<Utc>>;
+/// Each lease row's `next_due_at` (by role and shard index), when the view has the column.
+type NextDue = HashMap<(String, i32), DateTime<Utc>>;
 
 /// Reads `leader_status` for the next-due times. `to_jsonb` of the row makes a column the view
 /// lacks read as null instead of failing, so one statement serves views with and without it.
 const NEXT_DUE: &str = "
-SELECT role,
+SELECT role, coalesce((to_jsonb(s) ->> 'shard_index')::integer, 0) AS shard_index,
        coalesce(to_jsonb(s) ->> 'next_due_at', to_jsonb(s) ->> 'next_instant')::timestamptz
            AS next_due_at
   FROM leader_status s
@@ -94,7 +94,10 @@ async fn read(pool: &PgPool, timings: &Timings) -> Result<(Vec<RoleStatus>, Next
     .and_then(|rows| {
         rows.iter()
             .filter_map(|row| match row.try_get("next_due_at") {
-                Ok(Some(at)) => Some(row.try_get("role").map(|role| (role, at))),
+                Ok(Some(at)) => Some(
+                    row.try_get("role")
+                        .and_then(|role| Ok(((role, row.try_get("shard_index")?), at))),
+                ),
                 Ok(None) => None,
                 Err(e) => Some(Err(e)),
             })
@@ -128,7 +131,7 @@ fn render(rows: &[RoleStatus], due: &NextDue, json: bool) -> String {
     if json {
         let rows = rows
             .iter()
-            .map(|row| to_json(row, due.get(&row.role).copied()))
+            .map(|row| to_json(row, due.get(&key(row)).copied()))
             .collect();
         format!("{}\n", Value::Array(rows))
     } else {
@@ -138,10 +141,16 @@ fn render(rows: &[RoleStatus], due: &NextDue, json: bool) -> String {
                 row.schedule.clone().unwrap_or_else(|| "-".to_owned())
             })
             .column("next_due", move |row| {
-                next_due(row, due.get(&row.role).copied()).0
+                next_due(row, due.get(&key(row)).copied()).0
             })
             .to_string()
     }
+}
+
+/// The row's key in [`NextDue`].
+fn key(row: &RoleStatus) -> (String, i32) {
+    let index = row.shard.map_or(0, |shard| shard.index());
+    (row.role.clone(), i32::try_from(index).unwrap_or(i32::MAX))
 }
 
 fn time(at: Option<DateTime<Utc>>) -> Value {
@@ -160,6 +169,8 @@ fn millis(span: Option<TimeDelta>) -> Value {
 fn to_json(row: &RoleStatus, due: Option<DateTime<Utc>>) -> Value {
     json!({
         "role": row.role,
+        "shard_index": row.shard.map_or(0, |shard| shard.index()),
+        "shard_count": row.shard.map_or(1, |shard| shard.count()),
         "state": row.state.as_str(),
         "leader": row.leader,
         "token": row.token,

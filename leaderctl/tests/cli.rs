@@ -1334,3 +1334,141 @@ async fn status_shows_a_cron_role_s_schedule_and_next_instant() {
     assert_eq!(Some(at("next_due_at")), planned.following, "{beta}");
     assert_eq!(beta["on_time"], true, "{beta}");
 }
+
+#[tokio::test]
+async fn a_sharded_role_shows_its_shards_under_it_and_pauses_whole_or_by_shard() {
+    let db = database().await;
+    let url = db.app_url();
+    db.exec("SELECT leader_reshard('alpha', 3)").await;
+    let wanted = lease::Wanted::every(ALPHA, Duration::from_secs(60))
+        .in_shard(leader_core::Shard::new(1, 3).unwrap());
+    let granted = lease::acquire(db.admin(), &[wanted], "replica-1", 1, &Timings::default())
+        .await
+        .unwrap();
+    assert!(matches!(granted[0], Acquired::Granted(_)), "{granted:?}");
+
+    let status = ctl(Some(&url), &["status"]).await;
+    status.expect(0, "");
+    let lines: Vec<&str> = status.stdout.lines().collect();
+    let at = lines
+        .iter()
+        .position(|line| line.starts_with("alpha "))
+        .unwrap_or_else(|| panic!("alpha's line:\n{}", status.stdout));
+    assert!(
+        lines[at].contains("3 shards: 2 idle, 1 leading") && lines[at].contains("replica-1"),
+        "{}",
+        status.stdout
+    );
+    for (i, shard) in ["0/3", "1/3", "2/3"].iter().enumerate() {
+        assert!(
+            lines[at + 1 + i].starts_with(&format!("  {shard} ")),
+            "{}",
+            status.stdout
+        );
+    }
+    let json = ctl(Some(&url), &["status", "--json"]).await;
+    json.expect(0, "");
+    let rows: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let shards: Vec<(i64, i64)> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|row| row["role"] == "alpha")
+        .map(|row| {
+            (
+                row["shard_index"].as_i64().unwrap(),
+                row["shard_count"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(shards, [(0, 3), (1, 3), (2, 3)]);
+
+    ctl(
+        Some(&url),
+        &["pause", "alpha", "--shard", "1", "--by", "alice"],
+    )
+    .await
+    .expect(0, "paused shard 1 of alpha");
+    let paused: Vec<i32> = sqlx::query_scalar(
+        "SELECT shard_index FROM leader_leases WHERE role = 'alpha' AND paused_at IS NOT NULL",
+    )
+    .fetch_all(db.admin())
+    .await
+    .unwrap();
+    assert_eq!(paused, [1], "only that shard");
+    ctl(
+        Some(&url),
+        &["pause", "alpha", "--shard", "7", "--by", "alice"],
+    )
+    .await
+    .expect(1, "role `alpha` has no shard 7");
+    ctl(Some(&url), &["unpause", "alpha", "--shard", "1"])
+        .await
+        .expect(0, "unpaused shard 1 of alpha");
+
+    // The whole role: every shard, and a second pause is refused.
+    ctl(Some(&url), &["pause", "alpha", "--by", "bob"])
+        .await
+        .expect(0, "paused alpha");
+    assert_eq!(
+        db.count(
+            "SELECT count(*) FROM leader_leases WHERE role = 'alpha' AND paused_at IS NOT NULL"
+        )
+        .await,
+        3
+    );
+    ctl(Some(&url), &["pause", "alpha", "--by", "carol"])
+        .await
+        .expect(1, "already paused, by bob");
+}
+
+#[tokio::test]
+async fn roles_reshard_writes_a_migration_that_applies() {
+    let dir = temp_dir("reshard");
+    ctl(
+        None,
+        &[
+            "migrations",
+            "write",
+            dir.to_str().unwrap(),
+            "--role",
+            "alpha",
+        ],
+    )
+    .await
+    .expect(0, "");
+    ctl(
+        None,
+        &[
+            "roles",
+            "reshard",
+            "alpha",
+            "4",
+            "--dir",
+            dir.to_str().unwrap(),
+        ],
+    )
+    .await
+    .expect(0, "alpha from 1 to 4 shard(s)");
+    ctl(
+        None,
+        &[
+            "roles",
+            "reshard",
+            "alpha",
+            "4",
+            "--dir",
+            dir.to_str().unwrap(),
+        ],
+    )
+    .await
+    .expect(1, "already has 4 shard(s)");
+    let db = TestDb::unmigrated().await;
+    let migrator = sqlx::migrate::Migrator::new(dir.as_path()).await.unwrap();
+    migrator.run(db.admin()).await.expect("the folder applies");
+    assert_eq!(
+        db.count("SELECT count(*) FROM leader_leases WHERE role = 'alpha' AND shard_count = 4")
+            .await,
+        4
+    );
+}
