@@ -1,14 +1,18 @@
 //! The operator's statements: PAUSE, UNPAUSE and CLEAR COOLDOWN, each a call of the framework's
-//! SQL function of the same name (`leader_pause`, `leader_unpause`, `leader_clear_cooldown`),
-//! which psql users call directly.
+//! SQL function of the same name (`leader_pause`, `leader_unpause`, `leader_clear_cooldown`,
+//! and for one shard of a role `leader_pause_shard`, `leader_unpause_shard`), which psql users
+//! call directly. PAUSE and UNPAUSE of a role act on every shard of a sharded role.
 //!
 //! | statement | what it does | guarded by, in its own `WHERE` |
 //! |---|---|---|
 //! | PAUSE (`leader_pause(role, who, why)`) | clears the holder, refuses ACQUIRE until unpaused, and raises `not_before` to the held lease's expiry | the role exists (else an error naming it) |
 //! | UNPAUSE (`leader_unpause(role)`) | lifts the pause; `not_before` stays | the role exists (else an error naming it) |
 //! | CLEAR COOLDOWN (`leader_clear_cooldown(role)`) | clears `not_before`, e.g. after a fix ships | the role exists (else an error naming it) |
+//! | PAUSE of a shard (`leader_pause_shard(role, shard_index, who, why)`) | as PAUSE, for one shard's row | the shard exists (else an error naming it) |
+//! | UNPAUSE of a shard (`leader_unpause_shard(role, shard_index)`) | as UNPAUSE, for one shard's row | the shard exists (else an error naming it) |
 
 use chrono::{DateTime, Utc};
+use sqlx::postgres::PgRow;
 use sqlx::{PgExecutor, Row};
 
 use crate::inline::{Value, render};
@@ -176,7 +180,12 @@ pub async fn pause_if_unpaused<'e>(
     let rows = send(db, Statement::Pause, timings.statement_timeout(), sql)
         .await
         .map_err(unknown_role(role))?;
-    let row = single(Statement::Pause, rows)?;
+    pause_outcome(&single(Statement::Pause, rows)?)
+}
+
+/// The [`PauseOutcome`] of an answer row holding the pause the row had before the statement
+/// (`paused_at`, `paused_by`, `pause_reason`), null when it was unpaused.
+fn pause_outcome(row: &PgRow) -> Result<PauseOutcome, StatementError> {
     let field = StatementError::database(Statement::Pause);
     let since: Option<DateTime<Utc>> = row.try_get("paused_at").map_err(&field)?;
     let Some(since) = since else {
@@ -212,8 +221,7 @@ pub async fn clear_cooldown<'e>(
     .await
 }
 
-/// Maps the shard functions' "has no shard" error (raised for an unknown role too) to
-/// [`StatementError::UnknownShard`].
+/// Maps the shard functions' "has no shard" error to [`StatementError::UnknownShard`].
 fn unknown_shard(
     role: &str,
     shard_index: u32,
@@ -236,14 +244,79 @@ fn unknown_shard(
     }
 }
 
+// The statement of the shard operations: the shard's row is locked first, then `{call}` (a shard
+// function, VOLATILE, so never folded at planning) is evaluated only when `{when}` holds of it.
+// `found` is null when the shard has no row, and `role_known` then tells an unknown role from an
+// unknown shard, so neither reaches the function. One answer row whatever `target` holds.
+const SHARD_STATEMENT: &str = "
+WITH target AS (
+    SELECT true AS found, paused_at, paused_by, pause_reason
+      FROM leader_leases
+     WHERE role = :role AND shard_index = CAST(:shard AS integer)
+       FOR UPDATE
+)
+SELECT EXISTS (SELECT 1 FROM leader_leases WHERE role = :role) AS role_known,
+       t.found, t.paused_at, t.paused_by, t.pause_reason,
+       CASE WHEN {when} THEN {call} END AS called
+  FROM (VALUES (1)) AS one (x)
+  LEFT JOIN target t ON true
+";
+
+const PAUSE_SHARD: &str = "leader_pause_shard(:role, CAST(:shard AS integer), :who, :why)";
+const UNPAUSE_SHARD: &str = "leader_unpause_shard(:role, CAST(:shard AS integer))";
+
+/// Sends [`SHARD_STATEMENT`] calling `call` when `when` holds of shard `shard_index`'s row, and
+/// answers that row (as it was before the call); a role or shard without a row is
+/// [`StatementError::UnknownRole`] or [`StatementError::UnknownShard`].
+async fn on_shard<'e>(
+    db: impl PgExecutor<'e>,
+    statement: Statement,
+    (role, shard_index): (&str, u32),
+    (when, call): (&str, &str),
+    mut values: Vec<(&str, Value<'_>)>,
+    timings: &Timings,
+) -> Result<PgRow, StatementError> {
+    valid(statement, role)?;
+    let template = SHARD_STATEMENT
+        .replace("{when}", when)
+        .replace("{call}", call);
+    values.push(("role", Value::Text(role)));
+    values.push(("shard", Value::Int(i64::from(shard_index))));
+    let sql = render(&template, &values);
+    let rows = send(db, statement, timings.statement_timeout(), sql)
+        .await
+        .map_err(unknown_shard(role, shard_index))?;
+    let row = single(statement, rows)?;
+    let field = StatementError::database(statement);
+    let found: Option<bool> = row.try_get("found").map_err(&field)?;
+    if found.is_some() {
+        return Ok(row);
+    }
+    let role_known: bool = row.try_get("role_known").map_err(&field)?;
+    let role = role.to_owned();
+    Err(if role_known {
+        StatementError::UnknownShard {
+            statement,
+            role,
+            shard_index,
+        }
+    } else {
+        StatementError::UnknownRole { statement, role }
+    })
+}
+
 /// PAUSE of one shard (`leader_pause_shard(role, shard_index, who, why)`): as [`pause`], for
-/// the lease row of shard `shard_index` alone; the role's other shards run on.
+/// the lease row of shard `shard_index` alone; the role's other shards run on. A shard already
+/// paused gets `who` and `why` as its pause's author and reason (its pause's start stays); see
+/// [`pause_shard_if_unpaused`] to keep the first ones. Shard 0 of an unsharded role is its one
+/// row.
 ///
 /// # Errors
 ///
-/// [`StatementError::UnknownShard`] for a role or shard that does not exist,
+/// [`StatementError::UnknownRole`] for a role the table does not have,
+/// [`StatementError::UnknownShard`] for a shard the role does not have,
 /// [`StatementError::RoleName`] for a malformed name, [`StatementError::Timeout`] or
-/// [`StatementError::Database`].
+/// [`StatementError::Database`] otherwise.
 pub async fn pause_shard<'e>(
     db: impl PgExecutor<'e>,
     role: &str,
@@ -252,24 +325,48 @@ pub async fn pause_shard<'e>(
     why: Option<&str>,
     timings: &Timings,
 ) -> Result<(), StatementError> {
-    valid(Statement::Pause, role)?;
-    let sql = render(
-        "SELECT leader_pause_shard(:role, CAST(:shard AS integer), :who, :why)",
-        &[
-            ("role", Value::Text(role)),
-            ("shard", Value::Int(i64::from(shard_index))),
-            ("who", Value::Text(who)),
-            ("why", Value::OptText(why)),
-        ],
-    );
-    send(db, Statement::Pause, timings.statement_timeout(), sql)
-        .await
-        .map_err(unknown_shard(role, shard_index))?;
+    on_shard(
+        db,
+        Statement::Pause,
+        (role, shard_index),
+        ("t.found", PAUSE_SHARD),
+        vec![("who", Value::Text(who)), ("why", Value::OptText(why))],
+        timings,
+    )
+    .await?;
     Ok(())
 }
 
+/// PAUSE of one shard, refusing a shard that is already paused: like [`pause_shard`], except
+/// that a paused shard (by a pause of the shard or of its whole role) is left as it is and
+/// reported as [`PauseOutcome::AlreadyPaused`]. One statement: the row is locked before it is
+/// looked at.
+///
+/// # Errors
+///
+/// As [`pause_shard`].
+pub async fn pause_shard_if_unpaused<'e>(
+    db: impl PgExecutor<'e>,
+    role: &str,
+    shard_index: u32,
+    who: &str,
+    why: Option<&str>,
+    timings: &Timings,
+) -> Result<PauseOutcome, StatementError> {
+    let row = on_shard(
+        db,
+        Statement::Pause,
+        (role, shard_index),
+        ("t.found AND t.paused_at IS NULL", PAUSE_SHARD),
+        vec![("who", Value::Text(who)), ("why", Value::OptText(why))],
+        timings,
+    )
+    .await?;
+    pause_outcome(&row)
+}
+
 /// UNPAUSE of one shard (`leader_unpause_shard(role, shard_index)`); the floor its pause set
-/// stays, as for [`unpause`].
+/// stays, as for [`unpause`]. Unpausing a shard of a role paused whole unpauses that shard alone.
 ///
 /// # Errors
 ///
@@ -280,16 +377,14 @@ pub async fn unpause_shard<'e>(
     shard_index: u32,
     timings: &Timings,
 ) -> Result<(), StatementError> {
-    valid(Statement::Unpause, role)?;
-    let sql = render(
-        "SELECT leader_unpause_shard(:role, CAST(:shard AS integer))",
-        &[
-            ("role", Value::Text(role)),
-            ("shard", Value::Int(i64::from(shard_index))),
-        ],
-    );
-    send(db, Statement::Unpause, timings.statement_timeout(), sql)
-        .await
-        .map_err(unknown_shard(role, shard_index))?;
+    on_shard(
+        db,
+        Statement::Unpause,
+        (role, shard_index),
+        ("t.found", UNPAUSE_SHARD),
+        Vec::new(),
+        timings,
+    )
+    .await?;
     Ok(())
 }

@@ -64,8 +64,8 @@ impl Failure {
             StatementError::UnknownShard {
                 role, shard_index, ..
             } => Failure::refused(format!(
-                "role `{role}` has no shard {shard_index}: `leaderctl status` lists each role's \
-                 shards (an unsharded role has none to pause alone)"
+                "role `{role}` has no shard {shard_index}: `leaderctl status` lists its shards \
+                 (`0/8` is shard 0 of 8; an unsharded role has only shard 0)"
             )),
             StatementError::RoleName { source, .. } => Failure::refused(source.to_string()),
             StatementError::Timeout { statement, timeout } => Failure::unreachable(format!(

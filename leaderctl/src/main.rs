@@ -123,6 +123,10 @@ struct DirectDatabase {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Every role's state, leader, token, expiry, last completed tick, cooldown and pause.
+    ///
+    /// A sharded role is one line (its shard count and how many shards are in each state) with
+    /// one indented line per shard under it (`  3/8` is shard 3 of 8); with --json, one object
+    /// per shard, each with `shard_index` and `shard_count` (0 and 1 for an unsharded role).
     #[command(after_help = EXIT_CODES)]
     Status {
         #[command(flatten)]
@@ -140,6 +144,9 @@ enum Command {
     },
     /// Pause a role cluster-wide (every shard of a sharded role, or with --shard one): its
     /// holder's fence is false at once and no replica acquires it.
+    ///
+    /// A role or shard already paused is refused and left as it is: the first pause's author
+    /// and reason stand. A role counts as paused when every shard of it is.
     #[command(after_help = EXIT_CODES)]
     Pause {
         #[command(flatten)]
@@ -166,7 +173,8 @@ enum Command {
         db: Database,
         /// The role to unpause.
         role: String,
-        /// Unpause only this shard of a sharded role.
+        /// Unpause only this shard of a sharded role (of a role paused whole, the others stay
+        /// paused).
         #[arg(long, value_name = "INDEX")]
         shard: Option<u32>,
     },

@@ -20,20 +20,25 @@ pub async fn pause(
             "--by is empty: say who is pausing the role, e.g. --by alice",
         ));
     }
-    match operator::pause_if_unpaused(pool, role, by, reason, &Timings::default())
+    let outcome = operator::pause_if_unpaused(pool, role, by, reason, &Timings::default())
         .await
-        .map_err(Failure::from_core)?
-    {
-        PauseOutcome::Paused => {
-            println!(
-                "paused {role}: its holder's fence is false from now on, and no replica acquires \
-                 it until `leaderctl unpause {role}`"
-            );
-            Ok(())
-        }
+        .map_err(Failure::from_core)?;
+    paused(outcome, &format!("role `{role}`"), role)?;
+    println!(
+        "paused {role}: its holder's fence is false from now on, and no replica acquires it until \
+         `leaderctl unpause {role}`"
+    );
+    Ok(())
+}
+
+/// Refuses an [`PauseOutcome::AlreadyPaused`] of `what` (the role, or one of its shards), naming
+/// who paused it, since when and why, and the `unpause` arguments (`args`) lifting it.
+fn paused(outcome: PauseOutcome, what: &str, args: &str) -> Result<(), Failure> {
+    match outcome {
+        PauseOutcome::Paused => Ok(()),
         PauseOutcome::AlreadyPaused { by, reason, since } => Err(Failure::refused(format!(
-            "role `{role}` is already paused, by {by} since {}{}: nothing changed; \
-             `leaderctl unpause {role}` lifts it",
+            "{what} is already paused, by {by} since {}{}: nothing changed; \
+             `leaderctl unpause {args}` lifts it",
             since.format("%Y-%m-%d %H:%M:%SZ"),
             reason.map(|r| format!(" ({r})")).unwrap_or_default()
         ))),
@@ -62,7 +67,8 @@ pub async fn clear_cooldown(pool: &PgPool, role: &str) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Pauses shard `shard` of `role` alone (`leader_pause_shard`).
+/// Pauses shard `shard` of `role` alone (`leader_pause_shard`), refusing a shard that is already
+/// paused, alone or with its role (its first pause's author and reason stand).
 pub async fn pause_shard(
     pool: &PgPool,
     role: &str,
@@ -75,9 +81,15 @@ pub async fn pause_shard(
             "--by is empty: say who is pausing the shard, e.g. --by alice",
         ));
     }
-    operator::pause_shard(pool, role, shard, by, reason, &Timings::default())
-        .await
-        .map_err(Failure::from_core)?;
+    let outcome =
+        operator::pause_shard_if_unpaused(pool, role, shard, by, reason, &Timings::default())
+            .await
+            .map_err(Failure::from_core)?;
+    paused(
+        outcome,
+        &format!("shard {shard} of `{role}`"),
+        &format!("{role} --shard {shard}"),
+    )?;
     println!(
         "paused shard {shard} of {role}: its holder's fence is false from now on, the other shards \
          run on; `leaderctl unpause {role} --shard {shard}` lifts it"
@@ -90,6 +102,9 @@ pub async fn unpause_shard(pool: &PgPool, role: &str, shard: u32) -> Result<(), 
     operator::unpause_shard(pool, role, shard, &Timings::default())
         .await
         .map_err(Failure::from_core)?;
-    println!("unpaused shard {shard} of {role}: it runs at the next ACQUIRE that finds it due");
+    println!(
+        "unpaused shard {shard} of {role}: it runs at the next ACQUIRE that finds it due and out of \
+         cooldown"
+    );
     Ok(())
 }

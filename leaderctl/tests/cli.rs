@@ -1472,3 +1472,93 @@ async fn roles_reshard_writes_a_migration_that_applies() {
         4
     );
 }
+
+#[tokio::test]
+async fn pause_shard_refuses_a_paused_shard_and_tells_an_unknown_role_from_an_unknown_shard() {
+    let db = database().await;
+    let url = db.app_url();
+    db.exec("SELECT leader_reshard('alpha', 2)").await;
+    let pauses = "SELECT shard_index, paused_by, pause_reason FROM leader_leases \
+                  WHERE role = 'alpha' AND paused_at IS NOT NULL ORDER BY shard_index";
+
+    ctl(
+        Some(&url),
+        &[
+            "pause",
+            "alpha",
+            "--shard",
+            "1",
+            "--by",
+            "alice",
+            "--reason",
+            "replaying",
+        ],
+    )
+    .await
+    .expect(0, "paused shard 1 of alpha");
+    ctl(
+        Some(&url),
+        &["pause", "alpha", "--shard", "1", "--by", "bob"],
+    )
+    .await
+    .expect(1, "shard 1 of `alpha` is already paused, by alice since")
+    .expect(
+        1,
+        "(replaying): nothing changed; `leaderctl unpause alpha --shard 1`",
+    );
+    let rows: Vec<(i32, String, Option<String>)> =
+        sqlx::query_as(pauses).fetch_all(db.admin()).await.unwrap();
+    assert_eq!(
+        rows,
+        [(1, "alice".to_owned(), Some("replaying".to_owned()))],
+        "the first pause stands"
+    );
+
+    // A shard paused with its whole role is paused too; unpausing it leaves the other paused.
+    ctl(Some(&url), &["unpause", "alpha", "--shard", "1"])
+        .await
+        .expect(0, "unpaused shard 1 of alpha");
+    ctl(Some(&url), &["pause", "alpha", "--by", "carol"])
+        .await
+        .expect(0, "paused alpha");
+    ctl(
+        Some(&url),
+        &["pause", "alpha", "--shard", "0", "--by", "bob"],
+    )
+    .await
+    .expect(1, "shard 0 of `alpha` is already paused, by carol");
+    ctl(Some(&url), &["unpause", "alpha", "--shard", "0"])
+        .await
+        .expect(0, "unpaused shard 0 of alpha");
+    let rows: Vec<(i32, String, Option<String>)> =
+        sqlx::query_as(pauses).fetch_all(db.admin()).await.unwrap();
+    assert_eq!(rows, [(1, "carol".to_owned(), None)]);
+
+    // An unsharded role has shard 0 alone; a role without rows is an unknown role.
+    ctl(
+        Some(&url),
+        &["pause", "beta", "--shard", "0", "--by", "alice"],
+    )
+    .await
+    .expect(0, "paused shard 0 of beta");
+    for args in [
+        &["pause", "beta", "--shard", "1", "--by", "alice"][..],
+        &["unpause", "beta", "--shard", "1"][..],
+    ] {
+        ctl(Some(&url), args).await.expect(
+            1,
+            "role `beta` has no shard 1: `leaderctl status` lists its shards",
+        );
+    }
+    db.exec("DELETE FROM leader_leases WHERE role = 'gamma'")
+        .await;
+    for args in [
+        &["pause", "gamma", "--shard", "0", "--by", "alice"][..],
+        &["unpause", "gamma", "--shard", "0"][..],
+    ] {
+        ctl(Some(&url), args).await.expect(
+            1,
+            "unknown role `gamma`: `leaderctl status` lists the registered roles",
+        );
+    }
+}
