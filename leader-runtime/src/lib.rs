@@ -103,6 +103,13 @@
 //!   "Europe/Berlin")]`, or [`Schedule::cron`] with the builder): each instant completed at most
 //!   once cluster-wide, never before it is due on the database clock;
 //!   [`TickContext::tick_instant`] says which instant a tick serves.
+//! * Sharded roles, for a job one replica cannot keep up with: `#[leader_role("webhook_delivery",
+//!   every = "200ms", shards = 8)]` (or [`RuntimeBuilder::sharded_role`]) makes each of 8 shards
+//!   its own lease, spread over the replicas running the role (no replica holds more than
+//!   `ceil(shards / live replicas)` at once); a tick says which shard it holds
+//!   ([`TickContext::shard`]) and claims that shard's rows with its [`ShardFence`]
+//!   (`leader_fence($1, $2, $3, $4) AND leader_shard_of(id, $3) = $2`), which [`fenced`] checks.
+//!   The database gets the count from `SELECT leader_reshard('role', n)` in a migration.
 //! * [`schema`]: the framework's migrations and the start-up check.
 //! * [`shutdown`], [`metrics`], `prometheus` (feature `prometheus`).
 //! * [`protocol`]: the statements underneath, for tools.
