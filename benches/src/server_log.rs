@@ -192,3 +192,40 @@ pub async fn count_window(
     }
     Ok(window)
 }
+
+/// The database a statement-counting bench runs on: the connection to the maintenance database
+/// (kept for the run), the options of the bench's database, and the server's version.
+pub type LoggedDatabase = (PgConnection, sqlx::postgres::PgConnectOptions, String);
+
+/// Creates the database `name` on `cluster` with the framework's migrations and then `setup`'s
+/// statements, and from then on makes every new connection to it log each statement it runs
+/// (`log_statement = 'all'`), for [`count_window`].
+pub async fn create_logged_database(
+    cluster: &leader_testkit::Cluster,
+    name: &str,
+    setup: &[&'static str],
+) -> Res<LoggedDatabase> {
+    use sqlx::ConnectOptions;
+    let server: sqlx::postgres::PgConnectOptions = cluster.url().parse()?;
+    let mut maintenance = server.connect().await?;
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&mut maintenance)
+        .await?;
+    let options = server.clone().database(name);
+    {
+        let mut connection = options.connect().await?;
+        leader_core::schema::MIGRATOR.run(&mut connection).await?;
+        for sql in setup {
+            sqlx::raw_sql(*sql).execute(&mut connection).await?;
+        }
+    }
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "ALTER DATABASE {name} SET log_statement = 'all'"
+    )))
+    .execute(&mut maintenance)
+    .await?;
+    let version: String = sqlx::query_scalar("SELECT version()")
+        .fetch_one(&mut maintenance)
+        .await?;
+    Ok((maintenance, options, version))
+}

@@ -446,15 +446,7 @@ impl<S: Clone + Send + Sync + 'static> RuntimeBuilder<S> {
     where
         J: Job<S, Args>,
     {
-        let name = std::any::type_name::<J>().to_owned();
-        let job = job.into_job_fn(self.state.clone());
-        self.add(RoleSpec {
-            role,
-            schedule: schedule.into(),
-            job,
-            name,
-            shard_count: None,
-        })
+        self.add_job(role, schedule.into(), None, job)
     }
 
     /// Adds `role` as a sharded role of `shard_count` shards, led by `job` on `schedule` as
@@ -510,14 +502,28 @@ impl<S: Clone + Send + Sync + 'static> RuntimeBuilder<S> {
     where
         J: Job<S, Args>,
     {
+        self.add_job(role, schedule.into(), Some(shard_count), job)
+    }
+
+    /// Adds `job` for `role`, named by its type.
+    fn add_job<J, Args>(
+        self,
+        role: Role,
+        schedule: Schedule,
+        shard_count: Option<u32>,
+        job: J,
+    ) -> RuntimeBuilder<S>
+    where
+        J: Job<S, Args>,
+    {
         let name = std::any::type_name::<J>().to_owned();
         let job = job.into_job_fn(self.state.clone());
         self.add(RoleSpec {
             role,
-            schedule: schedule.into(),
+            schedule,
             job,
             name,
-            shard_count: Some(shard_count),
+            shard_count,
         })
     }
 

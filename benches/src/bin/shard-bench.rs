@@ -32,7 +32,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use leader_benches::Res;
 use leader_benches::report::{self, progress};
-use leader_benches::server_log::{Kind, Window, count_window};
+use leader_benches::server_log::{Kind, Window, count_window, create_logged_database};
 use leader_benches::stats::{max, median, min};
 use leader_runtime::{JobError, Role, Runtime, State, TickContext, Timings};
 use leader_testkit::Cluster;
@@ -452,31 +452,6 @@ async fn idle(
     })
 }
 
-/// Creates the bench's database with the lease schema and the roles, logging every statement
-/// of its new connections from then on.
-async fn create_database(cluster: &Cluster) -> Res<(PgConnection, PgConnectOptions, String)> {
-    let server: PgConnectOptions = cluster.url().parse()?;
-    let mut maintenance = server.connect().await?;
-    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {DATABASE}")))
-        .execute(&mut maintenance)
-        .await?;
-    let options = server.clone().database(DATABASE);
-    {
-        let mut setup = options.connect().await?;
-        leader_runtime::schema::MIGRATOR.run(&mut setup).await?;
-        sqlx::raw_sql(SETUP).execute(&mut setup).await?;
-    }
-    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
-        "ALTER DATABASE {DATABASE} SET log_statement = 'all'"
-    )))
-    .execute(&mut maintenance)
-    .await?;
-    let version: String = sqlx::query_scalar("SELECT version()")
-        .fetch_one(&mut maintenance)
-        .await?;
-    Ok((maintenance, options, version))
-}
-
 fn framework(window: &Window) -> usize {
     [Kind::Acquire, Kind::Renew, Kind::Release]
         .iter()
@@ -491,7 +466,8 @@ fn verdict(met: bool) -> &'static str {
 async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
     let start = report::RunStart::now();
     let log = cluster.log_path();
-    let (maintenance, options, version) = create_database(cluster).await?;
+    let (maintenance, options, version) =
+        create_logged_database(cluster, DATABASE, &[SETUP]).await?;
     let mut admin = options.connect().await?;
     let mut marker = options.connect().await?;
 

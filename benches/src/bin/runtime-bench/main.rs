@@ -163,7 +163,8 @@ async fn bench(write: Option<&str>) -> Res<bool> {
 async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
     let start = report::RunStart::now();
     let log: PathBuf = cluster.log_path();
-    let (maintenance, options, version) = create_database(cluster).await?;
+    let (maintenance, options, version) =
+        create_logged_database(cluster, DATABASE, &[ROLES_UP, TICKS_TABLE]).await?;
     let mut admin = options.connect().await?;
     let mut marker = options.connect().await?;
     let log_statement = machine::setting(&mut marker, "log_statement").await?;
@@ -203,35 +204,6 @@ async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
 
     print!("{r}");
     Ok(report::conclude(NAME, &r, write, ok, "a check failed")?)
-}
-
-/// Creates the bench's database on `cluster` with the lease schema, the roles and the ticks
-/// table, logging every statement of its new connections from then on; the connection to the
-/// maintenance database (kept for the run), the options of the bench's, and the server's
-/// version.
-async fn create_database(cluster: &Cluster) -> Res<(PgConnection, PgConnectOptions, String)> {
-    let server: PgConnectOptions = cluster.url().parse()?;
-    let mut maintenance = server.connect().await?;
-    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {DATABASE}")))
-        .execute(&mut maintenance)
-        .await?;
-    let options = server.clone().database(DATABASE);
-    {
-        let mut setup = options.connect().await?;
-        leader_core::schema::MIGRATOR.run(&mut setup).await?;
-        sqlx::raw_sql(ROLES_UP).execute(&mut setup).await?;
-        sqlx::raw_sql(TICKS_TABLE).execute(&mut setup).await?;
-    }
-    // From here on every new connection to the database logs each statement it runs.
-    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
-        "ALTER DATABASE {DATABASE} SET log_statement = 'all'"
-    )))
-    .execute(&mut maintenance)
-    .await?;
-    let version: String = sqlx::query_scalar("SELECT version()")
-        .fetch_one(&mut maintenance)
-        .await?;
-    Ok((maintenance, options, version))
 }
 
 /// The report's title, the Machine section and the timings every part runs at.
