@@ -541,6 +541,9 @@ def raise_on_signals():
 
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, stop)
+    # Ctrl-C raises KeyboardInterrupt even when the run was started with SIGINT ignored (a
+    # shell's background job without job control inherits it so), which Python would keep.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def target_directory(root=ROOT):
