@@ -44,14 +44,17 @@ impl Report {
     }
 
     /// The reachability properties a check of `config` cannot reach, in [`REACHABLE`]'s order:
-    /// those about pausing without a pause, and the overlap of a holder whose lease a failover
-    /// took away without a failover.
+    /// those about pausing without a pause, the overlap of a holder whose lease a failover took
+    /// away without a failover, a completed instant without a schedule, and two shards' keys
+    /// claimed at once without two shards with a key each.
     pub fn unreachable_by_design(config: &Config) -> Vec<&'static str> {
         REACHABLE
             .into_iter()
             .filter(|&name| match name {
                 properties::PAUSE_TAKES_EFFECT | properties::LED_AFTER_UNPAUSE => !config.pause,
                 properties::REVOKED_HOLDER_OVERLAPS => config.failovers == 0,
+                properties::INSTANT_COMPLETES => config.schedule.is_none(),
+                properties::SHARDS_CLAIMED_AT_ONCE => config.shards < 2 || config.keys < 2,
                 _ => false,
             })
             .collect()
@@ -71,8 +74,12 @@ impl Report {
 
     /// A summary, then every counterexample.
     pub fn render(&self) -> String {
+        let shards = match self.config.shards {
+            1 => String::new(),
+            n => format!(", {n} shards and {} keys", self.config.keys),
+        };
         let mut out = format!(
-            "{}: {} replicas, horizon {}, {} distinct states ({} generated), depth {}, {:.1?}",
+            "{}: {} replicas{shards}, horizon {}, {} distinct states ({} generated), depth {}, {:.1?}",
             self.config
                 .bug
                 .map_or("correct protocol".into(), |b| format!("seeded bug `{b}`")),

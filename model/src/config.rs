@@ -92,11 +92,16 @@ pub enum Bug {
     /// `leader_pause` without `not_before = greatest(not_before, expires_at)`: after an unpause,
     /// ACQUIRE may grant while the paused holder still works by its own clock.
     PauseWithoutFloor,
+    /// A claim filtered by the next shard's index: one of the job's claims proves the lease of
+    /// shard `s` (`leader_fence(role, s, count, token)`) but selects the keys of shard
+    /// `s + 1 mod count` (`leader_shard_of(key, count) = s + 1`), which that shard's holder claims
+    /// too. (Were every claim filtered so, each key would still have one holder at a time.)
+    ClaimFiltersAnotherShard,
 }
 
 impl Bug {
     /// Every seeded bug.
-    pub const ALL: [Bug; 9] = [
+    pub const ALL: [Bug; 10] = [
         Bug::RenewWithoutTokenCheck,
         Bug::FenceWithoutExpiry,
         Bug::AbandonFromAnswer,
@@ -106,6 +111,7 @@ impl Bug {
         Bug::AbandonPlusTimeoutNotBelowTtl,
         Bug::PauseWithoutFloor,
         Bug::GrantsCompletedInstant,
+        Bug::ClaimFiltersAnotherShard,
     ];
 
     /// The name used on the command line.
@@ -120,6 +126,7 @@ impl Bug {
             Bug::AbandonPlusTimeoutNotBelowTtl => "abandon-plus-timeout-not-below-ttl",
             Bug::PauseWithoutFloor => "pause-without-floor",
             Bug::GrantsCompletedInstant => "grants-completed-instant",
+            Bug::ClaimFiltersAnotherShard => "claim-filters-another-shard",
         }
     }
 
@@ -130,10 +137,14 @@ impl Bug {
 
     /// The check in which this bug must show: the faults it needs to do harm.
     pub const fn scenario(self) -> Config {
+        let mut sharded_without_faults = Config::sharded(2);
+        sharded_without_faults.freezes = 0;
+        sharded_without_faults.failovers = 0;
         match self {
             Bug::AbandonFromAnswer => Config::late_answers(2),
             Bug::AbandonPlusTimeoutNotBelowTtl => Config::clocks_and_delays(2),
             Bug::GrantsCompletedInstant => Config::scheduled(2),
+            Bug::ClaimFiltersAnotherShard => sharded_without_faults,
             _ => Config::operator_and_failover(2),
         }
         .with_bug(self)
@@ -152,6 +163,7 @@ impl Bug {
             Bug::AbandonPlusTimeoutNotBelowTtl => p::OWN_CLOCK_EXCLUSIVE,
             Bug::PauseWithoutFloor => p::OWN_CLOCK_EXCLUSIVE,
             Bug::GrantsCompletedInstant => p::INSTANT_ONCE,
+            Bug::ClaimFiltersAnotherShard => p::KEY_CLAIMED_ONCE,
         }
     }
 
@@ -205,6 +217,14 @@ pub struct Config {
     /// role). Each ACQUIRE asks for any instant up to one period ahead of the database clock, not
     /// only the one the runtime would plan, so the guard is checked against stale and wrong plans.
     pub schedule: Option<Time>,
+    /// The role's shards, 1 to [`MAX_SHARDS`](crate::state::MAX_SHARDS): each is its own lease
+    /// row, granted, renewed, released and fenced on its own (1: an unsharded role, the one row
+    /// `(role, 0)`).
+    pub shards: u8,
+    /// Work keys `0..keys`, at most [`MAX_KEYS`](crate::state::MAX_KEYS), key `k` in shard
+    /// `k mod shards`, which claims take and the property
+    /// [`KEY_CLAIMED_ONCE`](crate::properties::KEY_CLAIMED_ONCE) watches (0: claims take none).
+    pub keys: u8,
     /// The seeded bug, if any.
     pub bug: Option<Bug>,
 }
@@ -226,6 +246,8 @@ impl Config {
             pause: true,
             shutdowns: 0,
             schedule: None,
+            shards: 1,
+            keys: 0,
             bug: None,
         }
     }
@@ -245,6 +267,8 @@ impl Config {
             pause: false,
             shutdowns: 0,
             schedule: None,
+            shards: 1,
+            keys: 0,
             bug: None,
         }
     }
@@ -265,6 +289,8 @@ impl Config {
             pause: false,
             shutdowns: 0,
             schedule: None,
+            shards: 1,
+            keys: 0,
             bug: None,
         }
     }
@@ -294,6 +320,32 @@ impl Config {
             pause: true,
             shutdowns: 1,
             schedule: Some(2),
+            shards: 1,
+            keys: 0,
+            bug: None,
+        }
+    }
+
+    /// A role in 2 shards with 4 keys (2 in each), under a failover that loses the last grant (of
+    /// either shard) and one frozen replica, database-rate clocks. Horizon 5 ticks: two rows
+    /// square what one row's faults cost, and 5 ticks already hold a takeover of a shard. The
+    /// tests also check it with a pause instead of the failover, and with one delayed (or lost)
+    /// statement instead of both faults.
+    pub const fn sharded(replicas: u8) -> Config {
+        Config {
+            replicas,
+            timings: Timings::CHECKED,
+            horizon: 5,
+            clock_drift_every: None,
+            fast_clocks: false,
+            freezes: 1,
+            delays: 0,
+            failovers: 1,
+            pause: false,
+            shutdowns: 0,
+            schedule: None,
+            shards: 2,
+            keys: 4,
             bug: None,
         }
     }

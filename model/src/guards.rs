@@ -5,9 +5,12 @@
 //! `leader_core::FENCE_GUARDS`) and evaluates each guard through the match in
 //! [`GuardKind::holds`]. A list that names a guard the model does not know, or lacks one the model
 //! evaluates, is refused when the model is built ([`Guards::resolve`]); the guard tests
-//! (`tests/guards.rs`) check that each list is exactly the conjuncts of its SQL.
+//! (`tests/guards.rs`) check that each list is exactly the conjuncts of its SQL. The four-argument
+//! fence of a shard has no list in `leader-core`: [`SHARD_FENCE_GUARDS`] is built here from
+//! `FENCE_GUARDS`, and the same tests hold it to its function's WHERE.
 
-use leader_core::guard::Guarded;
+use leader_core::FENCE_GUARDS;
+use leader_core::guard::{Guard, Guarded};
 
 use crate::config::{Config, Time};
 use crate::state::{Row, Token};
@@ -41,16 +44,17 @@ pub enum GuardKind {
     /// completed. The model's calendar role runs the `latest` policy (`:each` false), so this
     /// guard always holds here; `tests/tests/schedules.rs` and the failover drill exercise it.
     InstantIsNext,
-    /// `shard_count = :shard_count`: the caller asks with the role's shard count. The model's
-    /// roles are unsharded and their count never changes (no `leader_reshard`), so this guard
-    /// always holds here; `tests/tests/shards.rs` exercises it.
+    /// `shard_count = :shard_count` (ACQUIRE) or `shard_count = p_shard_count` (the four-argument
+    /// fence): the caller asks with the role's shard count. The model's count never changes (no
+    /// `leader_reshard`) and every caller has it, so this guard always holds here;
+    /// `tests/tests/shards.rs` exercises it.
     ShardCountMatches,
 }
 
 /// What a guard is evaluated against: the row when the server runs the statement.
 #[derive(Debug, Clone, Copy)]
 pub struct Subject<'a> {
-    /// The lease row.
+    /// The lease row: the shard's row the statement names.
     pub row: &'a Row,
     /// The database clock.
     pub now: Time,
@@ -116,6 +120,41 @@ pub const FENCE: &[(&str, GuardKind)] = &[
     ("unexpired", GuardKind::Unexpired),
 ];
 
+/// The guards the model evaluates for the four-argument fence.
+pub const SHARD_FENCE: &[(&str, GuardKind)] = &[
+    ("holds_token", GuardKind::HoldsToken),
+    ("unexpired", GuardKind::Unexpired),
+    ("shard_count_matches", GuardKind::ShardCountMatches),
+];
+
+/// `leader_fence(role, shard_index, shard_count, token)` (the shards migration): true only while
+/// `token` holds the shard's row, unexpired, under the same count. Its guards are
+/// `leader_core::FENCE_GUARDS`' (the two-argument fence's) and `shard_count = p_shard_count`,
+/// named `shard_count_matches` as in ACQUIRE; selecting the shard's row is plumbing. Named
+/// `leader_fence` as the two-argument fence is, so that a seeded bug that drops a fence guard
+/// drops it from both.
+pub const SHARD_FENCE_GUARDS: Guarded = Guarded {
+    statement: FENCE_GUARDS.statement,
+    sql: FENCE_GUARDS.sql,
+    where_after: "CREATE FUNCTION leader_fence(p_role text, p_shard_index integer, \
+                  p_shard_count integer,",
+    guards: &SHARD_FENCE_LIST,
+    plumbing: &["role = p_role", "shard_index = p_shard_index"],
+};
+
+const SHARD_FENCE_LIST: [Guard; FENCE_GUARDS.guards.len() + 1] = {
+    let mut list = [Guard {
+        name: "shard_count_matches",
+        sql: "shard_count = p_shard_count",
+    }; FENCE_GUARDS.guards.len() + 1];
+    let mut i = 0;
+    while i < FENCE_GUARDS.guards.len() {
+        list[i] = FENCE_GUARDS.guards[i];
+        i += 1;
+    }
+    list
+};
+
 /// Every statement's guards, resolved from `leader-core`'s lists.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Guards {
@@ -127,6 +166,8 @@ pub struct Guards {
     pub release: Vec<GuardKind>,
     /// The fence's.
     pub fence: Vec<GuardKind>,
+    /// The four-argument fence's.
+    pub shard_fence: Vec<GuardKind>,
 }
 
 /// Whether every guard in `guards` holds for `s`.
@@ -158,7 +199,8 @@ impl Guards {
             acquire: one(&leader_core::lease::ACQUIRE_GUARDS, ACQUIRE)?,
             renew: one(&leader_core::lease::RENEW_GUARDS, RENEW)?,
             release: one(&leader_core::lease::RELEASE_GUARDS, RELEASE)?,
-            fence: one(&leader_core::FENCE_GUARDS, FENCE)?,
+            fence: one(&FENCE_GUARDS, FENCE)?,
+            shard_fence: one(&SHARD_FENCE_GUARDS, SHARD_FENCE)?,
         })
     }
 }

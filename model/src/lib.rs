@@ -1,8 +1,8 @@
 //! The lease protocol of `leader-core` and `leader-runtime`, model-checked with
 //! [Stateright](https://docs.rs/stateright).
 //!
-//! [`check()`] explores every state of a [`Config`] (replicas, bounds, faults, and optionally a
-//! seeded [`Bug`]) and returns a [`Report`]: the safety properties violated, each with a shortest
+//! [`check()`] explores every state of a [`Config`] (replicas, the role's shards and work keys,
+//! bounds, faults, and optionally a seeded [`Bug`]) and returns a [`Report`]: the safety properties violated, each with a shortest
 //! counterexample as a readable trace, and the reachability properties not reached. The
 //! statements' guards come from `leader-core` (see [`guards`]). `docs/model.md` says what is
 //! modelled, how to run it and how to read a counterexample.
@@ -19,6 +19,7 @@
 pub mod check;
 pub mod config;
 pub mod guards;
+pub mod inline;
 pub mod model;
 pub mod properties;
 pub mod state;

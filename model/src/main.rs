@@ -3,13 +3,14 @@
 
 use std::process::ExitCode;
 
+use leader_model::state::{MAX_KEYS, MAX_SHARDS};
 use leader_model::{Bug, Config, check};
 
 fn usage() -> String {
     let bugs: Vec<&str> = Bug::ALL.iter().map(|b| b.name()).collect();
     format!(
-        "usage: leader-model [--replicas 1|2|3] [--threads N] [--clocks | --all-faults | --late-answers | --scheduled] [--horizon T] [--delays N] [--no-freeze] \
-         [--no-failover] [--no-pause] [--no-clock-drift] [--clock-drift-every N] [--fast-clocks] [--all-bugs | BUG ...]\n  BUG: {}",
+        "usage: leader-model [--replicas 1|2|3] [--threads N] [--clocks | --all-faults | --late-answers | --scheduled | --sharded] [--shards N] [--keys N] [--horizon T] [--delays N] [--no-freeze] \
+         [--no-failover] [--no-pause | --pause] [--no-clock-drift] [--clock-drift-every N] [--fast-clocks] [--all-bugs | BUG ...]\n  BUG: {}",
         bugs.join(", ")
     )
 }
@@ -48,6 +49,21 @@ fn main() -> ExitCode {
             "--clocks" => base = Config::clocks_and_delays(base.replicas),
             "--all-faults" => base = Config::all_faults(base.replicas),
             "--scheduled" => base = Config::scheduled(base.replicas),
+            "--sharded" => base = Config::sharded(base.replicas),
+            "--shards" => match number(args.next()) {
+                Some(n) if (1..=MAX_SHARDS).contains(&n) => base.shards = n as u8,
+                _ => {
+                    eprintln!("--shards takes 1 to {MAX_SHARDS}\n{}", usage());
+                    return ExitCode::from(2);
+                }
+            },
+            "--keys" => match number(args.next()) {
+                Some(n) if n <= MAX_KEYS => base.keys = n as u8,
+                _ => {
+                    eprintln!("--keys takes 0 to {MAX_KEYS}\n{}", usage());
+                    return ExitCode::from(2);
+                }
+            },
             "--late-answers" => {
                 base = Config::late_answers(base.replicas);
                 late_answers = true;
@@ -62,6 +78,7 @@ fn main() -> ExitCode {
             },
             "--no-failover" => base.failovers = 0,
             "--no-pause" => base.pause = false,
+            "--pause" => base.pause = true,
             "--no-clock-drift" => base.clock_drift_every = None,
             "--fast-clocks" => base.fast_clocks = true,
             "--clock-drift-every" => match number(args.next()) {

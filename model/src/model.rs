@@ -15,6 +15,11 @@
 //! Timers are urgent: the database clock does not advance while a replica that is not frozen has
 //! a step due (a beat, a timeout, an abandon, a cancelled job's stop). The server's steps are
 //! never urgent: any statement may run late, or never.
+//!
+//! A sharded role is one row per shard. An ACQUIRE asks for one shard (any of them), and every
+//! later statement of the tick names that shard's row; a claim proves its lease with the fence of
+//! that row and takes the keys its shard filter selects (`leader_shard_of(key, count) = shard`,
+//! here `key mod count`).
 
 use stateright::{Model, Property};
 
@@ -22,8 +27,9 @@ use crate::config::{Bug, Config, Time};
 use crate::guards::{Guards, Subject, all_hold};
 use crate::properties;
 use crate::state::{
-    Acquired, Cause, History, Operator, Outcome, Phase, Renewed, Replica, ReplicaId, Reply, Row,
-    State, Statement, TOKEN_TICK, Tick, Token, WorkEnd,
+    Acquired, Cause, Claim, Fence, History, MAX_KEYS, MAX_SHARDS, Operator, Outcome, Phase,
+    Renewed, Replica, ReplicaId, Reply, Row, Rows, ShardIndex, State, Statement, TOKEN_TICK, Tick,
+    Token, WorkEnd,
 };
 
 /// How a statement reaches the server.
@@ -45,9 +51,8 @@ pub enum Action {
         /// Bit `i` set: replica `i`'s clock advances two ticks.
         fast: u8,
     },
-    /// A replica sends ACQUIRE.
-    /// ACQUIRE, asking for a scheduled instant on a calendar schedule.
-    SendAcquire(ReplicaId, Delivery, Option<Time>),
+    /// A replica sends ACQUIRE for a shard, asking for a scheduled instant on a calendar schedule.
+    SendAcquire(ReplicaId, Delivery, Option<Time>, ShardIndex),
     /// The server runs a replica's ACQUIRE.
     RunAcquire(ReplicaId),
     /// A replica reads its ACQUIRE's answer.
@@ -62,8 +67,9 @@ pub enum Action {
     GiveUpWaiting(ReplicaId),
     /// A replica's heartbeat abandons its tick.
     Abandon(ReplicaId),
-    /// A replica's job sends a fenced claim.
-    SendClaim(ReplicaId, Delivery),
+    /// A replica's job sends a fenced claim of the keys of a shard (its tick's own, unless a
+    /// seeded bug filters by another).
+    SendClaim(ReplicaId, Delivery, ShardIndex),
     /// The server runs a replica's claim, checking the fence.
     RunClaim(ReplicaId),
     /// A replica's job ends on its own; the RELEASE is sent.
@@ -111,6 +117,18 @@ impl LeaseModel {
                 config.replicas
             ));
         }
+        if !(1..=MAX_SHARDS).contains(&usize::from(config.shards)) {
+            return Err(format!(
+                "{} shards: the model checks 1 to {MAX_SHARDS}",
+                config.shards
+            ));
+        }
+        if usize::from(config.keys) > MAX_KEYS {
+            return Err(format!(
+                "{} keys: the model watches at most {MAX_KEYS}",
+                config.keys
+            ));
+        }
         let t = config.timings;
         if t.heartbeat == 0 || t.statement_timeout == 0 || t.interval == 0 || t.ttl == 0 {
             return Err("every timing must be at least one tick".into());
@@ -119,11 +137,11 @@ impl LeaseModel {
         Ok(LeaseModel { config, guards })
     }
 
-    fn subject<'a>(&self, state: &'a State, token: Token) -> Subject<'a> {
+    fn subject<'a>(&self, state: &'a State, fence: Fence) -> Subject<'a> {
         Subject {
-            row: &state.row,
+            row: &state.rows[usize::from(fence.shard)],
             now: state.now,
-            token,
+            token: fence.token,
             interval: self.config.timings.interval,
             calendar: self.config.schedule.is_some(),
             instant: None,
@@ -139,7 +157,7 @@ impl LeaseModel {
         let c = r.clock(state.now);
         match r.phase {
             Phase::Idle => false,
-            Phase::Acquiring(sent, _) | Phase::Releasing(sent, _, _) => {
+            Phase::Acquiring(sent, _, _) | Phase::Releasing(sent, _, _) => {
                 c >= sent + t.statement_timeout
             }
             Phase::Working(tick) => {
@@ -163,7 +181,7 @@ impl LeaseModel {
         let c = r.clock(state.now);
         // The server's steps, whether or not the replica is frozen.
         match r.phase {
-            Phase::Acquiring(_, Reply::Pending) => actions.push(Action::RunAcquire(id)),
+            Phase::Acquiring(_, _, Reply::Pending) => actions.push(Action::RunAcquire(id)),
             Phase::Working(Tick {
                 renew: Some((_, Reply::Pending)),
                 ..
@@ -188,11 +206,13 @@ impl LeaseModel {
             Phase::Idle => {
                 for &d in deliveries(state) {
                     for instant in self.instants_to_ask(state) {
-                        actions.push(Action::SendAcquire(id, d, instant));
+                        for shard in 0..self.config.shards {
+                            actions.push(Action::SendAcquire(id, d, instant, shard));
+                        }
                     }
                 }
             }
-            Phase::Acquiring(sent, reply) => {
+            Phase::Acquiring(sent, _, reply) => {
                 if matches!(reply, Reply::Ran(_)) && c <= sent + t.statement_timeout {
                     actions.push(Action::AnswerAcquire(id));
                 }
@@ -240,7 +260,9 @@ impl LeaseModel {
                 }
                 for &d in deliveries(state) {
                     if d == Delivery::Prompt || r.claim.is_none() {
-                        actions.push(Action::SendClaim(id, d));
+                        for filter in self.claim_filters(tick.shard) {
+                            actions.push(Action::SendClaim(id, d, filter));
+                        }
                     }
                 }
                 for &d in deliveries(state) {
@@ -270,35 +292,38 @@ impl LeaseModel {
         }
     }
 
-    fn run_acquire(&self, state: &mut State, id: ReplicaId) -> Acquired {
+    /// ACQUIRE by replica `id` of `shard`, for the instant the replica asks for.
+    fn run_acquire(&self, state: &mut State, id: ReplicaId, shard: ShardIndex) -> Acquired {
         let instant = state.replicas[usize::from(id)].asks;
         let subject = Subject {
             instant,
-            ..self.subject(state, 0)
+            ..self.subject(state, Fence { shard, token: 0 })
         };
         if !all_hold(&self.guards.acquire, subject) {
             return Acquired::Refused;
         }
         let now = state.now;
-        let row = state.row;
+        let row = state.rows[usize::from(shard)];
         if self.config.schedule.is_some() {
             state.history.granted_early |= instant.is_none_or(|i| i > now);
         }
-        let token = if self.config.has(Bug::TokenPlusOne) {
+        let base = if self.config.has(Bug::TokenPlusOne) {
             row.token + 1
         } else {
             // greatest(holder_token + 1, clock in ms)
             (row.token + 1).max(Token::from(now) * TOKEN_TICK)
         };
+        let token = congruent_to_shard(base, shard, self.config.shards);
         let h = &mut state.history;
-        h.token_reissued |= token <= h.max_issued;
-        h.max_issued = h.max_issued.max(token);
+        let issued = &mut h.max_issued[usize::from(shard)];
+        h.token_reissued |= token <= *issued;
+        *issued = (*issued).max(token);
         h.granted_in_cooldown |= row.cooldown_until.is_some_and(|until| now < until);
         h.took_over |= row.holder.is_some_and(|holder| holder != id);
         if state.failovers_left > 0 {
-            state.standby = Some(row);
+            state.standby = Some(state.rows);
         }
-        state.row = Row {
+        state.rows[usize::from(shard)] = Row {
             token,
             holder: Some(id),
             expires: Some(now + self.config.timings.ttl),
@@ -308,11 +333,12 @@ impl LeaseModel {
         Acquired::Granted(token)
     }
 
-    fn run_renew(&self, state: &mut State, token: Token) -> Renewed {
-        if all_hold(&self.guards.renew, self.subject(state, token)) {
-            state.row.expires = Some(state.now + self.config.timings.ttl);
+    fn run_renew(&self, state: &mut State, fence: Fence) -> Renewed {
+        if all_hold(&self.guards.renew, self.subject(state, fence)) {
+            state.rows[usize::from(fence.shard)].expires =
+                Some(state.now + self.config.timings.ttl);
             Renewed::Extended
-        } else if state.row.paused {
+        } else if state.rows[usize::from(fence.shard)].paused {
             Renewed::Lost(Cause::Paused)
         } else {
             Renewed::Lost(Cause::Lost)
@@ -321,21 +347,21 @@ impl LeaseModel {
 
     fn run_release(&self, state: &mut State, statement: Statement) {
         let Statement::Release {
-            token,
+            fence,
             outcome,
             completed,
         } = statement
         else {
             return;
         };
-        if !all_hold(&self.guards.release, self.subject(state, token)) {
+        if !all_hold(&self.guards.release, self.subject(state, fence)) {
             return;
         }
         let now = state.now;
         let interval = self.config.timings.interval;
         let stamps = outcome == Outcome::Completed
             || (outcome == Outcome::Panicked && self.config.has(Bug::ReleaseStampsPanicked));
-        let row = &mut state.row;
+        let row = &mut state.rows[usize::from(fence.shard)];
         row.holder = None;
         row.expires = None;
         if stamps {
@@ -357,56 +383,94 @@ impl LeaseModel {
         }
     }
 
-    fn run_claim(&self, state: &mut State, id: ReplicaId, token: Token) {
-        if !all_hold(&self.guards.fence, self.subject(state, token)) {
+    /// The shards whose keys a claim by the holder of `shard` may select: its own; with the
+    /// seeded bug [`Bug::ClaimFiltersAnotherShard`], also the next one (one of the job's claims
+    /// binds the next index: were every claim filtered so, each key would still have one holder
+    /// at a time).
+    fn claim_filters(&self, shard: ShardIndex) -> impl Iterator<Item = ShardIndex> {
+        let next = (shard + 1) % self.config.shards;
+        let buggy = self.config.has(Bug::ClaimFiltersAnotherShard) && next != shard;
+        std::iter::once(shard).chain(buggy.then_some(next))
+    }
+
+    /// A claim by replica `id`: `leader_fence` (the four-argument form for a sharded role) and
+    /// the shard filter over the keys. It takes every key its filter selects, or none if the
+    /// fence is false.
+    fn run_claim(&self, state: &mut State, id: ReplicaId, claim: Claim) {
+        let fence = claim.fence;
+        let guards = if self.config.shards == 1 {
+            &self.guards.fence
+        } else {
+            &self.guards.shard_fence
+        };
+        if !all_hold(guards, self.subject(state, fence)) {
             return;
         }
-        let row = state.row;
+        let now = state.now;
+        let row = state.rows[usize::from(fence.shard)];
         let inside = row.holder == Some(id)
-            && row.token == token
+            && row.token == fence.token
             && !row.paused
-            && row.expires.is_some_and(|e| e > state.now);
+            && row.expires.is_some_and(|e| e > now);
         state.history.claimed = true;
         state.history.claim_outside_lease |= !inside;
+        for key in 0..self.config.keys {
+            if key % self.config.shards != claim.filter {
+                continue;
+            }
+            let h = &mut state.history;
+            let holder = &mut h.key_claims[usize::from(key)];
+            if let Some(had) = holder.filter(|&c| c != fence && c.is_live_in(&state.rows, now)) {
+                h.key_claimed_twice = h.key_claimed_twice.or(Some((key, had, fence)));
+            }
+            *holder = Some(fence);
+        }
     }
 
     fn run(&self, state: &mut State, id: ReplicaId, statement: Statement) {
         match statement {
-            Statement::Acquire => {
-                self.run_acquire(state, id);
+            Statement::Acquire(shard) => {
+                self.run_acquire(state, id, shard);
             }
-            Statement::Renew(token) => {
-                self.run_renew(state, token);
+            Statement::Renew(fence) => {
+                self.run_renew(state, fence);
             }
             Statement::Release { .. } => self.run_release(state, statement),
         }
     }
 
-    /// Marks the replica granted the last grant's token, which a failover to the standby (the
-    /// row as it was before that grant) takes away, for the own-clock property: it may work on by
-    /// its own clock until it notices, which that property does not count. The row may no longer
-    /// name it (a pause cleared the holder), but its lease was live on the old primary until the
-    /// failover lost it, and with it the pause's floor.
-    fn revoke_lost_grant(state: &mut State) {
-        let token = state.row.token;
+    /// Marks each replica whose lease a failover to `standby` (the rows as they were before the
+    /// last grant) takes away or cuts short, for the own-clock property: it may work on by its own
+    /// clock until it notices, which that property does not count. Its token holds its row on the
+    /// primary, and the standby's copy of that row is older: it lacks the grant (the last one), or
+    /// a RENEW or pause since (on another shard's row than the last grant's). The row may no
+    /// longer name it (a pause cleared the holder), but its lease was live on the old primary
+    /// until the failover lost it, and with it the pause's floor.
+    fn revoke_lost_leases(state: &mut State, standby: &[Row]) {
         let now = state.now;
+        let rows = &state.rows;
+        let lost = |shard: ShardIndex, token: Token| {
+            let primary = &rows[usize::from(shard)];
+            primary.token == token && *primary != standby[usize::from(shard)]
+        };
         for r in &mut state.replicas {
-            let holds = match r.phase {
-                Phase::Working(tick) => tick.token == token,
-                Phase::Acquiring(_, Reply::Ran(Acquired::Granted(t))) => t == token,
-                _ => false,
+            let (shard, token) = match r.phase {
+                Phase::Working(tick) => (tick.shard, tick.token),
+                Phase::Acquiring(_, shard, Reply::Ran(Acquired::Granted(token))) => (shard, token),
+                _ => continue,
             };
-            if holds {
+            if lost(shard, token) {
                 r.revoked = Some((token, r.clock(now)));
             }
         }
     }
 
-    /// The phase after ACQUIRE sent at `sent` answered `answer`: the ACQUIRE is the tick's first
-    /// acknowledgement, counted from its send.
-    fn acquired(&self, sent: Time, answer: Acquired) -> Phase {
+    /// The phase after ACQUIRE of `shard` sent at `sent` answered `answer`: the ACQUIRE is the
+    /// tick's first acknowledgement, counted from its send.
+    fn acquired(&self, sent: Time, shard: ShardIndex, answer: Acquired) -> Phase {
         match answer {
             Acquired::Granted(token) => Phase::Working(Tick {
+                shard,
                 token,
                 anchor: sent,
                 next_beat: sent + self.config.timings.heartbeat,
@@ -448,7 +512,9 @@ impl LeaseModel {
     }
 
     /// Forgets what can no longer make a difference, so equivalent states are explored once:
-    /// moments already past on the row, and the clock of a replica that holds no moment of it.
+    /// moments already past on the rows, the clock of a replica that holds no moment of it, and a
+    /// key's claim whose lease is live on neither the primary nor the standby (only a failover
+    /// brings a lease back, and only one the standby has).
     fn normalize(&self, state: &mut State) {
         let now = state.now;
         let interval = self.config.timings.interval;
@@ -462,9 +528,21 @@ impl LeaseModel {
                 row.last_tick_ended = Some(0);
             }
         };
-        past(&mut state.row);
-        if let Some(standby) = &mut state.standby {
-            past(standby);
+        let standby = state.standby.iter_mut().flat_map(|rows| rows.iter_mut());
+        for row in state.rows.iter_mut().chain(standby) {
+            past(row);
+        }
+        for claim in state.history.key_claims.iter_mut() {
+            let may_be_live = claim.is_some_and(|c| {
+                c.is_live_in(&state.rows, now)
+                    || state
+                        .standby
+                        .as_ref()
+                        .is_some_and(|standby| c.is_live_in(standby, now))
+            });
+            if !may_be_live {
+                *claim = None;
+            }
         }
         let cap = self.config.clock_drift_every.unwrap_or(1).saturating_sub(1);
         for r in &mut state.replicas {
@@ -501,6 +579,13 @@ fn deliveries(state: &State) -> &'static [Delivery] {
     }
 }
 
+/// `base` raised to the next token congruent to `shard` modulo `shards`, as ACQUIRE issues them
+/// (no change for an unsharded role): two shards of a role never hold the same token.
+fn congruent_to_shard(base: Token, shard: ShardIndex, shards: u8) -> Token {
+    let (shard, shards) = (Token::from(shard), Token::from(shards));
+    base + (shard + shards - base % shards) % shards
+}
+
 /// Parks `statement` as `r`'s orphan: the server may still run it. A second one is lost.
 fn orphan(r: &mut Replica, statement: Statement) {
     if r.orphan.is_none() {
@@ -530,20 +615,21 @@ impl Model for LeaseModel {
             revoked: None,
             asks: None,
         };
+        let row = Row {
+            token: 0,
+            holder: None,
+            expires: None,
+            not_before: None,
+            paused: false,
+            last_tick_ended: None,
+            cooldown_until: None,
+            tick_instant: None,
+            last_completed_instant: None,
+            completed_instants: 0,
+        };
         vec![State {
             now: 1,
-            row: Row {
-                token: 0,
-                holder: None,
-                expires: None,
-                not_before: None,
-                paused: false,
-                last_tick_ended: None,
-                cooldown_until: None,
-                tick_instant: None,
-                last_completed_instant: None,
-                completed_instants: 0,
-            },
+            rows: Rows::new(row, self.config.shards),
             standby: None,
             replicas: vec![replica; usize::from(self.config.replicas)],
             operator: Operator::Idle,
@@ -551,7 +637,7 @@ impl Model for LeaseModel {
             delays_left: self.config.delays,
             failovers_left: self.config.failovers,
             shutdowns_left: self.config.shutdowns,
-            history: History::default(),
+            history: History::new(self.config.shards, self.config.keys),
         }]
     }
 
@@ -609,26 +695,30 @@ impl Model for LeaseModel {
         match action {
             Action::Tick { slow, fast } => self.advance_clock(&mut state, slow, fast),
             Action::Pause => {
-                let row = &mut state.row;
-                // leader_pause's floor (migration 20261204000000_leader_pause_floor), written by
-                // hand like every SET clause: not_before = greatest(not_before, expires_at).
-                // greatest() ignores NULLs, and so does Option's order (None is below Some).
-                if !self.config.has(Bug::PauseWithoutFloor) {
-                    row.not_before = row.not_before.max(row.expires);
+                // leader_pause pauses every row of the role. Its floor (migration
+                // 20261204000000_leader_pause_floor), written by hand like every SET clause:
+                // not_before = greatest(not_before, expires_at). greatest() ignores NULLs, and so
+                // does Option's order (None is below Some).
+                for row in state.rows.iter_mut() {
+                    if !self.config.has(Bug::PauseWithoutFloor) {
+                        row.not_before = row.not_before.max(row.expires);
+                    }
+                    row.holder = None;
+                    row.expires = None;
+                    row.paused = true;
                 }
-                row.holder = None;
-                row.expires = None;
-                row.paused = true;
                 state.operator = Operator::Paused;
             }
             Action::Unpause => {
-                state.row.paused = false;
+                for row in state.rows.iter_mut() {
+                    row.paused = false;
+                }
                 state.operator = Operator::Unpaused;
             }
             Action::Failover => {
                 let standby = state.standby.take()?;
-                Self::revoke_lost_grant(&mut state);
-                state.row = standby;
+                Self::revoke_lost_leases(&mut state, &standby);
+                state.rows = standby;
                 state.failovers_left -= 1;
                 self.advance_clock(&mut state, 0, 0);
             }
@@ -638,12 +728,14 @@ impl Model for LeaseModel {
             }
             Action::Resume(id) => state.replicas[usize::from(id)].frozen = false,
             Action::RunAcquire(id) => {
-                let answer = self.run_acquire(&mut state, id);
-                let r = &mut state.replicas[usize::from(id)];
-                let Phase::Acquiring(sent, Reply::Pending) = r.phase else {
+                let Phase::Acquiring(sent, shard, Reply::Pending) =
+                    state.replicas[usize::from(id)].phase
+                else {
                     return None;
                 };
-                r.phase = Phase::Acquiring(sent, Reply::Ran(answer));
+                let answer = self.run_acquire(&mut state, id, shard);
+                state.replicas[usize::from(id)].phase =
+                    Phase::Acquiring(sent, shard, Reply::Ran(answer));
             }
             Action::RunRenew(id) => {
                 let Phase::Working(mut tick) = state.replicas[usize::from(id)].phase else {
@@ -652,7 +744,7 @@ impl Model for LeaseModel {
                 let Some((sent, Reply::Pending)) = tick.renew else {
                     return None;
                 };
-                let answer = self.run_renew(&mut state, tick.token);
+                let answer = self.run_renew(&mut state, tick.fence());
                 tick.renew = Some((sent, Reply::Ran(answer)));
                 state.replicas[usize::from(id)].phase = Phase::Working(tick);
             }
@@ -667,32 +759,31 @@ impl Model for LeaseModel {
                     Phase::Releasing(sent, statement, Reply::Ran(()));
             }
             Action::RunClaim(id) => {
-                let token = state.replicas[usize::from(id)].claim.take()?;
-                self.run_claim(&mut state, id, token);
+                let claim = state.replicas[usize::from(id)].claim.take()?;
+                self.run_claim(&mut state, id, claim);
             }
             Action::RunOrphan(id) => {
                 let statement = state.replicas[usize::from(id)].orphan.take()?;
                 self.run(&mut state, id, statement);
             }
-            Action::SendAcquire(id, Delivery::Delayed, instant) => {
-                state.delays_left -= 1;
+            Action::SendAcquire(id, delivery, instant, shard) => {
                 let r = &mut state.replicas[usize::from(id)];
                 r.asks = instant;
-                r.phase = Phase::Acquiring(r.clock(now), Reply::Pending);
-            }
-            Action::SendAcquire(id, Delivery::Prompt, instant) => {
-                state.replicas[usize::from(id)].asks = instant;
-                let answer = self.run_acquire(&mut state, id);
-                let r = &mut state.replicas[usize::from(id)];
-                let c = r.clock(now);
-                r.phase = self.acquired(c, answer);
+                if delivery == Delivery::Delayed {
+                    state.delays_left -= 1;
+                    r.phase = Phase::Acquiring(r.clock(now), shard, Reply::Pending);
+                } else {
+                    let answer = self.run_acquire(&mut state, id, shard);
+                    let r = &mut state.replicas[usize::from(id)];
+                    r.phase = self.acquired(r.clock(now), shard, answer);
+                }
             }
             Action::AnswerAcquire(id) => {
                 let r = &mut state.replicas[usize::from(id)];
-                let Phase::Acquiring(sent, Reply::Ran(answer)) = r.phase else {
+                let Phase::Acquiring(sent, shard, Reply::Ran(answer)) = r.phase else {
                     return None;
                 };
-                r.phase = self.acquired(sent, answer);
+                r.phase = self.acquired(sent, shard, answer);
             }
             Action::SendRenew(id, delivery) => {
                 let c = state.replicas[usize::from(id)].clock(now);
@@ -704,7 +795,7 @@ impl Model for LeaseModel {
                     state.delays_left -= 1;
                     tick.renew = Some((c, Reply::Pending));
                 } else {
-                    let answer = self.run_renew(&mut state, tick.token);
+                    let answer = self.run_renew(&mut state, tick.fence());
                     self.renewed(&mut tick, c, c, answer);
                 }
                 state.replicas[usize::from(id)].phase = Phase::Working(tick);
@@ -724,15 +815,15 @@ impl Model for LeaseModel {
             Action::GiveUpWaiting(id) => {
                 let r = &mut state.replicas[usize::from(id)];
                 match r.phase {
-                    Phase::Acquiring(_, reply) => {
+                    Phase::Acquiring(_, shard, reply) => {
                         if reply == Reply::Pending {
-                            orphan(r, Statement::Acquire);
+                            orphan(r, Statement::Acquire(shard));
                         }
                         end_tick(r, Phase::Idle);
                     }
                     Phase::Working(mut tick) => {
                         if let Some((_, Reply::Pending)) = tick.renew {
-                            orphan(r, Statement::Renew(tick.token));
+                            orphan(r, Statement::Renew(tick.fence()));
                         }
                         tick.renew = None;
                         r.phase = Phase::Working(tick);
@@ -752,21 +843,25 @@ impl Model for LeaseModel {
                     return None;
                 };
                 if let Some((_, Reply::Pending)) = tick.renew {
-                    orphan(r, Statement::Renew(tick.token));
+                    orphan(r, Statement::Renew(tick.fence()));
                 }
                 tick.renew = None;
                 tick.cancelled = Some(Cause::HeartbeatTimeout);
                 r.phase = Phase::Working(tick);
             }
-            Action::SendClaim(id, delivery) => {
+            Action::SendClaim(id, delivery, filter) => {
                 let Phase::Working(tick) = state.replicas[usize::from(id)].phase else {
                     return None;
                 };
+                let claim = Claim {
+                    fence: tick.fence(),
+                    filter,
+                };
                 if delivery == Delivery::Delayed {
                     state.delays_left -= 1;
-                    state.replicas[usize::from(id)].claim = Some(tick.token);
+                    state.replicas[usize::from(id)].claim = Some(claim);
                 } else {
-                    self.run_claim(&mut state, id, tick.token);
+                    self.run_claim(&mut state, id, claim);
                 }
             }
             Action::WorkEnds(id, end, delivery) => {
@@ -776,7 +871,7 @@ impl Model for LeaseModel {
                 };
                 // The heartbeat is dropped with the tick: a RENEW in flight may still run.
                 if let Some((_, Reply::Pending)) = tick.renew {
-                    orphan(r, Statement::Renew(tick.token));
+                    orphan(r, Statement::Renew(tick.fence()));
                 }
                 if end == WorkEnd::Shutdown {
                     state.shutdowns_left -= 1;
@@ -787,7 +882,7 @@ impl Model for LeaseModel {
                     WorkEnd::Shutdown => (Outcome::Shutdown, false),
                 };
                 let release = Statement::Release {
-                    token: tick.token,
+                    fence: tick.fence(),
                     outcome,
                     completed,
                 };
@@ -806,7 +901,7 @@ impl Model for LeaseModel {
                     Cause::HeartbeatTimeout => return None,
                     Cause::Lost | Cause::Paused => {
                         let release = Statement::Release {
-                            token: tick.token,
+                            fence: tick.fence(),
                             outcome: Outcome::Lost,
                             completed: false,
                         };
@@ -831,6 +926,6 @@ impl Model for LeaseModel {
     }
 
     fn format_action(&self, action: &Action) -> String {
-        crate::trace::action(action)
+        crate::trace::action(action, self.config.shards)
     }
 }

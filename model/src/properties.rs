@@ -4,7 +4,7 @@
 use stateright::Property;
 
 use crate::model::LeaseModel;
-use crate::state::{Operator, Phase, State, Tick};
+use crate::state::{Operator, Phase, Row, State, Tick};
 
 /// A claim passes the fence only for the replica the row names as holder, with its token, while
 /// its lease is live and unpaused. Since a grant needs the previous lease over, no claim by a
@@ -17,7 +17,8 @@ pub const CLAIMS_INSIDE_LEASE: &str = "a claim succeeds only inside its own leas
 /// away is not, until its next acknowledged RENEW (see the README's "Outside the model").
 pub const OWN_CLOCK_EXCLUSIVE: &str =
     "no lease is granted while an earlier holder may still work by its own clock";
-/// Every grant's token is above every token issued before it, on any database.
+/// Every grant's token is above every token issued before it to its shard's row, on any
+/// database.
 pub const TOKENS_NEVER_REISSUED: &str = "tokens only grow, across the failover";
 /// RELEASE stamps `last_tick_ended_at` only for a tick whose work returned.
 pub const STAMPED_ONLY_IF_COMPLETED: &str = "a tick is stamped completed only if it completed";
@@ -57,18 +58,28 @@ pub const INSTANT_ONCE: &str =
 /// A calendar role's scheduled instant completes.
 pub const INSTANT_COMPLETES: &str = "a scheduled instant completes";
 
+/// A sharded role's keys: no claim takes a key while another lease's claim on it may still hold,
+/// that is, while the lease under which that claim passed its fence is live. A claim's fence
+/// names one shard's row and its filter selects the keys of that shard, so keys change hands only
+/// when their shard's lease does.
+pub const KEY_CLAIMED_ONCE: &str = "no key is claimed by two holders at once";
+/// The keys of two shards are claimed at once, each under a live lease (so that
+/// [`KEY_CLAIMED_ONCE`] is checked while shards are held side by side).
+pub const SHARDS_CLAIMED_AT_ONCE: &str = "the keys of two shards are claimed at once";
+
 /// The safety properties.
-pub const SAFETY: [&str; 6] = [
+pub const SAFETY: [&str; 7] = [
     CLAIMS_INSIDE_LEASE,
     OWN_CLOCK_EXCLUSIVE,
     TOKENS_NEVER_REISSUED,
     STAMPED_ONLY_IF_COMPLETED,
     COOLDOWN_RESPECTED,
     INSTANT_ONCE,
+    KEY_CLAIMED_ONCE,
 ];
 
 /// The reachability properties.
-pub const REACHABLE: [&str; 9] = [
+pub const REACHABLE: [&str; 10] = [
     LED,
     TAKEOVER,
     CLAIMED,
@@ -78,31 +89,32 @@ pub const REACHABLE: [&str; 9] = [
     ABANDONS,
     REVOKED_HOLDER_OVERLAPS,
     INSTANT_COMPLETES,
+    SHARDS_CLAIMED_AT_ONCE,
 ];
 
 fn led(state: &State) -> bool {
     state.replicas.iter().enumerate().any(|(i, r)| {
         matches!(r.phase, Phase::Working(tick)
             if tick.cancelled.is_none()
-                && state.row.holder == Some(i as u8)
-                && state.row.token == tick.token
-                && state.row.expires.is_some_and(|e| e > state.now))
+                && state.rows[usize::from(tick.shard)].holder == Some(i as u8)
+                && tick.fence().is_live_in(&state.rows, state.now))
     })
 }
 
-/// The first replica other than the live lease's holder that may still work by its own clock,
-/// with its tick: among the replicas whose lease a failover took away (`revoked`), or among the
-/// others (`!revoked`), a replica whose lease a pause took away included.
+/// The first replica that may still work by its own clock while another lease of its tick's
+/// shard is live, with its tick: among the replicas whose lease a failover took away
+/// (`revoked`), or among the others (`!revoked`), a replica whose lease a pause took away
+/// included.
 fn overlapping(model: &LeaseModel, state: &State, revoked: bool) -> Option<(usize, Tick)> {
     let t = model.config.timings;
-    let row = &state.row;
-    let holder = row
-        .holder
-        .filter(|_| row.expires.is_some_and(|e| e > state.now))?;
     state.replicas.iter().enumerate().find_map(|(i, r)| {
         let Phase::Working(tick) = r.phase else {
             return None;
         };
+        let row = &state.rows[usize::from(tick.shard)];
+        let holder = row
+            .holder
+            .filter(|_| row.expires.is_some_and(|e| e > state.now))?;
         let may_work = r.clock(state.now) < tick.anchor + t.abandon_after + t.statement_timeout;
         let was_revoked = r
             .revoked
@@ -117,18 +129,47 @@ pub fn own_clock_exclusive(model: &LeaseModel, state: &State) -> bool {
     overlapping(model, state, false).is_none()
 }
 
+/// Whether the keys of two shards are claimed under two live leases.
+fn shards_claimed_at_once(state: &State) -> bool {
+    let mut live_claims = state
+        .history
+        .key_claims
+        .iter()
+        .flatten()
+        .filter(|c| c.is_live_in(&state.rows, state.now));
+    live_claims
+        .next()
+        .is_some_and(|first| live_claims.any(|c| c.shard != first.shard))
+}
+
+/// `value` of the one row, or of each row with its shard.
+fn by_shard(state: &State, value: impl Fn(&Row) -> String) -> String {
+    match &*state.rows {
+        [row] => value(row),
+        rows => rows
+            .iter()
+            .enumerate()
+            .map(|(shard, row)| format!("{} (shard {shard})", value(row)))
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
 /// Why `property` fails in `state`, the last state of its counterexample, in a sentence.
 pub fn explain(model: &LeaseModel, property: &str, state: &State) -> String {
     let t = model.config.timings;
     match property {
         OWN_CLOCK_EXCLUSIVE => {
-            let row = &state.row;
             let overlapping = overlapping(model, state, false).map(|(i, tick)| {
                 let until = tick.anchor + t.abandon_after + t.statement_timeout;
                 (i, state.replicas[i].clock(state.now), tick, until)
             });
-            match (overlapping, row.holder) {
-                (Some((i, clock, tick, until)), Some(holder)) => format!(
+            let row = overlapping.map(|(_, _, tick, _)| &state.rows[usize::from(tick.shard)]);
+            match (
+                overlapping,
+                row.and_then(|row| row.holder.map(|h| (row, h))),
+            ) {
+                (Some((i, clock, tick, until)), Some((row, holder))) => format!(
                     "r{i} (token {}) may still work by its own clock: it reads {clock}, before its \
                      last acknowledged send {} + abandon_after {} + statement_timeout {} = {until}; \
                      yet r{holder} holds a live lease (token {}, expires {})",
@@ -149,7 +190,7 @@ pub fn explain(model: &LeaseModel, property: &str, state: &State) -> String {
         }
         TOKENS_NEVER_REISSUED => format!(
             "the last grant issued token {}, not above every token issued before",
-            state.row.token
+            by_shard(state, |row| row.token.to_string())
         ),
         STAMPED_ONLY_IF_COMPLETED => {
             "the last RELEASE stamped the tick completed, but its job did not return".into()
@@ -159,8 +200,23 @@ pub fn explain(model: &LeaseModel, property: &str, state: &State) -> String {
         }
         INSTANT_ONCE => format!(
             "the last RELEASE recorded instant {} as completed, which was already completed",
-            state.row.tick_instant.map_or("-".into(), |i| i.to_string())
+            by_shard(state, |row| row
+                .tick_instant
+                .map_or("-".into(), |i| i.to_string()))
         ),
+        KEY_CLAIMED_ONCE => match state.history.key_claimed_twice {
+            Some((key, had, took)) => format!(
+                "key {key} (shard {}) was claimed under shard {}'s lease (token {}), still live, \
+                 when a claim under shard {}'s lease (token {}) took it: two holders claim it at \
+                 once",
+                key % model.config.shards,
+                had.shard,
+                had.token,
+                took.shard,
+                took.token
+            ),
+            None => "a key is claimed by two holders at once".into(),
+        },
         COOLDOWN_RESPECTED => {
             "the last grant came before the cooldown of a tick that did not complete ran out".into()
         }
@@ -187,6 +243,9 @@ pub fn all() -> Vec<Property<LeaseModel>> {
         Property::always(INSTANT_ONCE, |_, s: &State| {
             !s.history.instant_completed_twice && !s.history.granted_early
         }),
+        Property::always(KEY_CLAIMED_ONCE, |_, s: &State| {
+            s.history.key_claimed_twice.is_none()
+        }),
         Property::sometimes(LED, |_, s: &State| led(s)),
         Property::sometimes(TAKEOVER, |_, s: &State| s.history.took_over),
         Property::sometimes(CLAIMED, |_, s: &State| s.history.claimed),
@@ -199,7 +258,7 @@ pub fn all() -> Vec<Property<LeaseModel>> {
             s.operator == Operator::Unpaused && led(s)
         }),
         Property::sometimes(TICK_COMPLETES, |_, s: &State| {
-            s.row.last_tick_ended.is_some()
+            s.rows.iter().any(|row| row.last_tick_ended.is_some())
         }),
         Property::sometimes(ABANDONS, |_, s: &State| {
             s.replicas.iter().any(|r| {
@@ -211,7 +270,12 @@ pub fn all() -> Vec<Property<LeaseModel>> {
             overlapping(m, s, true).is_some()
         }),
         Property::sometimes(INSTANT_COMPLETES, |_, s: &State| {
-            s.row.last_completed_instant.is_some()
+            s.rows
+                .iter()
+                .any(|row| row.last_completed_instant.is_some())
+        }),
+        Property::sometimes(SHARDS_CLAIMED_AT_ONCE, |_, s: &State| {
+            shards_claimed_at_once(s)
         }),
     ]
 }

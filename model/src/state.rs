@@ -2,6 +2,7 @@
 //! remember.
 
 use crate::config::Time;
+use crate::inline::InlineList;
 
 /// A fencing token.
 pub type Token = u16;
@@ -9,11 +10,21 @@ pub type Token = u16;
 /// A replica's index.
 pub type ReplicaId = u8;
 
+/// A shard's index among its role's shards (`shard_index`; 0 for an unsharded role).
+pub type ShardIndex = u8;
+
+/// The most shards a checked role may have.
+pub const MAX_SHARDS: usize = 2;
+
+/// The most work keys a check may watch.
+pub const MAX_KEYS: usize = 4;
+
 /// Tokens issued from the clock term are `now * TOKEN_TICK`: one tick is this many of the
 /// database clock's milliseconds, more than the grants one tick can hold at these bounds.
 pub const TOKEN_TICK: Token = 16;
 
-/// The lease row of the one role, as the database holds it.
+/// One shard's lease row of the one role (the role's only row when it is unsharded), as the
+/// database holds it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Row {
     /// `holder_token`.
@@ -39,6 +50,9 @@ pub struct Row {
     /// `i` for instant `i`), so that a failover rolls them back with the row.
     pub completed_instants: u32,
 }
+
+/// The role's lease rows, one per shard, by shard index.
+pub type Rows = InlineList<Row, MAX_SHARDS>;
 
 /// How a tick's work ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -103,17 +117,47 @@ pub enum Renewed {
     Lost(Cause),
 }
 
+/// What a statement that names a lease carries: the shard's row and the token. A claim binds it
+/// as `leader_fence(role, shard, shard_count, token)` (the role and the count are the model's one
+/// role's), or as `leader_fence(role, token)` for an unsharded role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Fence {
+    /// The shard whose row the lease is.
+    pub shard: ShardIndex,
+    /// The token the lease was granted.
+    pub token: Token,
+}
+
+impl Fence {
+    /// Whether this lease is live in `rows` at `now`: its token holds its shard's row, unexpired.
+    pub fn is_live_in(self, rows: &[Row], now: Time) -> bool {
+        let row = &rows[usize::from(self.shard)];
+        row.token == self.token && row.expires.is_some_and(|e| e > now)
+    }
+}
+
+/// A claim as the job sends it: `leader_fence` with its fence, and `leader_shard_of(key, count) =
+/// filter` over the keys, both in its WHERE. `#[fenced]` requires the filter to bind the fence's
+/// own shard; a seeded bug binds another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Claim {
+    /// The lease the claim proves.
+    pub fence: Fence,
+    /// The shard whose keys the claim selects.
+    pub filter: ShardIndex,
+}
+
 /// A statement the server may run, named with what it carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Statement {
-    /// ACQUIRE.
-    Acquire,
-    /// RENEW of this token.
-    Renew(Token),
-    /// RELEASE of this token with this outcome; `completed` is whether the work really completed.
+    /// ACQUIRE of this shard.
+    Acquire(ShardIndex),
+    /// RENEW of this lease.
+    Renew(Fence),
+    /// RELEASE of this lease with this outcome; `completed` is whether the work really completed.
     Release {
-        /// The token released.
-        token: Token,
+        /// The lease released.
+        fence: Fence,
         /// The outcome recorded.
         outcome: Outcome,
         /// Whether the tick's work returned `Ok` (what the stamp must agree with).
@@ -124,6 +168,8 @@ pub enum Statement {
 /// A granted tick, as its replica runs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Tick {
+    /// The shard the tick holds.
+    pub shard: ShardIndex,
     /// The fence's token.
     pub token: Token,
     /// When (replica clock) the last acknowledged RENEW, or the ACQUIRE, was sent.
@@ -136,13 +182,23 @@ pub struct Tick {
     pub cancelled: Option<Cause>,
 }
 
+impl Tick {
+    /// The fence this tick's statements and claims carry.
+    pub fn fence(&self) -> Fence {
+        Fence {
+            shard: self.shard,
+            token: self.token,
+        }
+    }
+}
+
 /// Where a replica is in the runtime's loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Phase {
     /// Between polls.
     Idle,
-    /// ACQUIRE sent at this time (replica clock).
-    Acquiring(Time, Reply<Acquired>),
+    /// ACQUIRE of this shard sent at this time (replica clock).
+    Acquiring(Time, ShardIndex, Reply<Acquired>),
     /// Running a granted tick.
     Working(Tick),
     /// RELEASE sent at this time (replica clock).
@@ -161,13 +217,14 @@ pub struct Replica {
     pub frozen: bool,
     /// Where it is in the loop.
     pub phase: Phase,
-    /// A claim it sent that the server has not run yet, with the claim's token.
-    pub claim: Option<Token>,
+    /// A claim it sent that the server has not run yet.
+    pub claim: Option<Claim>,
     /// A statement whose caller gave up waiting, which the server may still run (or never).
     pub orphan: Option<Statement>,
-    /// Not the replica's: set when a failover took away the lease of this token (the standby
-    /// lacks its grant) while the replica's own clock may still let it work, with the replica's
-    /// clock then. A pause sets nothing here: its floor covers the paused holder.
+    /// Not the replica's: set when a failover took away or cut short the lease of this token (the
+    /// standby lacks its grant, or a RENEW or pause since) while the replica's own clock may still let it
+    /// work, with the replica's clock then. A pause sets nothing here: its floor covers the paused
+    /// holder. The shards of a role never hold the same token, so the token names the lease.
     pub revoked: Option<(Token, Time)>,
     /// The scheduled instant its last ACQUIRE asked for (a calendar role's; `None` otherwise).
     pub asks: Option<Time>,
@@ -192,10 +249,10 @@ pub enum Operator {
 }
 
 /// Things that happened, remembered for the properties.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct History {
-    /// The highest token ever issued, on any database.
-    pub max_issued: Token,
+    /// The highest token ever issued to each shard's row, on any database.
+    pub max_issued: InlineList<Token, MAX_SHARDS>,
     /// A grant went to a replica other than the row's holder, whose lease had run out.
     pub took_over: bool,
     /// A claim passed the fence.
@@ -212,6 +269,32 @@ pub struct History {
     pub instant_completed_twice: bool,
     /// A calendar role was granted for an instant not yet due (or for none).
     pub granted_early: bool,
+    /// For each key, the lease under which a claim last took it, while that lease may still be
+    /// live (on the primary or the standby): a key stays claimed by its holder until its lease
+    /// ends.
+    pub key_claims: InlineList<Option<Fence>, MAX_KEYS>,
+    /// The first claim that took a key another live lease had claimed: the key, the lease that
+    /// had it, and the lease that took it.
+    pub key_claimed_twice: Option<(u8, Fence, Fence)>,
+}
+
+impl History {
+    /// Nothing has happened yet, to a role of `shards` shards with `keys` keys.
+    pub fn new(shards: u8, keys: u8) -> History {
+        History {
+            max_issued: InlineList::new(0, shards),
+            took_over: false,
+            claimed: false,
+            claim_outside_lease: false,
+            token_reissued: false,
+            stamped_incomplete: false,
+            granted_in_cooldown: false,
+            instant_completed_twice: false,
+            granted_early: false,
+            key_claims: InlineList::new(None, keys),
+            key_claimed_twice: None,
+        }
+    }
 }
 
 /// The whole model state.
@@ -219,10 +302,10 @@ pub struct History {
 pub struct State {
     /// The database clock.
     pub now: Time,
-    /// The lease row on the primary.
-    pub row: Row,
-    /// The row as the standby has it: as it was just before the last grant.
-    pub standby: Option<Row>,
+    /// The role's lease rows on the primary.
+    pub rows: Rows,
+    /// The rows as the standby has them: as they were just before the last grant.
+    pub standby: Option<Rows>,
     /// The replicas.
     pub replicas: Vec<Replica>,
     /// The operator's pause.
@@ -243,6 +326,10 @@ impl State {
     /// The same state with the replicas in a canonical order (for symmetry reduction: replicas
     /// are interchangeable, so states that differ only in their numbering are explored once).
     pub fn representative(&self) -> State {
+        let mut out = self.clone();
+        if self.replicas.is_sorted() {
+            return out;
+        }
         let mut order: Vec<usize> = (0..self.replicas.len()).collect();
         order.sort_by_key(|&i| self.replicas[i]);
         let renumber = |id: Option<ReplicaId>| {
@@ -253,11 +340,12 @@ impl State {
                     .unwrap_or(0) as ReplicaId
             })
         };
-        let mut out = self.clone();
-        out.replicas = order.iter().map(|&i| self.replicas[i]).collect();
-        out.row.holder = renumber(self.row.holder);
-        if let Some(standby) = &mut out.standby {
-            standby.holder = renumber(standby.holder);
+        for (replica, &i) in out.replicas.iter_mut().zip(&order) {
+            *replica = self.replicas[i];
+        }
+        let standby = out.standby.iter_mut().flat_map(|rows| rows.iter_mut());
+        for row in out.rows.iter_mut().chain(standby) {
+            row.holder = renumber(row.holder);
         }
         out
     }
@@ -283,6 +371,7 @@ mod tests {
     #[test]
     fn the_representative_renumbers_the_holder_with_the_replicas() {
         let working = replica(Phase::Working(Tick {
+            shard: 0,
             token: 16,
             anchor: 1,
             next_beat: 2,
@@ -303,38 +392,47 @@ mod tests {
         };
         let state = State {
             now: 1,
-            row,
-            standby: Some(Row {
-                holder: Some(0),
-                ..row
-            }),
+            rows: Rows::new(row, 1),
+            standby: Some(Rows::new(
+                Row {
+                    holder: Some(0),
+                    ..row
+                },
+                1,
+            )),
             replicas: vec![working, replica(Phase::Idle)],
             operator: Operator::Idle,
             freezes_left: 0,
             delays_left: 0,
             failovers_left: 0,
             shutdowns_left: 0,
-            history: History::default(),
+            history: History::new(1, 0),
         };
         let swapped = State {
-            row: Row {
-                holder: Some(1),
-                ..row
-            },
-            standby: Some(Row {
-                holder: Some(1),
-                ..row
-            }),
+            rows: Rows::new(
+                Row {
+                    holder: Some(1),
+                    ..row
+                },
+                1,
+            ),
+            standby: Some(Rows::new(
+                Row {
+                    holder: Some(1),
+                    ..row
+                },
+                1,
+            )),
             replicas: vec![replica(Phase::Idle), working],
             ..state.clone()
         };
         let a = state.representative();
         assert_eq!(a, swapped.representative());
-        let holder = usize::from(a.row.holder.expect("held"));
+        let holder = usize::from(a.rows[0].holder.expect("held"));
         assert_eq!(
             a.replicas[holder], working,
             "the holder is still the working replica"
         );
-        assert_eq!(a.standby.and_then(|s| s.holder), a.row.holder);
+        assert_eq!(a.standby.and_then(|s| s[0].holder), a.rows[0].holder);
     }
 }

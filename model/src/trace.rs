@@ -6,7 +6,7 @@ use stateright::Model;
 use stateright::Path;
 
 use crate::model::{Action, Delivery, LeaseModel};
-use crate::state::{Acquired, Phase, Renewed, Reply, State, Statement};
+use crate::state::{Acquired, Fence, Phase, Renewed, Reply, Row, ShardIndex, State, Statement};
 
 fn delivery(d: Delivery) -> &'static str {
     match d {
@@ -15,8 +15,37 @@ fn delivery(d: Delivery) -> &'static str {
     }
 }
 
-/// One step, in words.
-pub fn action(action: &Action) -> String {
+/// ` of shard N` for a role in `shards` shards; nothing for an unsharded role.
+fn of_shard(shard: ShardIndex, shards: usize) -> String {
+    if shards > 1 {
+        format!(" of shard {shard}")
+    } else {
+        String::new()
+    }
+}
+
+/// ` of shard N's keys`, what a claim filtered by shard `filter` selects; nothing for an
+/// unsharded role.
+fn keys_of(filter: ShardIndex, shards: usize) -> String {
+    if shards > 1 {
+        format!(" of shard {filter}'s keys")
+    } else {
+        String::new()
+    }
+}
+
+/// A fence as a statement or claim carries it: the token, and the shard if the role has several.
+fn fence(fence: Fence, shards: usize) -> String {
+    if shards > 1 {
+        format!("shard {}, {}", fence.shard, fence.token)
+    } else {
+        fence.token.to_string()
+    }
+}
+
+/// One step of a role in `shards` shards, in words.
+pub fn action(action: &Action, shards: u8) -> String {
+    let shards = usize::from(shards);
     match *action {
         Action::Tick { slow: 0, fast: 0 } => "the clock advances".into(),
         Action::Tick { slow, fast } => {
@@ -35,9 +64,10 @@ pub fn action(action: &Action) -> String {
             }
             format!("the clock advances; by its own clock {}", drift.join(", "))
         }
-        Action::SendAcquire(r, d, None) => format!("r{r} sends ACQUIRE{}", delivery(d)),
-        Action::SendAcquire(r, d, Some(instant)) => {
-            format!("r{r} sends ACQUIRE for instant {instant}{}", delivery(d))
+        Action::SendAcquire(r, d, instant, shard) => {
+            let instant = instant.map_or(String::new(), |i| format!(" for instant {i}"));
+            let shard = of_shard(shard, shards);
+            format!("r{r} sends ACQUIRE{shard}{instant}{}", delivery(d))
         }
         Action::RunAcquire(r) => format!("the server runs r{r}'s ACQUIRE"),
         Action::AnswerAcquire(r) => format!("r{r} reads its ACQUIRE's answer"),
@@ -46,7 +76,11 @@ pub fn action(action: &Action) -> String {
         Action::AnswerRenew(r) => format!("r{r} reads its RENEW's answer"),
         Action::GiveUpWaiting(r) => format!("r{r} stops waiting (statement timeout)"),
         Action::Abandon(r) => format!("r{r}'s heartbeat abandons the tick"),
-        Action::SendClaim(r, d) => format!("r{r}'s job sends a fenced claim{}", delivery(d)),
+        Action::SendClaim(r, d, filter) => format!(
+            "r{r}'s job sends a fenced claim{}{}",
+            keys_of(filter, shards),
+            delivery(d)
+        ),
         Action::RunClaim(r) => format!("the server runs r{r}'s claim"),
         Action::WorkEnds(r, end, d) => {
             format!("r{r}'s job ends ({end:?}); RELEASE sent{}", delivery(d))
@@ -57,6 +91,7 @@ pub fn action(action: &Action) -> String {
         Action::RunOrphan(r) => format!("the server runs r{r}'s abandoned statement late"),
         Action::Freeze(r) => format!("r{r} freezes"),
         Action::Resume(r) => format!("r{r} resumes"),
+        Action::Pause if shards > 1 => "an operator pauses the role (every shard)".into(),
         Action::Pause => "an operator pauses the role".into(),
         Action::Unpause => "an operator unpauses the role".into(),
         Action::Failover => {
@@ -69,11 +104,15 @@ fn opt(t: Option<u8>) -> String {
     t.map_or("-".into(), |t| t.to_string())
 }
 
-fn statement(s: &Statement) -> String {
-    match s {
-        Statement::Acquire => "ACQUIRE".into(),
-        Statement::Renew(token) => format!("RENEW({token})"),
-        Statement::Release { token, outcome, .. } => format!("RELEASE({token}, {outcome:?})"),
+fn statement(s: &Statement, shards: usize) -> String {
+    match *s {
+        Statement::Acquire(shard) => format!("ACQUIRE{}", of_shard(shard, shards)),
+        Statement::Renew(f) => format!("RENEW({})", fence(f, shards)),
+        Statement::Release {
+            fence: f, outcome, ..
+        } => {
+            format!("RELEASE({}, {outcome:?})", fence(f, shards))
+        }
     }
 }
 
@@ -84,16 +123,13 @@ fn reply<T: std::fmt::Debug>(reply: &Reply<T>) -> String {
     }
 }
 
-/// The state, on a few lines.
-pub fn state(state: &State) -> String {
-    let row = &state.row;
-    let mut out = format!(
-        "db clock {} | row: token {}, holder {}, expires {}, not_before {}, last tick {}{}",
-        state.now,
+fn row(row: &Row, now: u8) -> String {
+    format!(
+        "token {}, holder {}, expires {}, not_before {}, last tick {}{}",
         row.token,
         row.holder.map_or("-".into(), |h| format!("r{h}")),
         match row.expires {
-            Some(e) if e <= state.now => "passed".into(),
+            Some(e) if e <= now => "passed".into(),
             other => opt(other),
         },
         opt(row.not_before),
@@ -102,18 +138,41 @@ pub fn state(state: &State) -> String {
             other => opt(other),
         },
         if row.paused { ", PAUSED" } else { "" },
-    );
+    )
+}
+
+/// The state, on a few lines: the database clock and rows, each replica, then each key's claim
+/// (when keys are watched).
+pub fn state(state: &State) -> String {
+    let shards = state.rows.len();
+    let mut out = format!("db clock {}", state.now);
+    for (shard, r) in state.rows.iter().enumerate() {
+        let name = if shards > 1 {
+            format!("shard {shard}")
+        } else {
+            "row".into()
+        };
+        let _ = write!(out, " | {name}: {}", row(r, state.now));
+    }
     for (i, r) in state.replicas.iter().enumerate() {
         let phase = match &r.phase {
             Phase::Idle => "idle".to_string(),
-            Phase::Acquiring(sent, Reply::Ran(Acquired::Granted(token))) => {
-                format!("ACQUIRE sent at {sent}, granted token {token} (answer on its way)")
-            }
-            Phase::Acquiring(sent, answer) => format!("ACQUIRE sent at {sent}, {}", reply(answer)),
+            Phase::Acquiring(sent, shard, Reply::Ran(Acquired::Granted(token))) => format!(
+                "ACQUIRE{} sent at {sent}, granted token {token} (answer on its way)",
+                of_shard(*shard, shards)
+            ),
+            Phase::Acquiring(sent, shard, answer) => format!(
+                "ACQUIRE{} sent at {sent}, {}",
+                of_shard(*shard, shards),
+                reply(answer)
+            ),
             Phase::Working(tick) => {
                 let mut s = format!(
-                    "in tick, token {}, last ack sent at {}, next beat {}",
-                    tick.token, tick.anchor, tick.next_beat
+                    "in tick{}, token {}, last ack sent at {}, next beat {}",
+                    of_shard(tick.shard, shards),
+                    tick.token,
+                    tick.anchor,
+                    tick.next_beat
                 );
                 if let Some((sent, answer)) = &tick.renew {
                     let answer = match answer {
@@ -128,7 +187,7 @@ pub fn state(state: &State) -> String {
                 s
             }
             Phase::Releasing(sent, s, answer) => {
-                format!("{} sent at {sent}, {}", statement(s), reply(answer))
+                format!("{} sent at {sent}, {}", statement(s, shards), reply(answer))
             }
         };
         let _ = write!(
@@ -137,12 +196,29 @@ pub fn state(state: &State) -> String {
             r.clock(state.now),
             if r.frozen { ", FROZEN" } else { "" }
         );
-        if let Some(token) = r.claim {
-            let _ = write!(out, "; claim({token}) not run yet");
+        if let Some(claim) = r.claim {
+            let _ = write!(
+                out,
+                "; claim({}){} not run yet",
+                fence(claim.fence, shards),
+                keys_of(claim.filter, shards)
+            );
         }
         if let Some(s) = &r.orphan {
-            let _ = write!(out, "; {} given up on, not run yet", statement(s));
+            let _ = write!(out, "; {} given up on, not run yet", statement(s, shards));
         }
+    }
+    let claims: Vec<String> = state
+        .history
+        .key_claims
+        .iter()
+        .enumerate()
+        .filter_map(|(key, claim)| {
+            claim.map(|c| format!("key {key} by shard {}'s lease {}", c.shard, c.token))
+        })
+        .collect();
+    if !claims.is_empty() {
+        let _ = write!(out, "\n    claimed: {}", claims.join(", "));
     }
     out
 }

@@ -1,15 +1,17 @@
 //! The model is tied to the SQL: each statement's WHERE is exactly its guard list in
-//! `leader-core` plus plumbing, and the model evaluates exactly the listed guards.
+//! `leader-core` plus plumbing (for the four-argument fence, the list the model builds from the
+//! two-argument fence's), and the model evaluates exactly the listed guards.
 
 use leader_core::guard::{Guard, Guarded};
 use leader_model::guards::{self, GuardKind, Guards, resolve_statement};
 use leader_model::{Bug, Config};
 
-const STATEMENTS: [(&Guarded, &[(&str, GuardKind)]); 4] = [
+const STATEMENTS: [(&Guarded, &[(&str, GuardKind)]); 5] = [
     (&leader_core::lease::ACQUIRE_GUARDS, guards::ACQUIRE),
     (&leader_core::lease::RENEW_GUARDS, guards::RENEW),
     (&leader_core::lease::RELEASE_GUARDS, guards::RELEASE),
     (&leader_core::FENCE_GUARDS, guards::FENCE),
+    (&guards::SHARD_FENCE_GUARDS, guards::SHARD_FENCE),
 ];
 
 fn normalize(sql: &str) -> String {
@@ -89,9 +91,9 @@ fn each_statements_where_is_exactly_its_guards_and_plumbing() {
         listed.sort();
         assert_eq!(
             in_sql, listed,
-            "{}: the conjuncts of its WHERE (left) and leader-core's guard list plus plumbing \
+            "{} (the WHERE after `{}`): its conjuncts (left) and the guard list plus plumbing \
              (right) differ: update the list next to the SQL, then the model",
-            guarded.statement
+            guarded.statement, guarded.where_after
         );
     }
 }
@@ -105,6 +107,7 @@ fn the_model_evaluates_exactly_the_listed_guards() {
         &resolved.renew,
         &resolved.release,
         &resolved.fence,
+        &resolved.shard_fence,
     ];
     for ((guarded, modelled), kinds) in STATEMENTS.into_iter().zip(by_statement) {
         let listed: Vec<&str> = guarded.guards.iter().map(|g| g.name).collect();

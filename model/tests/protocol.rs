@@ -3,6 +3,7 @@
 
 use leader_model::properties::{
     INSTANT_COMPLETES, LED_AFTER_UNPAUSE, PAUSE_TAKES_EFFECT, REVOKED_HOLDER_OVERLAPS,
+    SHARDS_CLAIMED_AT_ONCE,
 };
 use leader_model::{Bug, Config, Report, Timings, check};
 
@@ -25,6 +26,9 @@ fn proves(config: Config) -> Report {
     }
     if config.schedule.is_none() {
         expected_unreached.push(INSTANT_COMPLETES);
+    }
+    if config.shards < 2 || config.keys < 2 {
+        expected_unreached.push(SHARDS_CLAIMED_AT_ONCE);
     }
     assert_eq!(report.unreached, expected_unreached, "{}", report.render());
     report
@@ -75,6 +79,33 @@ fn three_replicas_under_drifting_clocks_freeze_and_two_delays() {
 #[test]
 fn two_replicas_on_a_calendar_schedule_under_pause_shutdown_freeze_and_a_delay() {
     proves(Config::scheduled(2));
+}
+
+/// A role in two shards, each its own row with its own tokens: no key is claimed by two holders
+/// at once, across a failover that loses the last grant of either shard (and the RENEWs of the
+/// other since) and a frozen replica.
+#[test]
+fn two_replicas_over_two_shards_under_failover_and_freeze() {
+    proves(Config::sharded(2));
+}
+
+/// A claim (or any other statement) delayed past its lease, over two shards.
+#[test]
+fn two_replicas_over_two_shards_with_a_delayed_statement() {
+    let mut config = Config::sharded(2);
+    config.failovers = 0;
+    config.freezes = 0;
+    config.delays = 1;
+    proves(config);
+}
+
+/// A pause of the role pauses every shard, each with its own floor.
+#[test]
+fn two_replicas_over_two_shards_under_pause_and_freeze() {
+    let mut config = Config::sharded(2);
+    config.failovers = 0;
+    config.pause = true;
+    proves(config);
 }
 
 fn breaks(bug: Bug) {
@@ -146,4 +177,9 @@ fn the_codes_timing_rule_accepts_the_checked_timings_and_refuses_the_seeded_ones
 #[test]
 fn an_acquire_without_the_instant_guard_completes_an_instant_twice() {
     breaks(Bug::GrantsCompletedInstant);
+}
+
+#[test]
+fn a_claim_filtered_by_another_shards_index_is_caught() {
+    breaks(Bug::ClaimFiltersAnotherShard);
 }

@@ -90,7 +90,7 @@ mod tables {
         let mut rows = doc_rows(LEASE);
         rows.extend(doc_rows(OPERATOR));
         rows.extend(doc_rows(OUTCOME));
-        assert_eq!(rows.len(), 12, "{rows:#?}");
+        assert_eq!(rows.len(), 14, "{rows:#?}");
         for (name, doc) in [
             ("README.md", README),
             ("docs/architecture.md", ARCHITECTURE),

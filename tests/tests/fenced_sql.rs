@@ -215,7 +215,7 @@ const CASES: &[Case] = &[
         marker: "FROM webhook_deliveries",
         setup: BILLING,
         tables: BILLING_TABLES,
-        params: &[(3, 10)],
+        params: &[(5, 10)],
     },
 ];
 
