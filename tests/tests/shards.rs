@@ -265,6 +265,13 @@ async fn after_a_shard_count_change_the_old_count_is_refused_and_its_fences_and_
           WHERE role = 'alpha' AND not_before > now()",
     )
     .await;
+    // Past the floor, the rows are free and due: only the count keeps the old replica out.
+    let free = acquire(&db, &old_wanted, "old").await;
+    assert!(
+        free.iter()
+            .all(|answer| reason_of(answer) == RefusalReason::ShardCountChanged),
+        "{free:?}"
+    );
     let new: Vec<Fence> = acquire(&db, &shards_of_alpha(4), "new")
         .await
         .iter()
