@@ -443,9 +443,11 @@ M = [
     ("upgrade does not re-run the grant",
      [edit(CLEAR_COOLDOWN, "        PERFORM leader_grant_app_role(grantee);\n", "        NULL;\n")],
      "-p leader-tests --test migrations the_upgrade_grants"),
+    # leader_grant_app_role as the latest framework migration re-creates it.
     ("grant omits leader_clear_cooldown",
-     [edit(CLEAR_COOLDOWN, "leader_unpause(text), '\n                   'leader_clear_cooldown(text) TO %I'",
-           "leader_unpause(text) TO %I'")],
+     [edit("leader-core/migrations/20261207000000_leader_presence.up.sql",
+           "'leader_unpause_shard(text, integer), '\n                   'leader_clear_cooldown(text) TO %I'",
+           "'leader_unpause_shard(text, integer) TO %I'")],
      "-p leaderctl --test cli an_app_role_granted"),
     ("pause of a paused role overwrites it",
      [edit(OPERATOR, "CASE WHEN w.all_paused IS NOT TRUE THEN leader_pause", "CASE WHEN true THEN leader_pause")],
