@@ -51,6 +51,19 @@ impl DemoSummary {
 struct Replica {
     name: String,
     handle: JoinHandle<Result<(), leader_runtime::RunError>>,
+    /// A clone of the runtime's pool, so that a kill closes its connections as a dead process's
+    /// would be closed: an aborted task alone leaves them open, and a transaction it had begun
+    /// then holds one of PgBouncer's few server connections until it times out.
+    pool: sqlx::PgPool,
+}
+
+impl Replica {
+    /// Stops it as a crash would: no RELEASE, and its connections closed under whatever they
+    /// were doing (the server rolls their transactions back).
+    fn kill(self) {
+        self.handle.abort();
+        tokio::spawn(async move { self.pool.close().await });
+    }
 }
 
 /// A replica: its own pool (as a separate process would have) and a runtime with every
@@ -65,7 +78,7 @@ async fn start_replica(
         .max_connections(6)
         .connect_with(connect())
         .await?;
-    let runtime = Runtime::builder(pool)
+    let runtime = Runtime::builder(pool.clone())
         .registered_jobs()
         .timings(timings)
         .holder_id(name.clone())
@@ -73,7 +86,7 @@ async fn start_replica(
         .status_every(Duration::from_secs(1))
         .build()?;
     let handle = tokio::spawn(runtime.run_until_cancelled(shutdown.clone()));
-    Ok(Replica { name, handle })
+    Ok(Replica { name, handle, pool })
 }
 
 async fn leaders(
@@ -217,20 +230,21 @@ pub async fn run_demo(
                 .and_then(|leader| replicas.iter().position(|r| r.name == leader));
             if let Some(index) = victim {
                 let replica = replicas.remove(index);
-                replica.handle.abort();
+                let name = replica.name.clone();
+                replica.kill();
                 let held: BTreeMap<String, i64> = current
                     .iter()
-                    .filter(|(_, (_, leader, _))| leader.as_deref() == Some(replica.name.as_str()))
+                    .filter(|(_, (_, leader, _))| leader.as_deref() == Some(name.as_str()))
                     .map(|(role, (_, _, token))| (role.clone(), *token))
                     .collect();
                 if config.status_every.is_some() {
                     println!(
                         ">>> killed {} (leading {}) without releasing its leases",
-                        replica.name,
+                        name,
                         held.keys().cloned().collect::<Vec<_>>().join(", ")
                     );
                 }
-                killed = Some((replica.name, Instant::now(), held));
+                killed = Some((name, Instant::now(), held));
             }
         }
         if let Some((name, at, held)) = &mut killed {
