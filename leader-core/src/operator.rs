@@ -221,29 +221,6 @@ pub async fn clear_cooldown<'e>(
     .await
 }
 
-/// Maps the shard functions' "has no shard" error to [`StatementError::UnknownShard`].
-fn unknown_shard(
-    role: &str,
-    shard_index: u32,
-) -> impl FnOnce(StatementError) -> StatementError + '_ {
-    move |err| match &err {
-        StatementError::Database { statement, source } => match source.as_ref() {
-            sqlx::Error::Database(db)
-                if db.code().as_deref() == Some("22023")
-                    && db.message().contains("has no shard") =>
-            {
-                StatementError::UnknownShard {
-                    statement: *statement,
-                    role: role.to_owned(),
-                    shard_index,
-                }
-            }
-            _ => err,
-        },
-        _ => err,
-    }
-}
-
 // The statement of the shard operations: the shard's row is locked first, then `{call}` (a shard
 // function, VOLATILE, so never folded at planning) is evaluated only when `{when}` holds of it.
 // `found` is null when the shard has no row, and `role_known` then tells an unknown role from an
@@ -283,9 +260,7 @@ async fn on_shard<'e>(
     values.push(("role", Value::Text(role)));
     values.push(("shard", Value::Int(i64::from(shard_index))));
     let sql = render(&template, &values);
-    let rows = send(db, statement, timings.statement_timeout(), sql)
-        .await
-        .map_err(unknown_shard(role, shard_index))?;
+    let rows = send(db, statement, timings.statement_timeout(), sql).await?;
     let row = single(statement, rows)?;
     let field = StatementError::database(statement);
     let found: Option<bool> = row.try_get("found").map_err(&field)?;
