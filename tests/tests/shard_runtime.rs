@@ -276,14 +276,18 @@ async fn three_replicas_spread_eight_shards_and_a_killed_replicas_shards_move_to
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_joining_replica_takes_shards_at_the_others_tick_boundaries_before_any_lease_expires() {
-    // A TTL of an hour: a handover that waited for an expiry could not happen within `spread`'s
-    // two-minute wait, so the spread coming about at all shows that none did.
-    let slow_expiry = Timings::scaled_to_ttl(Duration::from_secs(3_600)).expect("valid timings");
+    // A TTL of a minute: a handover that waited for an expiry would not happen within the wait.
+    let slow_expiry = Timings::scaled_to_ttl(Duration::from_secs(60)).expect("valid timings");
     let db = sharded_database(8).await;
     let first = Running::start(&db, "first", 8, slow_expiry).await;
     spread(&db, &["first"], 8, 8).await;
+    let joined = tokio::time::Instant::now();
     let second = Running::start(&db, "second", 8, slow_expiry).await;
     spread(&db, &["first", "second"], 8, 4).await;
+    assert!(
+        joined.elapsed() < slow_expiry.ttl(),
+        "the shards moved before any lease could expire"
+    );
     second.stop().await;
     first.stop().await;
     one_holder_per_shard_at_every_instant(&db).await;
