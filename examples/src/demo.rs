@@ -168,6 +168,32 @@ async fn wait_for_zero(pool: &PgPool, count_sql: &'static str, until: Instant) -
     Ok(())
 }
 
+/// Pauses `role` for the drain, trying again while PAUSE times out (a loaded machine, or a lock
+/// a struck replica's statement still holds) until `until`; the last error if it never finished.
+async fn pause_within(
+    admin: &PgPool,
+    role: &str,
+    until: Instant,
+    timings: &Timings,
+) -> Result<(), StatementError> {
+    loop {
+        let paused = operator::pause(
+            admin,
+            role,
+            "billing-demo",
+            Some("draining before the checks"),
+            timings,
+        )
+        .await;
+        match paused {
+            Err(StatementError::Timeout { .. }) if Instant::now() < until => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            done => return done,
+        }
+    }
+}
+
 /// Ends a run so the checks can judge it: takes no new billing periods (every period that ended
 /// before now must be billed), waits for billing to catch up, pauses `billing` and `dunning`
 /// through the framework's pause API, and waits for the queues to drain; waits `drain_for` at
@@ -185,14 +211,7 @@ pub async fn drain(
                       WHERE s.billed_until + s.period_secs * interval '1 second' <= c.cutoff";
     wait_for_zero(admin, caught_up, drain_until).await?;
     for role in ["billing", "dunning"] {
-        operator::pause(
-            admin,
-            role,
-            "billing-demo",
-            Some("draining before the checks"),
-            timings,
-        )
-        .await?;
+        pause_within(admin, role, drain_until, timings).await?;
     }
     let queued = "SELECT (SELECT count(*) FROM webhook_outbox WHERE dispatched_at IS NULL)
                        + (SELECT count(*) FROM email_outbox WHERE sent_at IS NULL)
