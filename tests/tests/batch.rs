@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use common::*;
+use leader_runtime::protocol::ReleaseOutcome;
 use leader_runtime::protocol::lease::{self, Acquired, LossReason, RefusalReason, Renewed};
 use leader_runtime::{Fence, Role};
 use leader_testkit::TestDb;
@@ -171,6 +172,51 @@ async fn one_statement_renews_every_held_lease_and_reports_each_loss() {
     }
     assert_eq!(
         lease(&db, roles[1]).await.holder_id.as_deref(),
+        Some("taker"),
+        "the new holder's lease is untouched"
+    );
+}
+
+#[tokio::test]
+async fn one_statement_releases_every_lease_its_token_holds_each_by_its_outcome() {
+    let (db, roles) = many_roles(3).await;
+    let fences = granted(&acquire(&db, &roles, "leader", 100).await);
+    assert_eq!(fences.len(), 3);
+    // The third role is taken over, so its old token must not release it.
+    expire(&db, roles[2]).await;
+    let taker = granted(&acquire(&db, &roles[2..3], "taker", 1).await);
+    assert_eq!(taker.len(), 1);
+    let ends = [
+        (fences[0], ReleaseOutcome::Completed),
+        (fences[1], ReleaseOutcome::Failed),
+        (fences[2], ReleaseOutcome::Completed),
+    ]
+    .map(|(fence, outcome)| lease::TickEnd {
+        fence,
+        outcome,
+        interval: HOUR,
+    });
+    let released = lease::release_many(db.pool(), &ends, &FAST, false)
+        .await
+        .expect("RELEASE runs");
+    let changed: Vec<bool> = released.iter().map(|r| r.changed).collect();
+    assert_eq!(changed, [true, true, false]);
+    let completed = lease(&db, roles[0]).await;
+    assert_eq!(completed.holder_id, None);
+    assert_eq!(completed.last_tick_holder.as_deref(), Some("leader"));
+    assert!(
+        completed.not_before.is_none(),
+        "a completed tick sets no cooldown"
+    );
+    let failed = lease(&db, roles[1]).await;
+    assert_eq!(failed.holder_id, None);
+    assert!(
+        failed.last_tick_ended_at.is_none(),
+        "a failed tick is not stamped"
+    );
+    assert!(failed.not_before.is_some(), "a failed tick cools down");
+    assert_eq!(
+        lease(&db, roles[2]).await.holder_id.as_deref(),
         Some("taker"),
         "the new holder's lease is untouched"
     );

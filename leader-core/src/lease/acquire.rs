@@ -217,6 +217,7 @@ SELECT s.wanted_role                 AS wanted_role,
                                      AS over_share,
        s.last_completed_instant      AS last_completed_instant,
        s.holder_id                   AS holder_id,
+       s.last_tick_holder            AS last_tick_holder,
        (extract(epoch FROM greatest(
             CASE WHEN s.expires_at > now() THEN s.expires_at END,
             CASE WHEN s.not_before > now() THEN s.not_before END,
@@ -340,6 +341,9 @@ pub struct Refusal {
     pub retry_after: Option<Duration>,
     /// The current holder's id, if the role is held.
     pub holder_id: Option<String>,
+    /// Who completed the role's last tick (`None` if no tick has completed). For a shard, the
+    /// replica it stays with while that replica runs (see the module docs on spreading shards).
+    pub last_tick_holder: Option<String>,
     /// The database clock when the statement ran.
     pub db_now: DateTime<Utc>,
     /// The latest scheduled instant completed (`None` if none, or the role has no calendar
@@ -361,9 +365,19 @@ impl Refusal {
             reason,
             retry_after,
             holder_id,
+            last_tick_holder: None,
             db_now,
             last_completed_instant: None,
         }
+    }
+
+    /// This forged refusal, saying `holder` completed the last tick. Only with the
+    /// `test-support` feature.
+    #[cfg(feature = "test-support")]
+    #[must_use]
+    pub fn with_last_tick_holder(mut self, holder: Option<String>) -> Refusal {
+        self.last_tick_holder = holder;
+        self
     }
 
     /// This forged refusal, saying `instant` completed last. Only with the `test-support`
@@ -593,6 +607,7 @@ fn acquired_from(row: &PgRow, wanted: &Wanted) -> Result<Acquired, StatementErro
         reason,
         retry_after,
         holder_id: row.try_get("holder_id").map_err(&field)?,
+        last_tick_holder: row.try_get("last_tick_holder").map_err(&field)?,
         db_now,
         last_completed_instant: row.try_get("last_completed_instant").map_err(&field)?,
     }))

@@ -12,10 +12,11 @@
 //!
 //! (The operator's PAUSE, UNPAUSE and CLEAR COOLDOWN are in [`crate::operator`].)
 //!
-//! **One text per statement.** ACQUIRE and RENEW take any number of roles in one statement, so a
-//! replica's idle cost grows with the number of replicas, not with roles × replicas; the one-role
-//! calls ([`acquire_one`], [`renew_one`]) are one-element calls of the same text. Each role's
-//! grant or renewal is still a compare-and-set on its own row, decided by the guards above, which
+//! **One text per statement.** ACQUIRE, RENEW and RELEASE take any number of leases in one
+//! statement, so a replica's idle cost grows with the number of replicas, not with leases ×
+//! replicas; the one-lease calls ([`acquire_one`], [`renew_one`], [`release`]) are one-element
+//! calls of the same text. Each lease's grant, renewal or release is still a compare-and-set on
+//! its own row, decided by the guards above, which
 //! sit next to each statement's SQL as data ([`ACQUIRE_GUARDS`], [`RENEW_GUARDS`],
 //! [`RELEASE_GUARDS`]) for the protocol model, whose guard tests fail if a WHERE and its list
 //! disagree.
@@ -50,7 +51,9 @@ mod renew;
 mod wanted;
 
 pub use acquire::{ACQUIRE_GUARDS, Acquired, Grant, Refusal, RefusalReason, acquire, acquire_one};
-pub use release::{RELEASE_GUARDS, RELEASED_CHANNEL, Released, release, release_waking};
+pub use release::{
+    RELEASE_GUARDS, RELEASED_CHANNEL, Released, TickEnd, release, release_many, release_waking,
+};
 pub use renew::{LossReason, RENEW_GUARDS, Renewed, renew, renew_one};
 pub use wanted::Wanted;
 

@@ -2,11 +2,12 @@
 
 use std::time::Duration;
 
-use sqlx::PgExecutor;
+use chrono::{DateTime, Utc};
+use sqlx::{PgExecutor, Row};
 
 use crate::guard::{Guard, Guarded};
 use crate::inline::{Value, render};
-use crate::send::{check_interval, lock_timeout, ms, send};
+use crate::send::{check_interval, lock_timeout, ms, row_of, send, values_list};
 use crate::{Fence, ReleaseOutcome, Shard, Statement, StatementError, Timings};
 
 /// The result of RELEASE.
@@ -17,13 +18,27 @@ pub struct Released {
 }
 
 // Its guards are listed in RELEASE_GUARDS below, which the model (leader-model) evaluates by name.
+// `:token`, `:outcome` and `:interval_ms` are rendered as the columns `ending_token`,
+// `ending_outcome` and `ending_interval_ms`, so the guards read as RELEASE_GUARDS lists them. The
+// rows are locked in (role, shard) order before the UPDATE, as RENEW locks them, so two releases
+// of several rows never wait on each other in a cycle.
 //
-// With `:notify` true, the same statement also sends NOTIFY on RELEASED_CHANNEL with the role's name
-// (delivered at commit, so only for a release that happened): the scalar sub-select runs once,
-// and only if the UPDATE returned its row. NOTIFY leaves nothing on the connection, so this stays
-// pooler-safe; it is the listeners that need a session (see the runtime's `wake`).
+// With `:notify` true, the same statement also sends NOTIFY on RELEASED_CHANNEL with the role's
+// name for each row it released (delivered at commit, so only for a release that happened).
+// NOTIFY leaves nothing on the connection, so this stays pooler-safe; it is the listeners that
+// need a session (see the runtime's `wake`).
 const RELEASE: &str = "
 WITH lock_bound AS (SELECT set_config('lock_timeout', :lock_ms::text, true) AS applied),
+ending (ending_role, ending_shard_index, ending_token, ending_outcome, ending_interval_ms)
+    AS (VALUES :ending),
+locked AS MATERIALIZED (
+    SELECT role, shard_index
+      FROM leader_leases JOIN ending ON role = ending_role AND shard_index = ending_shard_index
+     WHERE holder_token = ending_token
+       AND (SELECT applied FROM lock_bound) IS NOT NULL
+     ORDER BY role, shard_index
+       FOR UPDATE OF leader_leases
+),
 released AS (
 UPDATE leader_leases
    SET holder_id = NULL,
@@ -44,17 +59,24 @@ UPDATE leader_leases
            WHEN 'panicked' THEN now() + :interval_ms * interval '1 millisecond'
            ELSE now() + least(:interval_ms * interval '1 millisecond', interval '60 seconds')
        END
- WHERE role = :role
-   AND shard_index = :shard_index
+  FROM ending
+ WHERE role = ending_role
+   AND shard_index = ending_shard_index
+   AND (role, shard_index) IN (SELECT role, shard_index FROM locked)
    AND holder_token = :token
    AND holder_id IS NOT NULL
    AND (SELECT applied FROM lock_bound) IS NOT NULL
-RETURNING now() AS db_now
+RETURNING role AS released_role, shard_index AS released_shard_index, now() AS db_now
 )
-SELECT db_now,
-       (SELECT count(*) FROM (SELECT pg_notify(:channel, :role) WHERE :notify) AS sent)
-           AS notified
-  FROM released
+SELECT e.ending_role         AS ending_role,
+       e.ending_shard_index  AS ending_shard_index,
+       r.db_now              AS db_now,
+       (SELECT count(*) FROM (SELECT pg_notify(:channel, r.released_role)
+                               WHERE :notify AND r.released_role IS NOT NULL) AS sent)
+                             AS notified
+  FROM ending e
+  LEFT JOIN released r
+    ON r.released_role = e.ending_role AND r.released_shard_index = e.ending_shard_index
 ";
 
 /// The channel RELEASE notifies when asked to wake followers ([`release_waking`]); the payload is
@@ -67,7 +89,7 @@ pub const RELEASED_CHANNEL: &str = "leader_released";
 pub const RELEASE_GUARDS: Guarded = Guarded {
     statement: "RELEASE",
     sql: RELEASE,
-    where_after: "UPDATE leader_leases",
+    where_after: "released AS (",
     guards: &[
         Guard {
             name: "holds_token",
@@ -79,18 +101,32 @@ pub const RELEASE_GUARDS: Guarded = Guarded {
         },
     ],
     plumbing: &[
-        "role = :role",
-        "shard_index = :shard_index",
+        "role = ending_role",
+        "shard_index = ending_shard_index",
+        "(role, shard_index) IN (SELECT role, shard_index FROM locked)",
         "(SELECT applied FROM lock_bound) IS NOT NULL",
     ],
 };
+
+/// One tick's end, for [`release_many`]: the lease its fence holds, how the tick ended, and the
+/// role's tick interval (see [`release`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TickEnd {
+    /// The lease to release.
+    pub fence: Fence,
+    /// How the tick ended.
+    pub outcome: ReleaseOutcome,
+    /// The role's tick interval, which sets the cooldown.
+    pub interval: Duration,
+}
 
 /// RELEASE: ends the tick held by `fence`, recording `outcome` (see [`ReleaseOutcome`] for what
 /// each outcome writes). `interval` is the role's tick interval, which sets the cooldown (for a
 /// calendar role, the time from the instant the tick serves to the next one). A completed tick
 /// of a calendar role also records its instant as the last completed one.
 ///
-/// A no-op ([`Released::changed`] false) when the token no longer holds the role.
+/// A no-op ([`Released::changed`] false) when the token no longer holds the role. A one-element
+/// call of [`release_many`].
 ///
 /// # Errors
 ///
@@ -103,7 +139,13 @@ pub async fn release<'e>(
     interval: Duration,
     timings: &Timings,
 ) -> Result<Released, StatementError> {
-    send_release(db, fence, outcome, interval, timings, false).await
+    let end = TickEnd {
+        fence,
+        outcome,
+        interval,
+    };
+    let mut answers = send_release(db, &[end], timings, false).await?;
+    Ok(answers.remove(0))
 }
 
 /// [`release`], and in the same statement, when it changed the row, `NOTIFY leader_released`
@@ -119,36 +161,85 @@ pub async fn release_waking<'e>(
     interval: Duration,
     timings: &Timings,
 ) -> Result<Released, StatementError> {
-    send_release(db, fence, outcome, interval, timings, true).await
+    let end = TickEnd {
+        fence,
+        outcome,
+        interval,
+    };
+    let mut answers = send_release(db, &[end], timings, true).await?;
+    Ok(answers.remove(0))
+}
+
+/// RELEASE of several leases in one statement, each as [`release`] releases it (the same guards,
+/// per row); one [`Released`] per end, in order. A lease may appear once only. With `notify`,
+/// as [`release_waking`] for each lease released.
+///
+/// # Errors
+///
+/// As [`release`]; an error is every lease's: none of them, or all, may have been released.
+pub async fn release_many<'e>(
+    db: impl PgExecutor<'e>,
+    ends: &[TickEnd],
+    timings: &Timings,
+    notify: bool,
+) -> Result<Vec<Released>, StatementError> {
+    send_release(db, ends, timings, notify).await
 }
 
 async fn send_release<'e>(
     db: impl PgExecutor<'e>,
-    fence: Fence,
-    outcome: ReleaseOutcome,
-    interval: Duration,
+    ends: &[TickEnd],
     timings: &Timings,
     notify: bool,
-) -> Result<Released, StatementError> {
-    check_interval(Statement::Release, fence.role(), interval)?;
+) -> Result<Vec<Released>, StatementError> {
+    if ends.is_empty() {
+        return Ok(Vec::new());
+    }
+    for end in ends {
+        check_interval(Statement::Release, end.fence.role(), end.interval)?;
+    }
+    let ending = values_list(ends.iter().map(|end| {
+        render(
+            "(:role, :shard_index, :token, :outcome, :interval_ms)",
+            &[
+                ("role", Value::Role(end.fence.role())),
+                (
+                    "shard_index",
+                    Value::Int(i64::from(end.fence.shard().map_or(0, Shard::index))),
+                ),
+                ("token", Value::Int(end.fence.token())),
+                ("outcome", Value::Text(end.outcome.as_str())),
+                ("interval_ms", Value::Int(ms(end.interval))),
+            ],
+        )
+    }));
     let sql = render(
         RELEASE,
         &[
-            ("role", Value::Role(fence.role())),
-            (
-                "shard_index",
-                Value::Int(i64::from(fence.shard().map_or(0, Shard::index))),
-            ),
-            ("token", Value::Int(fence.token())),
-            ("outcome", Value::Text(outcome.as_str())),
-            ("interval_ms", Value::Int(ms(interval))),
+            ("ending", Value::Sql(&ending)),
+            ("token", Value::Sql("ending_token")),
+            ("outcome", Value::Sql("ending_outcome")),
+            ("interval_ms", Value::Sql("ending_interval_ms")),
             ("lock_ms", Value::Int(lock_timeout(timings))),
             ("notify", Value::Sql(if notify { "true" } else { "false" })),
             ("channel", Value::Text(RELEASED_CHANNEL)),
         ],
     );
     let rows = send(db, Statement::Release, timings.statement_timeout(), sql).await?;
-    Ok(Released {
-        changed: !rows.is_empty(),
-    })
+    let field = StatementError::database(Statement::Release);
+    ends.iter()
+        .map(|end| {
+            let row = row_of(
+                &rows,
+                ("ending_role", "ending_shard_index"),
+                end.fence.role(),
+                end.fence.shard(),
+                Statement::Release,
+            )?;
+            let released_at: Option<DateTime<Utc>> = row.try_get("db_now").map_err(&field)?;
+            Ok(Released {
+                changed: released_at.is_some(),
+            })
+        })
+        .collect()
 }
