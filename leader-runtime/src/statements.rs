@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use leader_core::lease::{self, Acquired, Released, Renewed, Wanted};
+use leader_core::lease::{self, Acquired, Released, Renewed, TickEnd, Wanted};
 use leader_core::{Fence, ReleaseOutcome, Statement, StatementError, Timings};
 use sqlx::PgPool;
 use tokio::sync::oneshot;
@@ -31,25 +31,28 @@ pub trait LeaseStatements: Send + Sync + 'static {
     ) -> BoxFuture<'_, Result<Released, StatementError>>;
 }
 
-/// How long a RENEW waits for others to join its statement. The runtime's heartbeats all beat on
-/// one grid (see `heartbeat`), so the RENEWs of every lease a replica holds arrive together.
+/// How long a RENEW or RELEASE waits for others to join its statement. The runtime's heartbeats
+/// all beat on one grid (see `heartbeat`), so the RENEWs of every lease a replica holds arrive
+/// together; the shards of a role that one ACQUIRE granted tick together, and so release together.
 const COALESCE: Duration = Duration::from_millis(5);
 
 /// At most this many roles are granted to a replica by one poll (besides the even share).
 pub(crate) const MAX_GRANTS_PER_POLL: usize = 16;
 
 type PendingRenew = (Fence, oneshot::Sender<Result<Renewed, StatementError>>);
+type PendingRelease = (TickEnd, oneshot::Sender<Result<Released, StatementError>>);
 
 /// [`LeaseStatements`] on a PostgreSQL pool, as `holder_id`, with `timings`.
 ///
-/// RENEWs requested within a few milliseconds of each other are sent as one [`lease::renew`];
-/// polls are one [`lease::acquire`].
+/// RENEWs requested within a few milliseconds of each other are sent as one [`lease::renew`],
+/// and RELEASEs as one [`lease::release_many`]; polls are one [`lease::acquire`].
 #[derive(Debug, Clone)]
 pub struct PgStatements {
     pool: PgPool,
     holder_id: String,
     timings: Timings,
     pending: Arc<Mutex<Vec<PendingRenew>>>,
+    releasing: Arc<Mutex<Vec<PendingRelease>>>,
     wake: bool,
 }
 
@@ -61,6 +64,7 @@ impl PgStatements {
             holder_id,
             timings,
             pending: Arc::new(Mutex::new(Vec::new())),
+            releasing: Arc::new(Mutex::new(Vec::new())),
             wake: false,
         }
     }
@@ -74,21 +78,70 @@ impl PgStatements {
 
     async fn flush_renews(pool: PgPool, timings: Timings, pending: Arc<Mutex<Vec<PendingRenew>>>) {
         tokio::time::sleep(COALESCE).await;
-        let waiting = std::mem::take(&mut *pending.lock().unwrap_or_else(|e| e.into_inner()));
+        let waiting = take(&pending);
         let fences: Vec<Fence> = waiting.iter().map(|(fence, _)| *fence).collect();
-        match lease::renew(&pool, &fences, &timings).await {
-            Ok(answers) => {
-                for ((_, reply), answer) in waiting.into_iter().zip(answers) {
-                    let _ = reply.send(Ok(answer));
-                }
+        reply_each(waiting, lease::renew(&pool, &fences, &timings).await);
+    }
+
+    async fn flush_releases(
+        pool: PgPool,
+        timings: Timings,
+        releasing: Arc<Mutex<Vec<PendingRelease>>>,
+        notify: bool,
+    ) {
+        tokio::time::sleep(COALESCE).await;
+        let waiting = take(&releasing);
+        let ends: Vec<TickEnd> = waiting.iter().map(|(end, _)| *end).collect();
+        reply_each(
+            waiting,
+            lease::release_many(&pool, &ends, &timings, notify).await,
+        );
+    }
+}
+
+/// Empties `pending`, returning what it held.
+fn take<T>(pending: &Mutex<Vec<T>>) -> Vec<T> {
+    std::mem::take(&mut *pending.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// Adds `entry` to `pending`; true if it is the first, whose caller starts the flush.
+fn join<T>(pending: &Mutex<Vec<T>>, entry: T) -> bool {
+    let mut pending = pending.lock().unwrap_or_else(|e| e.into_inner());
+    pending.push(entry);
+    pending.len() == 1
+}
+
+/// Answers each caller in `waiting` with its own answer, or every one of them with the
+/// statement's error.
+fn reply_each<A, R>(
+    waiting: Vec<(A, oneshot::Sender<Result<R, StatementError>>)>,
+    answers: Result<Vec<R>, StatementError>,
+) {
+    match answers {
+        Ok(answers) => {
+            for ((_, reply), answer) in waiting.into_iter().zip(answers) {
+                let _ = reply.send(Ok(answer));
             }
-            Err(error) => {
-                for (_, reply) in waiting {
-                    let _ = reply.send(Err(error.clone()));
-                }
+        }
+        Err(error) => {
+            for (_, reply) in waiting {
+                let _ = reply.send(Err(error.clone()));
             }
         }
     }
+}
+
+/// The answer a flush sends, or `statement`'s error if the flush is gone.
+async fn answer<R>(
+    answer: oneshot::Receiver<Result<R, StatementError>>,
+    statement: Statement,
+) -> Result<R, StatementError> {
+    answer.await.unwrap_or_else(|_| {
+        Err(StatementError::Database {
+            statement,
+            source: Arc::new(sqlx::Error::WorkerCrashed),
+        })
+    })
 }
 
 impl LeaseStatements for PgStatements {
@@ -109,27 +162,15 @@ impl LeaseStatements for PgStatements {
     }
 
     fn renew(&self, fence: Fence) -> BoxFuture<'_, Result<Renewed, StatementError>> {
-        let (reply, answer) = oneshot::channel();
-        let first = {
-            let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-            pending.push((fence, reply));
-            pending.len() == 1
-        };
-        if first {
+        let (reply, waiting) = oneshot::channel();
+        if join(&self.pending, (fence, reply)) {
             tokio::spawn(PgStatements::flush_renews(
                 self.pool.clone(),
                 self.timings,
                 self.pending.clone(),
             ));
         }
-        Box::pin(async move {
-            answer.await.unwrap_or_else(|_| {
-                Err(StatementError::Database {
-                    statement: Statement::Renew,
-                    source: Arc::new(sqlx::Error::WorkerCrashed),
-                })
-            })
-        })
+        Box::pin(answer(waiting, Statement::Renew))
     }
 
     fn release(
@@ -138,22 +179,20 @@ impl LeaseStatements for PgStatements {
         outcome: ReleaseOutcome,
         interval: Duration,
     ) -> BoxFuture<'_, Result<Released, StatementError>> {
-        if self.wake {
-            Box::pin(lease::release_waking(
-                &self.pool,
-                fence,
-                outcome,
-                interval,
-                &self.timings,
-            ))
-        } else {
-            Box::pin(lease::release(
-                &self.pool,
-                fence,
-                outcome,
-                interval,
-                &self.timings,
-            ))
+        let end = TickEnd {
+            fence,
+            outcome,
+            interval,
+        };
+        let (reply, waiting) = oneshot::channel();
+        if join(&self.releasing, (end, reply)) {
+            tokio::spawn(PgStatements::flush_releases(
+                self.pool.clone(),
+                self.timings,
+                self.releasing.clone(),
+                self.wake,
+            ));
         }
+        Box::pin(answer(waiting, Statement::Release))
     }
 }
