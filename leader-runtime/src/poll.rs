@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use leader_core::lease::{Acquired, Grant, Wanted};
+use leader_core::lease::{Acquired, Grant, Refusal, Wanted};
 use leader_core::{Role, Shard};
 use leader_schedule::Schedule;
 use rand::Rng;
@@ -35,6 +35,9 @@ pub(crate) fn next_poll_wait(retry_after: Option<Duration>, max_poll: Duration) 
         max_poll - jitter
     }
 }
+
+/// RELEASE's longest cooldown after a tick that did not complete (`least(interval, 60 s)`).
+const LONGEST_COOLDOWN: Duration = Duration::from_secs(60);
 
 /// SQLSTATE `read_only_sql_transaction`: the server is a standby or a read-only primary.
 const READ_ONLY_SQL_TRANSACTION: &str = "25006";
@@ -131,6 +134,58 @@ impl Polled {
         (self.role, self.shard)
     }
 
+    /// How long after its tick ends to ask for this lease again. A role at once: the answer says
+    /// when it is due, and another role of the replica may be due by then. A shard on an interval
+    /// schedule after its interval (capped at RELEASE's longest cooldown, so a failed tick's
+    /// retry is not missed): it cannot be due sooner, and the replica's shards that one ACQUIRE
+    /// granted, released by one statement, are then asked for again together.
+    fn wait_after_tick(&self) -> Duration {
+        match (&self.schedule, self.shard) {
+            (Schedule::Cron(_), _) | (_, None) => Duration::ZERO,
+            (schedule, Some(_)) => schedule
+                .interval()
+                .unwrap_or(Duration::ZERO)
+                .min(LONGEST_COOLDOWN),
+        }
+    }
+
+    /// How long after `refusal` to ask for this lease again, as `holder`; `runs_shards` says
+    /// whether `holder` runs any shard of the role (see [`Polled::ran_by`]).
+    ///
+    /// A role: at the refusal's hint plus jitter ([`next_poll_wait`]). A shard that another
+    /// replica holds or ran last stays with it while it runs (ACQUIRE prefers the shards a replica
+    /// ran, up to its share), so while this replica runs shards of its own such a shard is asked
+    /// for at `max_poll`, not at its hint: a replica's polls then follow its own shards, not
+    /// every shard's due time. Every poll asks for every lease not in a tick, so a shard left
+    /// behind by a dead replica is still asked for at each of its own polls. A replica that runs
+    /// no shard yet (it just joined) follows every shard's hint with jitter, to take the shards
+    /// the others hand over. A shard it ran itself, or that nobody ran, at the hint without
+    /// jitter, so that its shards stay in step.
+    fn wait_after_refusal(
+        &self,
+        refusal: &Refusal,
+        holder: &str,
+        runs_shards: bool,
+        max_poll: Duration,
+    ) -> Duration {
+        if self.shard.is_none() {
+            return next_poll_wait(refusal.retry_after, max_poll);
+        }
+        match Polled::ran_by(refusal) {
+            Some(other) if other != holder && runs_shards => next_poll_wait(None, max_poll),
+            Some(other) if other != holder => next_poll_wait(refusal.retry_after, max_poll),
+            _ => refusal.retry_after.unwrap_or(max_poll).min(max_poll),
+        }
+    }
+
+    /// Who a refused lease is with: its holder, or else who completed its last tick.
+    fn ran_by(refusal: &Refusal) -> Option<&str> {
+        refusal
+            .holder_id
+            .as_deref()
+            .or(refusal.last_tick_holder.as_deref())
+    }
+
     /// What to ask ACQUIRE for this lease.
     fn wanted(&mut self, clock: Option<DbClock>) -> Wanted {
         let wanted = match &self.schedule {
@@ -147,11 +202,13 @@ impl Polled {
 /// Polls every role of this replica that is not in a tick with one ACQUIRE, until
 /// `env.shutdown` fires: no ACQUIRE is sent after it.
 ///
-/// A granted role goes to its worker and leaves the poll until the worker reports its tick
-/// released on `done`; then the poller polls at once (the next ACQUIRE says when the role is
-/// due again). Otherwise it polls again at the soonest of the refusals' hints (each with
-/// jitter, capped at `max_poll`, see [`next_poll_wait`]), or as soon as `wake` says a role it
-/// polls for was released elsewhere (or the wake listener reconnected).
+/// Each lease not in a tick has a time to be asked for again; the poller sends one ACQUIRE for
+/// all of them as soon as any one's time comes. A granted lease goes to its worker and leaves
+/// the poll until the worker reports its tick released on `done`; then it is asked for again
+/// after [`Polled::wait_after_tick`] (a role at once: the next ACQUIRE says when it is due
+/// again). A refused one after [`Polled::wait_after_refusal`] (a role at the refusal's hint with
+/// jitter, capped at `max_poll`, see [`next_poll_wait`]). A role is also asked for as soon as
+/// `wake` says it was released elsewhere, and every lease when the wake listener reconnected.
 pub(crate) async fn poll_roles(
     env: &TickEnv<'_>,
     mut roles: Vec<Polled>,
@@ -164,16 +221,18 @@ pub(crate) async fn poll_roles(
     let mut all: Vec<Role> = roles.iter().map(|polled| polled.role).collect();
     all.dedup();
     let mut in_tick = vec![false; roles.len()];
+    let mut ask_at = vec![Instant::now(); roles.len()];
+    // Per lease: whether this replica runs it (it holds it, or ran its last tick).
+    let mut runs = vec![false; roles.len()];
     let mut read_only = ReadOnlyState::default();
     let mut db_clock: Option<DbClock> = None;
     for &role in &all {
         crate::metrics::read_only(role, false);
     }
     while !env.shutdown.is_cancelled() {
-        let asked: Vec<usize> = (0..roles.len()).filter(|&i| !in_tick[i]).collect();
-        let wait = if asked.is_empty() {
-            None
-        } else {
+        let now = Instant::now();
+        if (0..roles.len()).any(|i| !in_tick[i] && ask_at[i] <= now) {
+            let asked: Vec<usize> = (0..roles.len()).filter(|&i| !in_tick[i]).collect();
             let wanted = asked.iter().map(|&i| roles[i].wanted(db_clock)).collect();
             let sent = Instant::now();
             let acquired = env.statements.acquire_many(wanted).await;
@@ -187,7 +246,15 @@ pub(crate) async fn poll_roles(
             );
             match acquired {
                 Ok(answers) => {
-                    let mut soonest: Option<Duration> = None;
+                    // Which shards this replica runs, as this poll saw them, before the waits.
+                    for (&i, answer) in asked.iter().zip(&answers) {
+                        runs[i] = match answer {
+                            Acquired::Granted(_) => true,
+                            Acquired::Refused(refusal) => {
+                                Polled::ran_by(refusal) == Some(env.holder)
+                            }
+                        };
+                    }
                     for (&i, answer) in asked.iter().zip(answers) {
                         let (role, shard) = roles[i].key();
                         match answer {
@@ -201,52 +268,67 @@ pub(crate) async fn poll_roles(
                                     in_tick[i] = true;
                                 } else {
                                     tracing::error!(%role, ?shard, "the lease's worker is gone; its lease runs out after its TTL");
+                                    ask_at[i] = Instant::now() + max_poll;
                                 }
                             }
                             Acquired::Refused(refusal) => {
                                 db_clock = Some(DbClock::new(refusal.db_now, Instant::now()));
                                 roles[i].instants.refused(&refusal);
-                                let wait = next_poll_wait(refusal.retry_after, max_poll);
+                                let runs_shards = (0..roles.len())
+                                    .any(|j| runs[j] && keys[j].0 == role && keys[j].1.is_some());
+                                let wait = roles[i].wait_after_refusal(
+                                    &refusal,
+                                    env.holder,
+                                    runs_shards,
+                                    max_poll,
+                                );
                                 tracing::debug!(%role, ?shard, reason = ?refusal.reason, holder = ?refusal.holder_id, ?wait, "not leading");
-                                soonest = Some(soonest.map_or(wait, |s| s.min(wait)));
+                                ask_at[i] = Instant::now() + wait;
                             }
                         }
                     }
-                    soonest
                 }
-                Err(error) if is_read_only(&error) => Some(next_poll_wait(None, max_poll)),
                 Err(error) => {
-                    tracing::warn!(roles = ?all, %error, "ACQUIRE failed; polling again later");
-                    Some(next_poll_wait(None, max_poll))
+                    if !is_read_only(&error) {
+                        tracing::warn!(roles = ?all, %error, "ACQUIRE failed; polling again later");
+                    }
+                    let again = Instant::now() + next_poll_wait(None, max_poll);
+                    for &i in &asked {
+                        ask_at[i] = again;
+                    }
                 }
             }
-        };
-        let deadline = wait.map(|wait| Instant::now() + wait);
-        loop {
-            tokio::select! {
-                () = sleep_or_never(deadline) => break,
-                released = done.recv() => {
-                    let mut released = released;
-                    while let Some(key) = released {
-                        if let Some(i) = keys.iter().position(|k| *k == key) {
-                            in_tick[i] = false;
-                        }
-                        released = done.try_recv().ok();
+        }
+        let deadline = (0..roles.len())
+            .filter(|&i| !in_tick[i])
+            .map(|i| ask_at[i])
+            .min();
+        tokio::select! {
+            () = sleep_or_never(deadline) => {}
+            released = done.recv() => {
+                let mut released = released;
+                while let Some(key) = released {
+                    if let Some(i) = keys.iter().position(|k| *k == key) {
+                        in_tick[i] = false;
+                        ask_at[i] = Instant::now() + roles[i].wait_after_tick();
                     }
-                    break;
+                    released = done.try_recv().ok();
                 }
-                heard = wake.recv(), if wake_open => match heard {
-                    None => wake_open = false,
-                    Some(Wake::Connected) => break,
-                    // Another replica released a role this one may take: poll now.
-                    Some(Wake::Released(role)) => {
-                        if keys.iter().zip(&in_tick).any(|((r, _), busy)| *r == role && !busy) {
-                            break;
+            }
+            heard = wake.recv(), if wake_open => match heard {
+                None => wake_open = false,
+                Some(Wake::Connected) => ask_at.fill(Instant::now()),
+                // Another replica released a role this one may take: ask for it now. A shard's
+                // release says nothing here: the replica that ran it takes it again.
+                Some(Wake::Released(role)) => {
+                    for (i, (r, shard)) in keys.iter().enumerate() {
+                        if *r == role && shard.is_none() && !in_tick[i] {
+                            ask_at[i] = Instant::now();
                         }
                     }
-                },
-                () = env.shutdown.cancelled() => return,
-            }
+                }
+            },
+            () = env.shutdown.cancelled() => return,
         }
     }
 }
@@ -280,7 +362,7 @@ mod tests {
     use crate::registry::JobFuture;
     use crate::role_spec::RoleSpec;
     use leader_core::lease::RefusalReason;
-    use leader_core::{Role, Statement, StatementError, Timings};
+    use leader_core::{Role, Shard, Statement, StatementError, Timings};
     use sqlx::postgres::PgPoolOptions;
     use tokio_util::sync::CancellationToken;
 
@@ -356,6 +438,132 @@ mod tests {
             wakes
         );
         fake.epoch.elapsed()
+    }
+
+    /// Runs the poller and a worker for each of `shards` shards of `alpha` (every 200 ms, each
+    /// tick returning at once) on `fake` until `shutdown` fires, as the holder `test-holder`.
+    async fn lead_shards(
+        fake: &FakeStatements,
+        timings: Timings,
+        shutdown: CancellationToken,
+        shards: u32,
+    ) {
+        let pool = PgPoolOptions::new()
+            .connect_lazy("postgres://unused@localhost/unused")
+            .unwrap();
+        let env = TickEnv {
+            statements: fake,
+            timings: &timings,
+            grace: Duration::from_secs(5),
+            shutdown: &shutdown,
+            pool: &pool,
+            holder: "test-holder",
+            beat_grid: Instant::now(),
+            leadership: &crate::leadership::Leadership::default(),
+        };
+        let spec = Arc::new(RoleSpec {
+            role: Role::from_static("alpha"),
+            schedule: SHARD_EVERY.into(),
+            job: Arc::new(|_| -> JobFuture { Box::pin(async { Ok(()) }) }),
+            name: "test_job".into(),
+            shard_count: Some(shards),
+        });
+        let (done_tx, done_rx) = mpsc::unbounded_channel();
+        let mut polled = Vec::new();
+        let mut workers = Vec::new();
+        for index in 0..shards {
+            let shard = Shard::new(index, shards).unwrap();
+            let (worker_tx, worker_rx) = mpsc::channel(1);
+            let key = (spec.role, Some(shard));
+            polled.push(Polled::new(key, spec.schedule.clone(), worker_tx));
+            workers.push(work_lease(
+                &env,
+                spec.clone(),
+                key,
+                worker_rx,
+                done_tx.clone(),
+            ));
+        }
+        drop(done_tx);
+        let (_wake_tx, wake_rx) = mpsc::unbounded_channel();
+        tokio::join!(
+            poll_roles(&env, polled, done_rx, wake_rx),
+            futures_util::future::join_all(workers),
+        );
+    }
+
+    const SHARD_EVERY: Duration = Duration::from_millis(200);
+
+    /// A refusal of a shard whose last tick `holder` completed.
+    fn refused_shard(holder: &str, retry_after: Duration) -> Result<Acquired, StatementError> {
+        let refusal = Refusal::forge(
+            RefusalReason::NotDue,
+            Some(retry_after),
+            None,
+            chrono::Utc::now(),
+        )
+        .with_last_tick_holder(Some(holder.to_owned()));
+        Ok(Acquired::Refused(refusal))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_replicas_shards_granted_together_are_asked_for_again_together_one_interval_after_their_ticks()
+     {
+        let fake = FakeStatements::acquiring(vec![
+            granted("alpha"),
+            granted("alpha"),
+            refused_shard("test-holder", Duration::ZERO),
+            refused_shard("test-holder", Duration::ZERO),
+        ]);
+        let shutdown = fake.acquires_done.clone();
+        lead_shards(&fake, Timings::DEFAULT, shutdown, 2).await;
+        let releases: Vec<Duration> = fake
+            .calls()
+            .into_iter()
+            .filter_map(|call| match call {
+                Call::Release(at, _) => Some(at),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(releases, [ms(0), ms(0)], "{:?}", fake.calls());
+        let times = fake.acquire_times();
+        assert_eq!(
+            times[1], SHARD_EVERY,
+            "no ACQUIRE between a shard's release and its next due time"
+        );
+        assert_eq!(
+            fake.acquired_roles()[1].len(),
+            2,
+            "both shards in one ACQUIRE"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_shard_another_replica_ran_is_asked_for_at_max_poll_while_this_one_runs_shards_of_its_own()
+     {
+        let timings = Timings::DEFAULT; // max_poll 5 s: jitter cap 250 ms
+        let fake = FakeStatements::acquiring(vec![
+            // Shard 0 ran elsewhere and is due sooner; shard 1 ran here.
+            refused_shard("other", ms(100)),
+            refused_shard("test-holder", ms(300)),
+            // Shard 1 too now ran elsewhere: this replica runs none.
+            refused_shard("other", ms(2_000)),
+            refused_shard("other", ms(100)),
+            // Shard 0 ran here again.
+            refused_shard("test-holder", ms(300)),
+            refused_shard("other", ms(100)),
+        ]);
+        let shutdown = fake.acquires_done.clone();
+        lead_shards(&fake, timings, shutdown, 2).await;
+        let gaps = gaps(&fake);
+        assert_eq!(gaps[0], ms(300), "its own shard's hint, without jitter");
+        assert_jittered(
+            gaps[1],
+            ms(100),
+            ms(250),
+            "running none, every shard's hint",
+        );
+        assert_eq!(gaps[2], ms(300), "its own shard's hint again");
     }
 
     /// [`lead_many`] with the one role `alpha`.
