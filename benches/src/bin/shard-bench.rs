@@ -659,6 +659,7 @@ async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
         verdict(ticking <= TARGET_IDLE_RATIO)
     )?;
     // Targets are reported, met or missed, not failed on: the figures are what the run is for.
+    print!("{r}");
     Ok(report::conclude(NAME, &r, write, true, "")?)
 }
 
