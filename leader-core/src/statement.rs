@@ -16,6 +16,8 @@ pub enum Statement {
     Renew,
     /// [`crate::lease::release`].
     Release,
+    /// [`crate::lease::leave`].
+    Leave,
     /// [`crate::operator::pause`].
     Pause,
     /// [`crate::operator::unpause`].
@@ -34,10 +36,11 @@ const PREFIX: &str = "/* leader:";
 
 impl Statement {
     /// Every statement.
-    pub const ALL: [Statement; 9] = [
+    pub const ALL: [Statement; 10] = [
         Statement::Acquire,
         Statement::Renew,
         Statement::Release,
+        Statement::Leave,
         Statement::Pause,
         Statement::Unpause,
         Statement::ClearCooldown,
@@ -46,13 +49,14 @@ impl Statement {
         Statement::SchemaCheck,
     ];
 
-    /// The name in the statement's leading comment: `acquire`, `renew`, `release`, `pause`,
-    /// `unpause`, `clear_cooldown`, `status_view`, `status` or `schema_check`.
+    /// The name in the statement's leading comment: `acquire`, `renew`, `release`, `leave`,
+    /// `pause`, `unpause`, `clear_cooldown`, `status_view`, `status` or `schema_check`.
     pub const fn name(self) -> &'static str {
         match self {
             Statement::Acquire => "acquire",
             Statement::Renew => "renew",
             Statement::Release => "release",
+            Statement::Leave => "leave",
             Statement::Pause => "pause",
             Statement::Unpause => "unpause",
             Statement::ClearCooldown => "clear_cooldown",
@@ -62,13 +66,14 @@ impl Statement {
         }
     }
 
-    /// The name in errors and logs: `ACQUIRE`, `RENEW`, `RELEASE`, `PAUSE`, `UNPAUSE`,
+    /// The name in errors and logs: `ACQUIRE`, `RENEW`, `RELEASE`, `LEAVE`, `PAUSE`, `UNPAUSE`,
     /// `CLEAR COOLDOWN`, `STATUS VIEW`, `STATUS` or `SCHEMA CHECK`.
     pub const fn label(self) -> &'static str {
         match self {
             Statement::Acquire => "ACQUIRE",
             Statement::Renew => "RENEW",
             Statement::Release => "RELEASE",
+            Statement::Leave => "LEAVE",
             Statement::Pause => "PAUSE",
             Statement::Unpause => "UNPAUSE",
             Statement::ClearCooldown => "CLEAR COOLDOWN",

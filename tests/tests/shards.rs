@@ -506,6 +506,25 @@ async fn a_dead_replicas_share_goes_to_the_survivors_once_its_presence_and_lease
 }
 
 #[tokio::test]
+async fn a_replica_that_leaves_no_longer_counts_in_the_others_share() {
+    let db = database().await;
+    db.exec("SELECT leader_reshard('alpha', 8)").await;
+    let wanted = shards_of_alpha(8);
+    let first = acquire_long(&db, &wanted, "a").await;
+    assert_eq!(granted_indexes(&first).len(), 8);
+    // b is present for a minute, so a's share is four of eight.
+    assert!(granted_indexes(&acquire_long(&db, &wanted, "b").await).is_empty());
+    shut_down(&db, &first).await;
+    // b stops cleanly: it leaves, and a takes every shard at once.
+    let left = lease::leave(db.pool(), "b", &[ALPHA], &FAST).await.unwrap();
+    assert_eq!(left, 1, "b's one presence row");
+    let a = acquire_long(&db, &wanted, "a").await;
+    assert_eq!(granted_indexes(&a).len(), 8, "{a:?}");
+    let again = lease::leave(db.pool(), "b", &[ALPHA], &FAST).await.unwrap();
+    assert_eq!(again, 0, "nothing left to delete");
+}
+
+#[tokio::test]
 async fn an_unsharded_role_leaves_no_presence_row() {
     let db = database().await;
     let answers = lease::acquire(db.pool(), &[Wanted::every(ALPHA, HOUR)], "a", 1, &FAST)

@@ -10,7 +10,9 @@
 //! README examples crate compares them), as are [`ReleaseOutcome`]'s and
 //! [`crate::operator`]'s.
 //!
-//! (The operator's PAUSE, UNPAUSE and CLEAR COOLDOWN are in [`crate::operator`].)
+//! (The operator's PAUSE, UNPAUSE and CLEAR COOLDOWN are in [`crate::operator`].) One more
+//! statement, [`leave`], deletes a stopping replica's presence rows, which only decide how
+//! ACQUIRE spreads a sharded role's shards.
 //!
 //! **One text per statement.** ACQUIRE, RENEW and RELEASE take any number of leases in one
 //! statement, so a replica's idle cost grows with the number of replicas, not with leases ×
@@ -46,11 +48,13 @@
 //! a lease to a stale holder or take one from a newer holder.
 
 mod acquire;
+mod leave;
 mod release;
 mod renew;
 mod wanted;
 
 pub use acquire::{ACQUIRE_GUARDS, Acquired, Grant, Refusal, RefusalReason, acquire, acquire_one};
+pub use leave::leave;
 pub use release::{
     RELEASE_GUARDS, RELEASED_CHANNEL, Released, TickEnd, release, release_many, release_waking,
 };
