@@ -18,6 +18,8 @@ pub(crate) enum Call {
     Acquire(Duration, Vec<Role>),
     Renew(Duration),
     Release(Duration, ReleaseOutcome),
+    /// LEAVE, with the roles it named.
+    Leave(Duration, Vec<Role>),
 }
 
 /// Answers each RENEW with the next scripted (delay, answer), or `Extended` at once when the
@@ -173,5 +175,14 @@ impl crate::statements::LeaseStatements for FakeStatements {
             "a bug in the role loop"
         );
         Box::pin(async { Ok(Released { changed: true }) })
+    }
+
+    fn leave(&self, roles: Vec<Role>) -> BoxFuture<'_, Result<u64, StatementError>> {
+        let left = roles.len() as u64;
+        self.calls
+            .lock()
+            .unwrap()
+            .push(Call::Leave(self.epoch.elapsed(), roles));
+        Box::pin(async move { Ok(left) })
     }
 }

@@ -68,7 +68,9 @@ impl<S: fmt::Debug> fmt::Debug for RuntimeBuilder<S> {
 /// * After shutdown no ACQUIRE is sent; running ticks are cancelled with
 ///   [`CancelCause::Shutdown`](crate::CancelCause::Shutdown), given the grace period, and
 ///   released with no cooldown ([`ReleaseOutcome::Shutdown`](crate::protocol::ReleaseOutcome::Shutdown)),
-///   so another replica leads at its next poll.
+///   so another replica leads at its next poll. Then, with sharded roles, one LEAVE deletes
+///   this replica's presence ([`leave`](crate::protocol::lease::leave)), so the other replicas
+///   take its shards at their next poll, not one TTL later.
 /// * Start-up refuses a database whose schema or registered roles do not match the roles here
 ///   ([`schema::check_schema_ready`](crate::schema::check_schema_ready)), naming what to add.
 /// * If one of its loops dies (a bug: jobs' panics are caught), it stops the others as a
@@ -241,10 +243,34 @@ impl Runtime {
         let status = this.spawn_loops(&mut loops, &stop);
         let _abort_status_on_drop = AbortOnDrop(status);
         let died = loops.wait(shutdown, &stop).await;
+        this.leave().await;
         tracing::info!(holder = %this.holder_id, "leader runtime stopped");
         match died {
             Some(died) => Err(died),
             None => Ok(()),
+        }
+    }
+
+    /// Once every loop has ended (every tick released), deletes this replica's presence for its
+    /// sharded roles, so the other replicas take its shards at their next poll rather than one
+    /// TTL later. If that fails, the presence runs out after one TTL, as a crashed replica's.
+    async fn leave(&self) {
+        let sharded: Vec<Role> = self
+            .roles
+            .iter()
+            .filter(|spec| spec.shard_count.is_some())
+            .map(|spec| spec.role)
+            .collect();
+        if sharded.is_empty() {
+            return;
+        }
+        match self.statements.leave(sharded.clone()).await {
+            Ok(left) => {
+                tracing::debug!(holder = %self.holder_id, roles = ?sharded, left, "left the sharded roles");
+            }
+            Err(error) => {
+                tracing::warn!(holder = %self.holder_id, roles = ?sharded, %error, "LEAVE failed; this replica's presence runs out after one TTL");
+            }
         }
     }
 
@@ -700,7 +726,7 @@ mod tests {
 
     use super::Runtime;
     use crate::error::RunError;
-    use crate::fake::FakeStatements;
+    use crate::fake::{Call, FakeStatements};
     use crate::job::Job;
     use crate::leadership::Leadership;
     use crate::role_spec::RoleSpec;
@@ -711,6 +737,12 @@ mod tests {
 
     /// A runtime on `fake`, leading `alpha` with a job that returns at once.
     fn runtime(fake: FakeStatements) -> Runtime {
+        runtime_of(Arc::new(fake), None)
+    }
+
+    /// A runtime on `fake`, leading `alpha` (in `shards` shards if given) with a job that returns
+    /// at once.
+    fn runtime_of(fake: Arc<FakeStatements>, shards: Option<u32>) -> Runtime {
         let pool = PgPoolOptions::new()
             .connect_lazy("postgres://unused@localhost:1/unused")
             .unwrap();
@@ -724,9 +756,9 @@ mod tests {
                 schedule: Duration::from_secs(60).into(),
                 job: Job::<(), _>::into_job_fn(quick, ()),
                 name: "quick".into(),
-                shard_count: None,
+                shard_count: shards,
             })],
-            statements: Arc::new(fake),
+            statements: fake,
             holder_id: "test-holder".into(),
             wake: None,
             leadership: Leadership::default(),
@@ -764,5 +796,43 @@ mod tests {
         .await
         .expect("the runtime stops after its shutdown");
         assert!(ran.is_ok(), "{ran:?}");
+    }
+
+    /// Runs a runtime leading `alpha` (in `shards` shards if given) until both of its first
+    /// ACQUIRE's answers (grants) have been used, then shuts it down; returns the fake's calls.
+    async fn granted_then_shut_down(shards: Option<u32>) -> Vec<Call> {
+        let grant = || {
+            Ok(leader_core::lease::Acquired::Granted(
+                FakeStatements::grant("alpha"),
+            ))
+        };
+        let fake = Arc::new(FakeStatements::acquiring(vec![grant(), grant()]));
+        let shutdown = fake.acquires_done.clone().cancelled_owned();
+        let ran = runtime_of(fake.clone(), shards).lead(shutdown).await;
+        assert!(ran.is_ok(), "{ran:?}");
+        fake.calls()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_clean_shutdown_leaves_the_sharded_roles_after_every_tick_is_released() {
+        let calls = granted_then_shut_down(Some(2)).await;
+        let releases = calls
+            .iter()
+            .filter(|call| matches!(call, Call::Release(..)))
+            .count();
+        assert_eq!(releases, 2, "{calls:?}");
+        assert!(
+            matches!(calls.last(), Some(Call::Leave(_, roles)) if *roles == [Role::from_static("alpha")]),
+            "LEAVE, last, naming the sharded role: {calls:?}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_runtime_without_sharded_roles_sends_no_leave() {
+        let calls = granted_then_shut_down(None).await;
+        assert!(
+            !calls.iter().any(|call| matches!(call, Call::Leave(..))),
+            "{calls:?}"
+        );
     }
 }

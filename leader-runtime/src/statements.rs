@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use leader_core::lease::{self, Acquired, Released, Renewed, TickEnd, Wanted};
-use leader_core::{Fence, ReleaseOutcome, Statement, StatementError, Timings};
+use leader_core::{Fence, ReleaseOutcome, Role, Statement, StatementError, Timings};
 use sqlx::PgPool;
 use tokio::sync::oneshot;
 
@@ -29,6 +29,8 @@ pub trait LeaseStatements: Send + Sync + 'static {
         outcome: ReleaseOutcome,
         interval: Duration,
     ) -> BoxFuture<'_, Result<Released, StatementError>>;
+    /// LEAVE: this replica no longer runs `roles` (its sharded roles); it stops.
+    fn leave(&self, roles: Vec<Role>) -> BoxFuture<'_, Result<u64, StatementError>>;
 }
 
 /// How long a RENEW or RELEASE waits for others to join its statement. The runtime's heartbeats
@@ -194,5 +196,11 @@ impl LeaseStatements for PgStatements {
             ));
         }
         Box::pin(answer(waiting, Statement::Release))
+    }
+
+    fn leave(&self, roles: Vec<Role>) -> BoxFuture<'_, Result<u64, StatementError>> {
+        Box::pin(
+            async move { lease::leave(&self.pool, &self.holder_id, &roles, &self.timings).await },
+        )
     }
 }

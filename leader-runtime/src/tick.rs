@@ -350,7 +350,7 @@ mod tests {
             .into_iter()
             .filter_map(|call| match call {
                 Call::Release(_, outcome) => Some(outcome),
-                Call::Acquire(..) | Call::Renew(_) => None,
+                Call::Acquire(..) | Call::Renew(_) | Call::Leave(..) => None,
             })
             .collect()
     }
@@ -555,7 +555,7 @@ mod tests {
         );
         let released_at = fake.calls().into_iter().find_map(|c| match c {
             Call::Release(at, _) => Some(at),
-            Call::Acquire(..) | Call::Renew(_) => None,
+            Call::Acquire(..) | Call::Renew(_) | Call::Leave(..) => None,
         });
         assert_eq!(released_at, Some(s(6)), "shutdown at 1 s + 5 s grace");
     }

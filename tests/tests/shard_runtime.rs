@@ -298,7 +298,18 @@ async fn a_joining_replica_takes_shards_at_the_others_tick_boundaries_before_any
         .count("SELECT count(*) FROM holder_changes WHERE to_holder = 'second'")
         .await;
     assert!(taken > 0, "the second replica was granted no shard");
+    // A clean stop leaves: the first replica's share counts only itself at its next poll, not
+    // after the second's presence runs out a TTL later.
     second.stop().await;
+    let present: Vec<String> = sqlx::query_scalar("SELECT holder_id FROM leader_presence")
+        .fetch_all(db.admin())
+        .await
+        .unwrap();
+    assert_eq!(
+        present,
+        ["first"],
+        "the stopped replica left; the running one is present"
+    );
     first.stop().await;
     one_holder_per_shard_at_every_instant(&db).await;
 }
