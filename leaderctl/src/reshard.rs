@@ -112,14 +112,15 @@ pub fn reshard(dir: &Path, role: &str, count: u32) -> Result<(), Failure> {
 mod tests {
     use super::*;
 
-    /// A fresh folder under the system's temporary directory holding `files`.
-    fn folder_with(test: &str, files: &[(&str, &str)]) -> std::path::PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("leaderctl-reshard-{test}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
+    /// A fresh folder under the system's temporary directory holding `files`, removed when
+    /// dropped.
+    fn folder_with(test: &str, files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("leaderctl-reshard-{test}-"))
+            .tempdir()
+            .unwrap();
         for (name, sql) in files {
-            fs::write(dir.join(name), sql).unwrap();
+            fs::write(dir.path().join(name), sql).unwrap();
         }
         dir
     }
@@ -143,22 +144,21 @@ mod tests {
                 ("20260102000000_shards.down.sql", ""),
             ],
         );
-        reshard(dir.as_path(), "webhooks", 8).unwrap();
-        let written: Vec<String> = fs::read_dir(dir.as_path())
+        reshard(dir.path(), "webhooks", 8).unwrap();
+        let written: Vec<String> = fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .filter(|name| name.contains("leader_reshard_webhooks"))
             .collect();
         assert_eq!(written.len(), 2, "{written:?}");
         let up_name = written.iter().find(|n| n.ends_with(".up.sql")).unwrap();
-        let up = fs::read_to_string(dir.as_path().join(up_name)).unwrap();
+        let up = fs::read_to_string(dir.path().join(up_name)).unwrap();
         assert!(
             up.ends_with("SELECT leader_reshard('webhooks', 8);\n"),
             "{up}"
         );
         assert!(up.contains("(it had 4)"), "{up}");
-        let down =
-            fs::read_to_string(dir.as_path().join(up_name.replace(".up.", ".down."))).unwrap();
+        let down = fs::read_to_string(dir.path().join(up_name.replace(".up.", ".down."))).unwrap();
         assert!(
             down.ends_with("SELECT leader_reshard('webhooks', 4);\n"),
             "{down}"
@@ -174,7 +174,7 @@ mod tests {
             ("webhooks", 1025, "out of range"),
             ("webhooks", 1, "already has 1 shard(s)"),
         ] {
-            let failure = reshard(dir.as_path(), role, count).unwrap_err();
+            let failure = reshard(dir.path(), role, count).unwrap_err();
             assert!(
                 failure.message().contains(says),
                 "{role} {count}: {}",
@@ -182,7 +182,7 @@ mod tests {
             );
         }
         assert_eq!(
-            fs::read_dir(dir.as_path()).unwrap().count(),
+            fs::read_dir(dir.path()).unwrap().count(),
             1,
             "nothing written"
         );

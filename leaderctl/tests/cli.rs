@@ -5,7 +5,7 @@
 //! goes through PgBouncer in transaction mode; `the_commands_work_through_a_transaction_pooler`
 //! goes through it on every run that has one.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -111,18 +111,13 @@ async fn lead(db: &TestDb, role: Role, holder: &str) -> i64 {
     }
 }
 
-/// A fresh, empty folder under the system's temp dir.
-fn temp_dir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "leaderctl-{tag}-{}-{:x}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh, empty folder under the system's temp dir, removed when dropped (also when the test
+/// fails).
+fn temp_dir(tag: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("leaderctl-{tag}-"))
+        .tempdir()
+        .unwrap()
 }
 
 /// A URL on which nothing listens: a port the OS handed out, then closed.
@@ -418,7 +413,8 @@ async fn a_malformed_role_name_is_refused_before_anything_is_sent() {
     ] {
         ctl(Some(&url), args).await.expect(1, "Bad-Name");
     }
-    let dir = temp_dir("badname");
+    let scratch = temp_dir("badname");
+    let dir = scratch.path();
     ctl(
         None,
         &[
@@ -514,7 +510,8 @@ fn read(dir: &Path, name: &str) -> String {
 
 #[tokio::test]
 async fn migrations_write_says_new_unchanged_or_out_of_date_and_overwrites_only_with_force() {
-    let dir = temp_dir("write").join("migrations");
+    let scratch = temp_dir("write");
+    let dir = scratch.path().join("migrations");
     let dir_arg = dir.to_str().unwrap();
     let run = ctl(None, &["migrations", "write", dir_arg]).await;
     run.expect(0, "new, written");
@@ -552,12 +549,12 @@ async fn migrations_write_says_new_unchanged_or_out_of_date_and_overwrites_only_
     for file in MIGRATION_FILES {
         assert_eq!(read(&dir, file.name), file.sql, "{}", file.name);
     }
-    std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
 }
 
 #[tokio::test]
 async fn roles_add_writes_migrations_that_apply_and_keep_the_roles_registered_before() {
-    let dir = temp_dir("roles").join("migrations");
+    let scratch = temp_dir("roles");
+    let dir = scratch.path().join("migrations");
     let dir_arg = dir.to_str().unwrap();
     ctl(None, &["migrations", "write", dir_arg])
         .await
@@ -579,7 +576,7 @@ async fn roles_add_writes_migrations_that_apply_and_keep_the_roles_registered_be
         .expect(1, "already registered");
 
     let db = TestDb::unmigrated().await;
-    let migrator = sqlx::migrate::Migrator::new(dir.as_path()).await.unwrap();
+    let migrator = sqlx::migrate::Migrator::new(dir).await.unwrap();
     migrator
         .run(db.admin())
         .await
@@ -624,7 +621,6 @@ async fn roles_add_writes_migrations_that_apply_and_keep_the_roles_registered_be
             .execute(db.admin())
             .await;
     assert!(refused.is_err(), "the CHECK is back to the earlier roles");
-    std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
 }
 
 #[tokio::test]
@@ -701,7 +697,8 @@ async fn an_app_role_granted_by_leader_grant_app_role_can_run_every_command() {
 
 #[tokio::test]
 async fn roles_add_writes_one_plain_file_where_the_folder_has_no_down_migrations() {
-    let dir = temp_dir("plain");
+    let scratch = temp_dir("plain");
+    let dir = scratch.path();
     std::fs::write(
         dir.join("0001_roles.sql"),
         "ALTER TABLE leader_leases ADD CONSTRAINT leader_leases_role_registered CHECK (role IN ('a'));",
@@ -730,7 +727,6 @@ async fn roles_add_writes_one_plain_file_where_the_folder_has_no_down_migrations
     )
     .await
     .expect(1, "is not a folder");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// `url` logged in as `user` instead.
@@ -785,7 +781,8 @@ async fn applied_versions(db: &TestDb) -> Vec<i64> {
 
 #[tokio::test]
 async fn migrations_write_with_roles_and_a_grant_writes_every_migration_once() {
-    let dir = temp_dir("onestep").join("migrations");
+    let scratch = temp_dir("onestep");
+    let dir = scratch.path().join("migrations");
     let dir_arg = dir.to_str().unwrap();
     let args = [
         "migrations",
@@ -908,12 +905,12 @@ async fn migrations_write_with_roles_and_a_grant_writes_every_migration_once() {
     )
     .await
     .expect(0, "role dunning is registered and seeded");
-    std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
 }
 
 #[tokio::test]
 async fn migrations_write_refuses_a_bad_role_or_login_before_writing_anything() {
-    let dir = temp_dir("onestep-bad").join("migrations");
+    let scratch = temp_dir("onestep-bad");
+    let dir = scratch.path().join("migrations");
     let dir_arg = dir.to_str().unwrap();
     ctl(
         None,
@@ -950,14 +947,14 @@ async fn migrations_write_refuses_a_bad_role_or_login_before_writing_anything() 
     .await
     .expect(1, "--force");
     assert_eq!(sql_files(&dir).len(), MIGRATION_FILES.len());
-    std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
 }
 
 /// The issue's sequence: `#[leader_role]` refused a role missing from the CHECK, someone added it
 /// to the CHECK by hand and nothing else, start-up refused the role for its missing row.
 #[tokio::test]
 async fn roles_add_seeds_a_role_the_check_lists_but_no_migration_seeds() {
-    let dir = temp_dir("seed-only").join("migrations");
+    let scratch = temp_dir("seed-only");
+    let dir = scratch.path().join("migrations");
     let dir_arg = dir.to_str().unwrap();
     ctl(None, &["migrations", "write", dir_arg])
         .await
@@ -1016,12 +1013,12 @@ async fn roles_add_seeds_a_role_the_check_lists_but_no_migration_seeds() {
     )
     .await
     .expect(0, "role beta is registered and seeded");
-    std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
 }
 
 #[tokio::test]
 async fn roles_add_registers_a_seeded_role_the_check_lacks_without_seeding_it_again() {
-    let dir = temp_dir("check-only");
+    let scratch = temp_dir("check-only");
+    let dir = scratch.path();
     std::fs::write(
         dir.join("0001_roles.sql"),
         "INSERT INTO leader_leases (role, holder_token) VALUES ('a', 1), ('b', 2);
@@ -1035,7 +1032,6 @@ async fn roles_add_registers_a_seeded_role_the_check_lacks_without_seeding_it_ag
     let sql = read(&dir, &the_file(&dir, "_leader_roles.sql"));
     assert!(sql.contains("CHECK (role IN ('a', 'b'))"), "{sql}");
     assert!(!sql.contains("INSERT"), "b is seeded already: {sql}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[tokio::test]
@@ -1065,12 +1061,14 @@ async fn migrate_applies_the_framework_migrations_once_and_says_so_per_migration
 /// applied, or changed it, is refused before anything runs.
 #[tokio::test]
 async fn migrate_dir_applies_the_folder_alone_and_refuses_one_sqlx_would_refuse() {
-    let dir = temp_dir("migrate-dir").join("migrations");
+    let scratch = temp_dir("migrate-dir");
+    let dir = scratch.path().join("migrations");
     let dir_arg = dir.to_str().unwrap();
     let db = TestDb::unmigrated().await;
     let url = db.url();
 
-    let bare = temp_dir("migrate-bare");
+    let bare_scratch = temp_dir("migrate-bare");
+    let bare = bare_scratch.path();
     std::fs::write(
         bare.join("0001_app.sql"),
         "CREATE TABLE app_table (id int);",
@@ -1119,13 +1117,12 @@ async fn migrate_dir_applies_the_folder_alone_and_refuses_one_sqlx_would_refuse(
     ctl(Some(&url), &["migrate", "--dir", dir_arg])
         .await
         .expect(1, "was applied with other contents");
-    std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
-    std::fs::remove_dir_all(&bare).unwrap();
 }
 
 #[tokio::test]
 async fn migrate_rolls_back_a_failing_migration_and_says_which() {
-    let dir = temp_dir("migrate-fail").join("migrations");
+    let scratch = temp_dir("migrate-fail");
+    let dir = scratch.path().join("migrations");
     let dir_arg = dir.to_str().unwrap();
     ctl(
         None,
@@ -1158,7 +1155,6 @@ async fn migrate_rolls_back_a_failing_migration_and_says_which() {
         MIGRATION_FILES.len() / 2,
         "the ones before it stay"
     );
-    std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
 }
 
 #[tokio::test]
@@ -1424,7 +1420,8 @@ async fn a_sharded_role_shows_its_shards_under_it_and_pauses_whole_or_by_shard()
 
 #[tokio::test]
 async fn roles_reshard_writes_a_migration_that_applies() {
-    let dir = temp_dir("reshard");
+    let scratch = temp_dir("reshard");
+    let dir = scratch.path();
     ctl(
         None,
         &[
@@ -1464,7 +1461,7 @@ async fn roles_reshard_writes_a_migration_that_applies() {
     .await
     .expect(1, "already has 4 shard(s)");
     let db = TestDb::unmigrated().await;
-    let migrator = sqlx::migrate::Migrator::new(dir.as_path()).await.unwrap();
+    let migrator = sqlx::migrate::Migrator::new(dir).await.unwrap();
     migrator.run(db.admin()).await.expect("the folder applies");
     assert_eq!(
         db.count("SELECT count(*) FROM leader_leases WHERE role = 'alpha' AND shard_count = 4")
