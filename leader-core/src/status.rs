@@ -226,7 +226,8 @@ type Cell = Box<dyn Fn(&RoleStatus) -> String>;
 /// A sharded role is one line (its shard count and how many shards are in each state, how many
 /// replicas lead them, its stalest shard's last tick, how many shards are paused) with one
 /// indented line per shard under it (`  3/8`); the added columns are filled on the role's line
-/// (from its first shard's row) and left blank on the shards' lines.
+/// from its stalest shard's row (one that never completed a tick, else the one whose last tick
+/// ended first: the row the line's last tick is from) and left blank on the shards' lines.
 ///
 /// ```no_run
 /// # async fn show(pool: &sqlx::PgPool) -> Result<(), leader_core::StatementError> {
@@ -385,7 +386,11 @@ impl fmt::Display for Table<'_> {
             }
             let (shards, after) = rest.split_at(group);
             let mut line: Vec<String> = Table::role_cells(shards).into();
-            line.extend(self.extra.iter().map(|(_, cell)| cell(first)));
+            let stalest = shards
+                .iter()
+                .min_by_key(|row| row.last_tick_ended_at)
+                .unwrap_or(first);
+            line.extend(self.extra.iter().map(|(_, cell)| cell(stalest)));
             lines.push(line);
             for row in shards {
                 let mut line: Vec<String> = Table::cells(row).into();
@@ -480,12 +485,14 @@ mod table_tests {
             row(2, State::Paused, None),
         ];
         let table = Table::new(&rows)
-            .column("ticks", |_| "7".into())
+            .column("shard", |row| {
+                row.shard.map_or(0, crate::Shard::index).to_string()
+            })
             .to_string();
         assert_eq!(
             table,
-            "role              state                          leader      token          expires_in  last_tick  age   cooldown  paused         ticks\n\
-             webhook_delivery  3 shards: 2 leading, 1 paused  2 replicas  -              -           12:02:25Z  3.0s  -         1 of 3 shards  7\n\
+            "role              state                          leader      token          expires_in  last_tick  age   cooldown  paused         shard\n\
+             webhook_delivery  3 shards: 2 leading, 1 paused  2 replicas  -              -           12:02:25Z  3.0s  -         1 of 3 shards  2\n\
              \x20 0/3             leading                        replica-1   1796212948000  2.0s        12:02:27Z  1.0s  -         -\n\
              \x20 1/3             leading                        replica-2   1796212948001  2.0s        12:02:26Z  2.0s  -         -\n\
              \x20 2/3             paused                         -           1796212948002  -           12:02:25Z  3.0s  -         ops\n"
