@@ -429,11 +429,10 @@ async fn a_malformed_role_name_is_refused_before_anything_is_sent() {
     .await
     .expect(1, "Bad-Name");
     assert_eq!(
-        std::fs::read_dir(&dir).unwrap().count(),
+        std::fs::read_dir(dir).unwrap().count(),
         0,
         "nothing written"
     );
-    std::fs::remove_dir(&dir).unwrap();
 }
 
 #[tokio::test]
@@ -707,14 +706,14 @@ async fn roles_add_writes_one_plain_file_where_the_folder_has_no_down_migrations
     ctl(None, &["roles", "add", "b", "--dir", dir.to_str().unwrap()])
         .await
         .expect(0, "registers b; keeps a");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
+    let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     names.sort();
     assert_eq!(names.len(), 2, "{names:?}");
     assert!(names[1].ends_with("_leader_roles.sql"), "{names:?}");
-    assert!(read(&dir, &names[1]).contains("CHECK (role IN ('a', 'b'))"));
+    assert!(read(dir, &names[1]).contains("CHECK (role IN ('a', 'b'))"));
     ctl(
         None,
         &[
@@ -1029,7 +1028,7 @@ async fn roles_add_registers_a_seeded_role_the_check_lacks_without_seeding_it_ag
     ctl(None, &["roles", "add", "b", "--dir", dir.to_str().unwrap()])
         .await
         .expect(0, "registers b; keeps a");
-    let sql = read(&dir, &the_file(&dir, "_leader_roles.sql"));
+    let sql = read(dir, &the_file(dir, "_leader_roles.sql"));
     assert!(sql.contains("CHECK (role IN ('a', 'b'))"), "{sql}");
     assert!(!sql.contains("INSERT"), "b is seeded already: {sql}");
 }
