@@ -1,6 +1,6 @@
 //! What an application's migrations folder already does for the framework, read from its files:
-//! the roles its CHECK registers, the roles it seeds a row for, the login roles it grants, its
-//! next version, and whether it writes reversible migrations.
+//! the roles its CHECK registers, the roles it seeds a row for, the login roles it grants, the
+//! shard counts it gives roles, its next version, and whether it writes reversible migrations.
 //!
 //! The CHECK is read by [`leader_role_check`], as `#[leader_role]` reads it. Seeds and grants are
 //! read here with the same scanner (PostgreSQL's own, through `pg_query`), so comments, quoted
@@ -10,7 +10,10 @@
 //!   (schema-qualified or not) and has the role's name as a string constant anywhere before the
 //!   statement's `;` (`VALUES ('billing', ...)`, `SELECT 'billing', ...`, `ARRAY['billing', ...]`);
 //! * a login role is **granted** by a file that calls `leader_grant_app_role('my_app')` (the
-//!   first argument a string constant naming it, `::name` cast or not).
+//!   first argument a string constant naming it, `::name` cast or not);
+//! * a role is **resharded** by a call `leader_reshard('webhooks', 8)` (the first argument a
+//!   string constant, cast or not, the second an integer constant); the last such call in the
+//!   order the files run gives the role's count.
 //!
 //! Only a file's own statements are read: SQL inside a `DO` block or a function body is one
 //! string constant to the scanner, so a seed or a grant written there is not seen (and is written
@@ -33,6 +36,8 @@ struct File {
     seeds: Vec<String>,
     /// Login roles this file calls `leader_grant_app_role` for.
     grants: Vec<String>,
+    /// The `leader_reshard(role, count)` calls of this file, in order.
+    reshards: Vec<(String, u32)>,
 }
 
 /// The folder's migrations, as far as the framework is concerned.
@@ -82,6 +87,7 @@ impl Folder {
                 name: name.clone(),
                 seeds: seeds(&tokens),
                 grants: grants(&tokens),
+                reshards: reshards(&tokens),
             });
         }
         Ok(Folder {
@@ -130,9 +136,14 @@ impl Folder {
             .map(|f| f.name.as_str())
     }
 
-    /// The up and plain migrations' file names, in the order they run.
-    pub fn up_names(&self) -> impl Iterator<Item = &str> {
-        self.files.iter().map(|file| file.name.as_str())
+    /// The shard count the folder's migrations last gave `role` with `leader_reshard`, in the
+    /// order they run; 1 (unsharded) when none did.
+    pub fn shard_count(&self, role: &str) -> u32 {
+        self.files
+            .iter()
+            .flat_map(|file| &file.reshards)
+            .rfind(|(resharded, _)| resharded == role)
+            .map_or(1, |&(_, count)| count)
     }
 
     /// True when the folder's migrations come in `.up.sql`/`.down.sql` pairs, so a new one should
@@ -257,6 +268,39 @@ fn grants(tokens: &[Token<'_>]) -> Vec<String> {
         .collect()
 }
 
+/// The (role, count) of each `leader_reshard('role'[::type], count)` call.
+fn reshards(tokens: &[Token<'_>]) -> Vec<(String, u32)> {
+    let mut calls = Vec::new();
+    for (i, token) in tokens.iter().enumerate() {
+        if !names(token, "leader_reshard")
+            || !tokens.get(i + 1).is_some_and(|t| is(t, Kind::Ascii40))
+        {
+            continue;
+        }
+        let Some(role) = tokens
+            .get(i + 2)
+            .filter(|t| is(t, Kind::Sconst))
+            .and_then(|t| string_value(t.1))
+        else {
+            continue;
+        };
+        // An optional cast of the role: `::name`, `::text`.
+        let mut j = i + 3;
+        if tokens.get(j).is_some_and(|t| is(t, Kind::Typecast)) {
+            j += 2;
+        }
+        if tokens.get(j).is_some_and(|t| is(t, Kind::Ascii44))
+            && let Some(count) = tokens
+                .get(j + 1)
+                .filter(|t| is(t, Kind::Iconst))
+                .and_then(|t| t.1.parse().ok())
+        {
+            calls.push((role, count));
+        }
+    }
+    calls
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -313,6 +357,25 @@ mod tests {
                    REVOKE EXECUTE ON FUNCTION leader_grant_app_role(name) FROM PUBLIC;\n\
                    SELECT 'leader_grant_app_role(''in_a_string'')';";
         assert_eq!(granted(sql), ["my_app", "Other-App"]);
+    }
+
+    #[test]
+    fn reshard_calls_are_read_as_postgresql_reads_them() {
+        let sql = "SELECT leader_reshard('webhooks', 4);\n\
+                   /* SELECT leader_reshard('webhooks', 99); */\n\
+                   -- SELECT leader_reshard('webhooks', 98);\n\
+                   SELECT public.leader_reshard ( 'webhooks'::text ,\n  8 );\n\
+                   SELECT 'leader_reshard(''webhooks'', 97)';\n\
+                   DO $$ BEGIN PERFORM leader_reshard('webhooks', 96); END $$;\n\
+                   SELECT leader_reshard(E'it''s', 2);";
+        assert_eq!(
+            reshards(&scan(sql).unwrap()),
+            [
+                ("webhooks".to_owned(), 4),
+                ("webhooks".to_owned(), 8),
+                ("it's".to_owned(), 2)
+            ]
+        );
     }
 
     #[test]

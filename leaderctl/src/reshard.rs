@@ -3,7 +3,6 @@
 //! stating the safe procedure, and a `.down.sql` restoring the count the folder's migrations
 //! gave it before (1 when none did) when the folder is reversible.
 
-use std::fs;
 use std::path::Path;
 
 use crate::failure::Failure;
@@ -32,31 +31,6 @@ fn up(role: &str, count: u32, before: u32) -> String {
     )
 }
 
-/// The count the folder's up migrations last gave `role` with `leader_reshard`, in the order
-/// they run; 1 when none did. Read from the text of each statement-starting call.
-fn count_before(dir: &Path, folder: &Folder, role: &str) -> u32 {
-    let call = format!("leader_reshard({}, ", literal(role));
-    let mut count = 1;
-    for name in folder.up_names() {
-        let Ok(text) = fs::read_to_string(dir.join(name)) else {
-            continue;
-        };
-        for line in text
-            .lines()
-            .filter(|line| !line.trim_start().starts_with("--"))
-        {
-            if let Some(at) = line.find(&call) {
-                let rest = &line[at + call.len()..];
-                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-                if let Ok(n) = digits.parse() {
-                    count = n;
-                }
-            }
-        }
-    }
-    count
-}
-
 /// Writes the migration resharding `role` into `dir`.
 pub fn reshard(dir: &Path, role: &str, count: u32) -> Result<(), Failure> {
     leader_core::validate_role_name(role).map_err(|e| Failure::refused(e.to_string()))?;
@@ -80,7 +54,7 @@ pub fn reshard(dir: &Path, role: &str, count: u32) -> Result<(), Failure> {
             dir.display()
         )));
     }
-    let before = count_before(dir, &folder, role);
+    let before = folder.shard_count(role);
     if before == count {
         return Err(Failure::refused(format!(
             "role `{role}` already has {count} shard(s) by the migrations in {}: nothing to write",
@@ -110,6 +84,8 @@ pub fn reshard(dir: &Path, role: &str, count: u32) -> Result<(), Failure> {
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
 
     /// A fresh folder under the system's temporary directory holding `files`, removed when
