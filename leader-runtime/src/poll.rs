@@ -153,14 +153,14 @@ impl Polled {
     /// whether `holder` runs any shard of the role (see [`Polled::ran_by`]).
     ///
     /// A role: at the refusal's hint plus jitter ([`next_poll_wait`]). A shard that another
-    /// replica holds or ran last stays with it while it runs (ACQUIRE prefers the shards a replica
-    /// ran, up to its share), so while this replica runs shards of its own such a shard is asked
-    /// for at `max_poll`, not at its hint: a replica's polls then follow its own shards, not
-    /// every shard's due time. Every poll asks for every lease not in a tick, so a shard left
-    /// behind by a dead replica is still asked for at each of its own polls. A replica that runs
-    /// no shard yet (it just joined) follows every shard's hint with jitter, to take the shards
-    /// the others hand over. A shard it ran itself, or that nobody ran, at the hint without
-    /// jitter, so that its shards stay in step.
+    /// replica holds, or that a present replica ran last ([`Refusal::kept_by`]), stays with it
+    /// (ACQUIRE prefers the shards a replica ran, up to its share), so while this replica runs
+    /// shards of its own such a shard is asked for at `max_poll`, not at its hint: a replica's
+    /// polls then follow its own shards, not every shard's due time. A replica that runs no
+    /// shard yet (it just joined) follows every shard's hint with jitter, to take the shards the
+    /// others hand over. A shard it ran itself, or that nobody keeps (never run, or its replica
+    /// left or died), at the hint without jitter, so that its shards stay in step and a gone
+    /// replica's shards are taken when due.
     fn wait_after_refusal(
         &self,
         refusal: &Refusal,
@@ -178,12 +178,10 @@ impl Polled {
         }
     }
 
-    /// Who a refused lease is with: its holder, or else who completed its last tick.
+    /// Who a refused lease is with: its holder, or else the present replica that ran its last
+    /// tick.
     fn ran_by(refusal: &Refusal) -> Option<&str> {
-        refusal
-            .holder_id
-            .as_deref()
-            .or(refusal.last_tick_holder.as_deref())
+        refusal.holder_id.as_deref().or(refusal.kept_by.as_deref())
     }
 
     /// What to ask ACQUIRE for this lease.
@@ -502,7 +500,7 @@ mod tests {
             None,
             chrono::Utc::now(),
         )
-        .with_last_tick_holder(Some(holder.to_owned()));
+        .with_kept_by(Some(holder.to_owned()));
         Ok(Acquired::Refused(refusal))
     }
 

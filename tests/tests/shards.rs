@@ -524,6 +524,50 @@ async fn a_replica_that_leaves_no_longer_counts_in_the_others_share() {
     assert_eq!(again, 0, "nothing left to delete");
 }
 
+/// Who each refused shard of `answers` is kept by, by shard index.
+fn kept_by(answers: &[Acquired]) -> Vec<(u32, Option<String>)> {
+    answers
+        .iter()
+        .enumerate()
+        .filter_map(|(index, answer)| match answer {
+            Acquired::Refused(refusal) => Some((
+                u32::try_from(index).expect("a shard index"),
+                refusal.kept_by.clone(),
+            )),
+            Acquired::Granted(_) => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_shard_is_kept_by_the_present_replica_that_ran_it_and_by_nobody_once_that_one_left() {
+    let db = database().await;
+    db.exec("SELECT leader_reshard('alpha', 2)").await;
+    let wanted = shards_of_alpha(2);
+    // a and b present; b runs shard 1 and completes it (not due again for an hour).
+    let first = acquire_long(&db, &wanted, "a").await;
+    acquire_long(&db, &wanted, "b").await;
+    shut_down(&db, &first).await;
+    assert_eq!(granted_indexes(&acquire_long(&db, &wanted, "a").await), [0]);
+    let b = acquire_long(&db, &wanted, "b").await;
+    assert_eq!(granted_indexes(&b), [1]);
+    let released = lease::release(
+        db.pool(),
+        fence_of(&b[1]),
+        ReleaseOutcome::Completed,
+        HOUR,
+        &FAST,
+    )
+    .await
+    .unwrap();
+    assert!(released.changed);
+    let asked = acquire_long(&db, &wanted[1..], "a").await;
+    assert_eq!(kept_by(&asked), [(0, Some("b".to_owned()))], "{asked:?}");
+    lease::leave(db.pool(), "b", &[ALPHA], &FAST).await.unwrap();
+    let asked = acquire_long(&db, &wanted[1..], "a").await;
+    assert_eq!(kept_by(&asked), [(0, None)], "b left: {asked:?}");
+}
+
 #[tokio::test]
 async fn an_unsharded_role_leaves_no_presence_row() {
     let db = database().await;

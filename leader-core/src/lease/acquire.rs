@@ -217,7 +217,10 @@ SELECT s.wanted_role                 AS wanted_role,
                                      AS over_share,
        s.last_completed_instant      AS last_completed_instant,
        s.holder_id                   AS holder_id,
-       s.last_tick_holder            AS last_tick_holder,
+       CASE WHEN EXISTS (SELECT 1 FROM leader_presence p
+                          WHERE p.role = s.wanted_role AND p.holder_id = s.last_tick_holder
+                            AND p.seen_until > now())
+            THEN s.last_tick_holder END AS kept_by,
        (extract(epoch FROM greatest(
             CASE WHEN s.expires_at > now() THEN s.expires_at END,
             CASE WHEN s.not_before > now() THEN s.not_before END,
@@ -341,9 +344,13 @@ pub struct Refusal {
     pub retry_after: Option<Duration>,
     /// The current holder's id, if the role is held.
     pub holder_id: Option<String>,
-    /// Who completed the role's last tick (`None` if no tick has completed). For a shard, the
-    /// replica it stays with while that replica runs (see the module docs on spreading shards).
-    pub last_tick_holder: Option<String>,
+    /// For a shard, the live replica it stays with: the one that ran its last tick, while that
+    /// replica is present (its ACQUIREs keep its presence for one TTL, and a clean shutdown's
+    /// [`leave`](crate::lease::leave) ends it). ACQUIRE grants a replica the shards it ran
+    /// first, so such a shard goes back to that replica; one whose replica left or died is
+    /// anyone's. `None` for an unsharded role, a shard whose last tick never completed, and a
+    /// shard whose last replica is gone.
+    pub kept_by: Option<String>,
     /// The database clock when the statement ran.
     pub db_now: DateTime<Utc>,
     /// The latest scheduled instant completed (`None` if none, or the role has no calendar
@@ -365,18 +372,18 @@ impl Refusal {
             reason,
             retry_after,
             holder_id,
-            last_tick_holder: None,
+            kept_by: None,
             db_now,
             last_completed_instant: None,
         }
     }
 
-    /// This forged refusal, saying `holder` completed the last tick. Only with the
-    /// `test-support` feature.
+    /// This forged refusal, saying the shard is kept by `holder`. Only with the `test-support`
+    /// feature.
     #[cfg(feature = "test-support")]
     #[must_use]
-    pub fn with_last_tick_holder(mut self, holder: Option<String>) -> Refusal {
-        self.last_tick_holder = holder;
+    pub fn with_kept_by(mut self, holder: Option<String>) -> Refusal {
+        self.kept_by = holder;
         self
     }
 
@@ -607,7 +614,7 @@ fn acquired_from(row: &PgRow, wanted: &Wanted) -> Result<Acquired, StatementErro
         reason,
         retry_after,
         holder_id: row.try_get("holder_id").map_err(&field)?,
-        last_tick_holder: row.try_get("last_tick_holder").map_err(&field)?,
+        kept_by: row.try_get("kept_by").map_err(&field)?,
         db_now,
         last_completed_instant: row.try_get("last_completed_instant").map_err(&field)?,
     }))
