@@ -12,12 +12,13 @@
 //! 2. Rebalance. Three runtimes lead a role of eight shards whose ticks record themselves,
 //!    fenced; a fourth joins (time until it has run its share, two shards), then one of the
 //!    first three is aborted as a crash (time until every shard has run again on the
-//!    survivors), on the database clock, [`RUNS`] runs.
+//!    survivors), then one of the remaining three is shut down cleanly (time until every shard
+//!    has run again on the last two), on the database clock, [`RUNS`] runs.
 //! 3. Idle cost. Sixteen runtimes lead one unsharded role, then a role of 64 shards; the
 //!    statements the server logged a second in a window, and their ratio, [`RUNS`] runs. Twice:
-//!    with ticks that never end (what `runtime-bench` calls idle load, and the issue's target),
-//!    and with a job that finds nothing to do every 200 ms (each shard's tick then costs its
-//!    own ACQUIRE and RELEASE).
+//!    with ticks that never end (what `runtime-bench` calls idle load), and with a job that
+//!    finds nothing to do every 200 ms (a replica's shards then cost one ACQUIRE and one
+//!    RELEASE per tick).
 //!
 //! Statements are counted from the server's log (`log_statement = 'all'` on the benchmark
 //! database) by the name in each statement's leading comment, as `runtime-bench` counts them.
@@ -159,7 +160,15 @@ async fn hold(tick: TickContext) -> Result<(), JobError> {
 /// Runtimes started by a part, stopped together.
 struct Replicas {
     stop: CancellationToken,
-    running: Vec<(String, JoinHandle<Result<(), leader_runtime::RunError>>)>,
+    running: Vec<Replica>,
+}
+
+/// One running replica: its holder id, its own shutdown (a child of every replica's) and its
+/// task.
+struct Replica {
+    holder: String,
+    stop: CancellationToken,
+    task: JoinHandle<Result<(), leader_runtime::RunError>>,
 }
 
 impl Replicas {
@@ -171,23 +180,45 @@ impl Replicas {
     }
 
     fn start(&mut self, holder: String, runtime: Runtime) {
-        let handle = tokio::spawn(runtime.run_until_cancelled(self.stop.clone()));
-        self.running.push((holder, handle));
+        let stop = self.stop.child_token();
+        let task = tokio::spawn(runtime.run_until_cancelled(stop.clone()));
+        self.running.push(Replica { holder, stop, task });
+    }
+
+    fn take(&mut self, holder: &str) -> Option<Replica> {
+        let i = self.running.iter().position(|r| r.holder == holder)?;
+        Some(self.running.remove(i))
     }
 
     /// Aborts `holder`'s runtime as a crash would: its leases run out after their TTL.
     fn kill(&mut self, holder: &str) {
-        if let Some(i) = self.running.iter().position(|(h, _)| h == holder) {
-            self.running.remove(i).1.abort();
+        if let Some(replica) = self.take(holder) {
+            replica.task.abort();
         }
+    }
+
+    /// Shuts `holder`'s runtime down as SIGTERM would, and waits until it has.
+    async fn stop_one(&mut self, holder: &str) -> Res<()> {
+        if let Some(replica) = self.take(holder) {
+            replica.stop.cancel();
+            Replicas::joined(replica).await?;
+        }
+        Ok(())
+    }
+
+    async fn joined(replica: Replica) -> Res<()> {
+        let holder = replica.holder;
+        replica
+            .task
+            .await?
+            .map_err(|e| format!("replica {holder}: {e}"))?;
+        Ok(())
     }
 
     async fn stop(self) -> Res<()> {
         self.stop.cancel();
-        for (holder, handle) in self.running {
-            handle
-                .await?
-                .map_err(|e| format!("replica {holder}: {e}"))?;
+        for replica in self.running {
+            Replicas::joined(replica).await?;
         }
         Ok(())
     }
@@ -265,11 +296,12 @@ async fn throughput(
     })
 }
 
-/// One rebalance run: seconds until the joining replica ran its share, and until every shard
-/// ran again after a crash.
+/// One rebalance run: seconds until the joining replica ran its share, until every shard ran
+/// again after a crash, and until every shard ran again after a clean shutdown.
 struct Rebalance {
     join_secs: f64,
     kill_secs: f64,
+    stop_secs: f64,
 }
 
 async fn db_now(admin: &mut PgConnection) -> Res<DateTime<Utc>> {
@@ -366,10 +398,29 @@ async fn rebalance(
         "every shard runs again on the survivors",
     )
     .await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    let stopping = db_now(admin).await?;
+    started.stop_one(&holders[1]).await?;
+    let every_shard_left = format!(
+        "SELECT CASE WHEN count(*) = 8 THEN max(first) END
+           FROM (SELECT shard_index, min(at) AS first FROM ticks
+                  WHERE at > $1 AND holder IN ('{}', '{}')
+                  GROUP BY shard_index) AS again",
+        holders[2], holders[3]
+    );
+    let stop_secs = seconds_until(
+        admin,
+        &every_shard_left,
+        stopping,
+        "every shard runs again on the two left after a clean stop",
+    )
+    .await?;
     started.stop().await?;
     Ok(Rebalance {
         join_secs,
         kill_secs,
+        stop_secs,
     })
 }
 
@@ -581,8 +632,10 @@ async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
         "Three replicas run; a fourth joins: the time until it has run its share (two shards), \
          with no lease waiting for its expiry. Then one of the first three is aborted as a crash: \
          the time until every shard has run again on the survivors, which includes waiting for \
-         the crashed replica's leases and presence to run out (TTL {} s). Database clock; \
-         {RUNS} runs.\n",
+         the crashed replica's leases and presence to run out (TTL {} s). Then one of the \
+         remaining three is shut down cleanly (as on SIGTERM): the time from the shutdown's \
+         start until every shard has run again on the last two, which its LEAVE lets take its \
+         shards without waiting for its presence to run out. Database clock; {RUNS} runs.\n",
         timings().ttl().as_secs()
     )?;
     writeln!(w, "| after | median | min | max |\n|---|---|---|---|")?;
@@ -594,6 +647,10 @@ async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
         (
             "a replica is killed",
             moves.iter().map(|m| m.kill_secs).collect(),
+        ),
+        (
+            "a replica shuts down",
+            moves.iter().map(|m| m.stop_secs).collect(),
         ),
     ] {
         writeln!(
