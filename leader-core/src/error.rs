@@ -112,6 +112,21 @@ pub enum StatementError {
         /// The rejected interval.
         interval: Duration,
     },
+
+    /// One statement was asked to end the same lease twice.
+    #[error(
+        "{statement}: role `{role}`{} is listed twice: a statement ends each lease once, \
+         with one outcome",
+        shard.map(|shard| format!(" shard {shard}")).unwrap_or_default()
+    )]
+    LeaseListedTwice {
+        /// The statement.
+        statement: Statement,
+        /// The lease's role.
+        role: Role,
+        /// The lease's shard, for a sharded role.
+        shard: Option<Shard>,
+    },
 }
 
 impl StatementError {
@@ -123,7 +138,8 @@ impl StatementError {
             | StatementError::UnknownRole { statement, .. }
             | StatementError::UnknownShard { statement, .. }
             | StatementError::RoleName { statement, .. }
-            | StatementError::Interval { statement, .. } => Some(*statement),
+            | StatementError::Interval { statement, .. }
+            | StatementError::LeaseListedTwice { statement, .. } => Some(*statement),
             StatementError::RoleNotSeeded { .. } | StatementError::ShardNotSeeded { .. } => {
                 Some(Statement::Acquire)
             }

@@ -181,12 +181,8 @@ impl LeaseStatements for PgStatements {
         outcome: ReleaseOutcome,
         interval: Duration,
     ) -> BoxFuture<'_, Result<Released, StatementError>> {
-        let end = TickEnd {
-            fence,
-            outcome,
-            interval,
-        };
         let (reply, waiting) = oneshot::channel();
+        let end = TickEnd::new(fence, outcome, interval);
         if join(&self.releasing, (end, reply)) {
             tokio::spawn(PgStatements::flush_releases(
                 self.pool.clone(),

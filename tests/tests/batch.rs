@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use common::*;
-use leader_runtime::protocol::ReleaseOutcome;
 use leader_runtime::protocol::lease::{self, Acquired, LossReason, RefusalReason, Renewed};
+use leader_runtime::protocol::{ReleaseOutcome, StatementError};
 use leader_runtime::{Fence, Role};
 use leader_testkit::TestDb;
 
@@ -191,11 +191,7 @@ async fn one_statement_releases_every_lease_its_token_holds_each_by_its_outcome(
         (fences[1], ReleaseOutcome::Failed),
         (fences[2], ReleaseOutcome::Completed),
     ]
-    .map(|(fence, outcome)| lease::TickEnd {
-        fence,
-        outcome,
-        interval: HOUR,
-    });
+    .map(|(fence, outcome)| lease::TickEnd::new(fence, outcome, HOUR));
     let released = lease::release_many(db.pool(), &ends, &FAST, false)
         .await
         .expect("RELEASE runs");
@@ -219,5 +215,25 @@ async fn one_statement_releases_every_lease_its_token_holds_each_by_its_outcome(
         lease(&db, roles[2]).await.holder_id.as_deref(),
         Some("taker"),
         "the new holder's lease is untouched"
+    );
+}
+
+#[tokio::test]
+async fn a_release_naming_one_lease_twice_is_refused_before_it_is_sent() {
+    let (db, roles) = many_roles(1).await;
+    let fences = granted(&acquire(&db, &roles, "leader", 100).await);
+    let twice = [ReleaseOutcome::Completed, ReleaseOutcome::Failed]
+        .map(|outcome| lease::TickEnd::new(fences[0], outcome, HOUR));
+    let refused = lease::release_many(db.pool(), &twice, &FAST, false).await;
+    assert!(
+        matches!(refused, Err(StatementError::LeaseListedTwice { .. })),
+        "{refused:?}"
+    );
+    let message = refused.unwrap_err().to_string();
+    assert!(message.contains("listed twice"), "{message}");
+    assert_eq!(
+        lease(&db, roles[0]).await.holder_id.as_deref(),
+        Some("leader"),
+        "nothing was released"
     );
 }

@@ -111,6 +111,7 @@ pub const RELEASE_GUARDS: Guarded = Guarded {
 /// One tick's end, for [`release_many`]: the lease its fence holds, how the tick ended, and the
 /// role's tick interval (see [`release`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TickEnd {
     /// The lease to release.
     pub fence: Fence,
@@ -118,6 +119,17 @@ pub struct TickEnd {
     pub outcome: ReleaseOutcome,
     /// The role's tick interval, which sets the cooldown.
     pub interval: Duration,
+}
+
+impl TickEnd {
+    /// The end of the tick `fence` holds, with `outcome`, for a role ticking every `interval`.
+    pub fn new(fence: Fence, outcome: ReleaseOutcome, interval: Duration) -> TickEnd {
+        TickEnd {
+            fence,
+            outcome,
+            interval,
+        }
+    }
 }
 
 /// RELEASE: ends the tick held by `fence`, recording `outcome` (see [`ReleaseOutcome`] for what
@@ -139,12 +151,13 @@ pub async fn release<'e>(
     interval: Duration,
     timings: &Timings,
 ) -> Result<Released, StatementError> {
-    let end = TickEnd {
-        fence,
-        outcome,
-        interval,
-    };
-    let mut answers = send_release(db, &[end], timings, false).await?;
+    let mut answers = send_release(
+        db,
+        &[TickEnd::new(fence, outcome, interval)],
+        timings,
+        false,
+    )
+    .await?;
     Ok(answers.remove(0))
 }
 
@@ -161,22 +174,20 @@ pub async fn release_waking<'e>(
     interval: Duration,
     timings: &Timings,
 ) -> Result<Released, StatementError> {
-    let end = TickEnd {
-        fence,
-        outcome,
-        interval,
-    };
-    let mut answers = send_release(db, &[end], timings, true).await?;
+    let mut answers =
+        send_release(db, &[TickEnd::new(fence, outcome, interval)], timings, true).await?;
     Ok(answers.remove(0))
 }
 
 /// RELEASE of several leases in one statement, each as [`release`] releases it (the same guards,
-/// per row); one [`Released`] per end, in order. A lease may appear once only. With `notify`,
-/// as [`release_waking`] for each lease released.
+/// per row); one [`Released`] per end, in order. With `notify`, as [`release_waking`] for each
+/// lease released.
 ///
 /// # Errors
 ///
 /// As [`release`]; an error is every lease's: none of them, or all, may have been released.
+/// [`StatementError::LeaseListedTwice`], before anything is sent, if two ends name the same
+/// lease.
 pub async fn release_many<'e>(
     db: impl PgExecutor<'e>,
     ends: &[TickEnd],
@@ -195,8 +206,16 @@ async fn send_release<'e>(
     if ends.is_empty() {
         return Ok(Vec::new());
     }
-    for end in ends {
+    for (i, end) in ends.iter().enumerate() {
         check_interval(Statement::Release, end.fence.role(), end.interval)?;
+        let lease = |end: &TickEnd| (end.fence.role(), end.fence.shard());
+        if ends[..i].iter().any(|earlier| lease(earlier) == lease(end)) {
+            return Err(StatementError::LeaseListedTwice {
+                statement: Statement::Release,
+                role: end.fence.role(),
+                shard: end.fence.shard(),
+            });
+        }
     }
     let ending = values_list(ends.iter().map(|end| {
         render(
