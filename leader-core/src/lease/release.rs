@@ -151,14 +151,7 @@ pub async fn release<'e>(
     interval: Duration,
     timings: &Timings,
 ) -> Result<Released, StatementError> {
-    let mut answers = send_release(
-        db,
-        &[TickEnd::new(fence, outcome, interval)],
-        timings,
-        false,
-    )
-    .await?;
-    Ok(answers.remove(0))
+    release_one(db, TickEnd::new(fence, outcome, interval), timings, false).await
 }
 
 /// [`release`], and in the same statement, when it changed the row, `NOTIFY leader_released`
@@ -174,8 +167,16 @@ pub async fn release_waking<'e>(
     interval: Duration,
     timings: &Timings,
 ) -> Result<Released, StatementError> {
-    let mut answers =
-        send_release(db, &[TickEnd::new(fence, outcome, interval)], timings, true).await?;
+    release_one(db, TickEnd::new(fence, outcome, interval), timings, true).await
+}
+
+async fn release_one<'e>(
+    db: impl PgExecutor<'e>,
+    end: TickEnd,
+    timings: &Timings,
+    notify: bool,
+) -> Result<Released, StatementError> {
+    let mut answers = send_release(db, &[end], timings, notify).await?;
     Ok(answers.remove(0))
 }
 
