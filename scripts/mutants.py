@@ -305,7 +305,7 @@ M = [
            "        if true {\n            return next_poll_wait")],
      "-p leader-runtime --lib a_shard_another_replica_ran"),
     ("a replica running no shard ignores the hints of others' shards",
-     [edit("leader-runtime/src/poll.rs", "                                    runs_shards,\n",
+     [edit("leader-runtime/src/poll.rs", "                                    running.contains(&role),\n",
            "                                    true,\n")],
      "-p leader-runtime --lib a_shard_another_replica_ran"),
     ("poller ignores wakes",

@@ -253,6 +253,10 @@ pub(crate) async fn poll_roles(
                             }
                         };
                     }
+                    let running: Vec<Role> = (0..roles.len())
+                        .filter(|&j| runs[j] && keys[j].1.is_some())
+                        .map(|j| keys[j].0)
+                        .collect();
                     for (&i, answer) in asked.iter().zip(answers) {
                         let (role, shard) = roles[i].key();
                         match answer {
@@ -272,12 +276,10 @@ pub(crate) async fn poll_roles(
                             Acquired::Refused(refusal) => {
                                 db_clock = Some(DbClock::new(refusal.db_now, Instant::now()));
                                 roles[i].instants.refused(&refusal);
-                                let runs_shards = (0..roles.len())
-                                    .any(|j| runs[j] && keys[j].0 == role && keys[j].1.is_some());
                                 let wait = roles[i].wait_after_refusal(
                                     &refusal,
                                     env.holder,
-                                    runs_shards,
+                                    running.contains(&role),
                                     max_poll,
                                 );
                                 tracing::debug!(%role, ?shard, reason = ?refusal.reason, holder = ?refusal.holder_id, ?wait, "not leading");
