@@ -390,6 +390,38 @@ mod tests {
         roles: &[(&'static str, Duration)],
         wakes: &[(Duration, &'static str)],
     ) -> Duration {
+        let leases = roles
+            .iter()
+            .map(|&(name, runs_for)| {
+                let spec = Arc::new(RoleSpec {
+                    role: Role::from_static(name),
+                    schedule: Duration::from_secs(60).into(),
+                    job: Arc::new(move |_| -> JobFuture {
+                        Box::pin(async move {
+                            tokio::time::sleep(runs_for).await;
+                            Ok(())
+                        })
+                    }),
+                    name: "test_job".into(),
+                    shard_count: None,
+                });
+                (spec, None)
+            })
+            .collect();
+        lead_leases(fake, timings, shutdown, leases, wakes).await
+    }
+
+    /// Runs the poller and a worker for each of `leases` (a role's spec and the shard of it, if
+    /// any) on `fake` until `shutdown` fires, as the holder `test-holder`, with the wake listener
+    /// reporting a release of each role at its time (since the fake's epoch); returns when all
+    /// returned, since the fake's epoch.
+    async fn lead_leases(
+        fake: &FakeStatements,
+        timings: Timings,
+        shutdown: CancellationToken,
+        leases: Vec<(Arc<RoleSpec>, Option<Shard>)>,
+        wakes: &[(Duration, &'static str)],
+    ) -> Duration {
         let pool = PgPoolOptions::new()
             .connect_lazy("postgres://unused@localhost/unused")
             .unwrap();
@@ -406,21 +438,9 @@ mod tests {
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         let mut polled = Vec::new();
         let mut workers = Vec::new();
-        for &(name, runs_for) in roles {
-            let spec = Arc::new(RoleSpec {
-                role: Role::from_static(name),
-                schedule: Duration::from_secs(60).into(),
-                job: Arc::new(move |_| -> JobFuture {
-                    Box::pin(async move {
-                        tokio::time::sleep(runs_for).await;
-                        Ok(())
-                    })
-                }),
-                name: "test_job".into(),
-                shard_count: None,
-            });
+        for (spec, shard) in leases {
             let (worker_tx, worker_rx) = mpsc::channel(1);
-            let key = (spec.role, None);
+            let key = (spec.role, shard);
             polled.push(Polled::new(key, spec.schedule.clone(), worker_tx));
             workers.push(work_lease(&env, spec, key, worker_rx, done_tx.clone()));
         }
@@ -448,19 +468,6 @@ mod tests {
         shutdown: CancellationToken,
         shards: u32,
     ) {
-        let pool = PgPoolOptions::new()
-            .connect_lazy("postgres://unused@localhost/unused")
-            .unwrap();
-        let env = TickEnv {
-            statements: fake,
-            timings: &timings,
-            grace: Duration::from_secs(5),
-            shutdown: &shutdown,
-            pool: &pool,
-            holder: "test-holder",
-            beat_grid: Instant::now(),
-            leadership: &crate::leadership::Leadership::default(),
-        };
         let spec = Arc::new(RoleSpec {
             role: Role::from_static("alpha"),
             schedule: SHARD_EVERY.into(),
@@ -468,28 +475,10 @@ mod tests {
             name: "test_job".into(),
             shard_count: Some(shards),
         });
-        let (done_tx, done_rx) = mpsc::unbounded_channel();
-        let mut polled = Vec::new();
-        let mut workers = Vec::new();
-        for index in 0..shards {
-            let shard = Shard::new(index, shards).unwrap();
-            let (worker_tx, worker_rx) = mpsc::channel(1);
-            let key = (spec.role, Some(shard));
-            polled.push(Polled::new(key, spec.schedule.clone(), worker_tx));
-            workers.push(work_lease(
-                &env,
-                spec.clone(),
-                key,
-                worker_rx,
-                done_tx.clone(),
-            ));
-        }
-        drop(done_tx);
-        let (_wake_tx, wake_rx) = mpsc::unbounded_channel();
-        tokio::join!(
-            poll_roles(&env, polled, done_rx, wake_rx),
-            futures_util::future::join_all(workers),
-        );
+        let leases = (0..shards)
+            .map(|index| (spec.clone(), Some(Shard::new(index, shards).unwrap())))
+            .collect();
+        lead_leases(fake, timings, shutdown, leases, &[]).await;
     }
 
     const SHARD_EVERY: Duration = Duration::from_millis(200);
