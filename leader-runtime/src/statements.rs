@@ -53,7 +53,7 @@ pub struct PgStatements {
     pool: PgPool,
     holder_id: String,
     timings: Timings,
-    pending: Arc<Mutex<Vec<PendingRenew>>>,
+    renewing: Arc<Mutex<Vec<PendingRenew>>>,
     releasing: Arc<Mutex<Vec<PendingRelease>>>,
     wake: bool,
 }
@@ -65,7 +65,7 @@ impl PgStatements {
             pool,
             holder_id,
             timings,
-            pending: Arc::new(Mutex::new(Vec::new())),
+            renewing: Arc::new(Mutex::new(Vec::new())),
             releasing: Arc::new(Mutex::new(Vec::new())),
             wake: false,
         }
@@ -78,9 +78,9 @@ impl PgStatements {
         self
     }
 
-    async fn flush_renews(pool: PgPool, timings: Timings, pending: Arc<Mutex<Vec<PendingRenew>>>) {
+    async fn flush_renews(pool: PgPool, timings: Timings, renewing: Arc<Mutex<Vec<PendingRenew>>>) {
         tokio::time::sleep(COALESCE).await;
-        let waiting = take(&pending);
+        let waiting = take(&renewing);
         let fences: Vec<Fence> = waiting.iter().map(|(fence, _)| *fence).collect();
         reply_each(waiting, lease::renew(&pool, &fences, &timings).await);
     }
@@ -165,11 +165,11 @@ impl LeaseStatements for PgStatements {
 
     fn renew(&self, fence: Fence) -> BoxFuture<'_, Result<Renewed, StatementError>> {
         let (reply, waiting) = oneshot::channel();
-        if join(&self.pending, (fence, reply)) {
+        if join(&self.renewing, (fence, reply)) {
             tokio::spawn(PgStatements::flush_renews(
                 self.pool.clone(),
                 self.timings,
-                self.pending.clone(),
+                self.renewing.clone(),
             ));
         }
         Box::pin(answer(waiting, Statement::Renew))
