@@ -1,4 +1,4 @@
-//! ACQUIRE and RENEW over many roles in one statement, against a real PostgreSQL (and through
+//! ACQUIRE, RENEW and RELEASE over many roles in one statement, against a real PostgreSQL (and through
 //! PgBouncer on the pooler pass).
 
 mod common;
@@ -29,6 +29,23 @@ async fn acquire(db: &TestDb, roles: &[Role], who: &str, max_grants: usize) -> V
     lease::acquire(db.pool(), &wanted, who, max_grants, &FAST)
         .await
         .expect("ACQUIRE runs")
+}
+
+/// Lets `role`'s lease run out and grants it to the holder `taker`, so that the old token no
+/// longer holds it.
+async fn take_over(db: &TestDb, role: Role) {
+    expire(db, role).await;
+    let taker = granted(&acquire(db, &[role], "taker", 1).await);
+    assert_eq!(taker.len(), 1);
+}
+
+/// Asserts that `role` is still held by `taker` (see [`take_over`]).
+async fn assert_taker_holds(db: &TestDb, role: Role) {
+    assert_eq!(
+        lease(db, role).await.holder_id.as_deref(),
+        Some("taker"),
+        "the new holder's lease is untouched"
+    );
 }
 
 fn granted(answers: &[Acquired]) -> Vec<Fence> {
@@ -148,9 +165,7 @@ async fn one_statement_renews_every_held_lease_and_reports_each_loss() {
         .map(|row| row.expires_at)
         .collect();
     // The second role is taken over, so its old token must not renew it.
-    expire(&db, roles[1]).await;
-    let taker = granted(&acquire(&db, &roles[1..2], "taker", 1).await);
-    assert_eq!(taker.len(), 1);
+    take_over(&db, roles[1]).await;
     tokio::time::sleep(Duration::from_millis(20)).await;
     let renewed = lease::renew(db.pool(), &fences, &FAST)
         .await
@@ -170,11 +185,7 @@ async fn one_statement_renews_every_held_lease_and_reports_each_loss() {
             "extended"
         );
     }
-    assert_eq!(
-        lease(&db, roles[1]).await.holder_id.as_deref(),
-        Some("taker"),
-        "the new holder's lease is untouched"
-    );
+    assert_taker_holds(&db, roles[1]).await;
 }
 
 #[tokio::test]
@@ -183,9 +194,7 @@ async fn one_statement_releases_every_lease_its_token_holds_each_by_its_outcome(
     let fences = granted(&acquire(&db, &roles, "leader", 100).await);
     assert_eq!(fences.len(), 3);
     // The third role is taken over, so its old token must not release it.
-    expire(&db, roles[2]).await;
-    let taker = granted(&acquire(&db, &roles[2..3], "taker", 1).await);
-    assert_eq!(taker.len(), 1);
+    take_over(&db, roles[2]).await;
     let ends = [
         (fences[0], ReleaseOutcome::Completed),
         (fences[1], ReleaseOutcome::Failed),
@@ -211,11 +220,7 @@ async fn one_statement_releases_every_lease_its_token_holds_each_by_its_outcome(
         "a failed tick is not stamped"
     );
     assert!(failed.not_before.is_some(), "a failed tick cools down");
-    assert_eq!(
-        lease(&db, roles[2]).await.holder_id.as_deref(),
-        Some("taker"),
-        "the new holder's lease is untouched"
-    );
+    assert_taker_holds(&db, roles[2]).await;
 }
 
 #[tokio::test]
