@@ -257,48 +257,45 @@ fn seeds(tokens: &[Token<'_>]) -> Vec<String> {
 
 /// The login roles named by the first argument of `leader_grant_app_role(...)` calls.
 fn grants(tokens: &[Token<'_>]) -> Vec<String> {
-    tokens
-        .windows(3)
-        .filter(|w| {
-            names(&w[0], "leader_grant_app_role")
-                && is(&w[1], Kind::Ascii40)
-                && is(&w[2], Kind::Sconst)
-        })
-        .filter_map(|w| string_value(w[2].1))
+    (0..tokens.len())
+        .filter_map(|i| string_argument(tokens, i, "leader_grant_app_role"))
+        .map(|(role, _)| role)
         .collect()
+}
+
+/// For a call `function('text'[::type] ...` whose name is token `i`: the first argument's text
+/// and the index of the token after it (and after its cast, if any).
+fn string_argument(tokens: &[Token<'_>], i: usize, function: &str) -> Option<(String, usize)> {
+    if !names(&tokens[i], function) || !tokens.get(i + 1).is_some_and(|t| is(t, Kind::Ascii40)) {
+        return None;
+    }
+    let text = tokens
+        .get(i + 2)
+        .filter(|t| is(t, Kind::Sconst))
+        .and_then(|t| string_value(t.1))?;
+    let after_cast = if tokens.get(i + 3).is_some_and(|t| is(t, Kind::Typecast)) {
+        i + 5
+    } else {
+        i + 3
+    };
+    Some((text, after_cast))
 }
 
 /// The (role, count) of each `leader_reshard('role'[::type], count)` call.
 fn reshards(tokens: &[Token<'_>]) -> Vec<(String, u32)> {
-    let mut calls = Vec::new();
-    for (i, token) in tokens.iter().enumerate() {
-        if !names(token, "leader_reshard")
-            || !tokens.get(i + 1).is_some_and(|t| is(t, Kind::Ascii40))
-        {
-            continue;
-        }
-        let Some(role) = tokens
-            .get(i + 2)
-            .filter(|t| is(t, Kind::Sconst))
-            .and_then(|t| string_value(t.1))
-        else {
-            continue;
-        };
-        // An optional cast of the role: `::name`, `::text`.
-        let mut j = i + 3;
-        if tokens.get(j).is_some_and(|t| is(t, Kind::Typecast)) {
-            j += 2;
-        }
-        if tokens.get(j).is_some_and(|t| is(t, Kind::Ascii44))
-            && let Some(count) = tokens
+    (0..tokens.len())
+        .filter_map(|i| {
+            let (role, j) = string_argument(tokens, i, "leader_reshard")?;
+            if !tokens.get(j).is_some_and(|t| is(t, Kind::Ascii44)) {
+                return None;
+            }
+            let count = tokens
                 .get(j + 1)
                 .filter(|t| is(t, Kind::Iconst))
-                .and_then(|t| t.1.parse().ok())
-        {
-            calls.push((role, count));
-        }
-    }
-    calls
+                .and_then(|t| t.1.parse().ok())?;
+            Some((role, count))
+        })
+        .collect()
 }
 
 #[cfg(test)]
