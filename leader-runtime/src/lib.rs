@@ -85,6 +85,32 @@
 //! On SIGTERM each running tick is cancelled and released with no cooldown, so another replica
 //! leads at once. Without the macros, add jobs with [`RuntimeBuilder::role`].
 //!
+//! # Panics, and the panic hook
+//!
+//! A job's panic is caught, logged once (an ERROR with the role, the message and the location)
+//! and its tick released as panicked; it does not reach the process, and the runtime's other
+//! roles run on. For the location, [`Runtime::run`] installs a process-wide panic hook
+//! ([`std::panic::set_hook`]), once per process, chained in front of the hook set before it:
+//!
+//! * a panic raised while a job (or a [`panic_guard`] step) is being polled is recorded for that
+//!   ERROR line and printed nothing, so it is reported once, with its role;
+//! * every other panic goes to the previous hook unchanged (std's prints it to stderr; a crash
+//!   reporter installed before `run` still sees it).
+//!
+//! A hook of your own set *before* `run` therefore keeps working, and sees no job panic (those
+//! reach your logs as the runtime's ERROR line). One set *after* `run` started replaces this
+//! one (a process has one hook): job panics are still caught and released as panicked, but your
+//! hook prints them too, and the ERROR line loses their location. To keep both, chain: take the
+//! current hook with [`std::panic::take_hook`] and call it from yours.
+//!
+//! **`panic = "abort"`** in the application's profile voids the promise above: nothing unwinds,
+//! so nothing is caught, and a job's panic kills the whole process (the hooks run first, so the
+//! panic is printed). No RELEASE is sent: the leases the process held run out after their TTL and
+//! another replica takes over then, as after any crash. The fence holds as always (the dead
+//! process claims nothing); what is lost is the panicked tick's cooldown and every role this
+//! replica led until it is restarted. Keep the default `panic = "unwind"` in a binary that runs
+//! jobs.
+//!
 //! # What is proven, and where
 //!
 //! * [`fenced`]'s check, stated in terms of what PostgreSQL does, is `leader-fence-check`'s; it

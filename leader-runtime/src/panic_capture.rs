@@ -4,7 +4,9 @@
 //! [`install`] chains in front of the previous one: for a panic raised while a job (or one of its
 //! guarded steps) is being polled, the hook records the message and location in a thread-local
 //! and prints nothing, so the runtime logs the panic once, with its role; any other panic goes
-//! to the previous hook unchanged.
+//! to the previous hook unchanged. Built with `panic = "abort"` nothing is caught, so every
+//! panic goes to the previous hook: the one that ends the process is printed, not recorded for
+//! a log line that never comes. The crate docs' "Panics" section is the user's account of this.
 
 use std::any::Any;
 use std::cell::{Cell, RefCell};
@@ -78,7 +80,7 @@ pub fn install() {
     ONCE.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            if IN_JOB.with(Cell::get) {
+            if cfg!(panic = "unwind") && IN_JOB.with(Cell::get) {
                 let location = info.location().map(ToString::to_string);
                 let message = message_of(info.payload());
                 LAST.with(|last| *last.borrow_mut() = Some((message, location)));

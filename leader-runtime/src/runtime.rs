@@ -7,6 +7,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use leader_core::schema::ExpectedRole;
 use leader_core::{Role, Timings};
 use sqlx::PgPool;
@@ -18,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::{BuildError, RunError};
 use crate::job::{Job, JobFn};
 use crate::leadership::Leadership;
+use crate::metrics::LeaseAges;
 use crate::poll::{Polled, poll_roles, work_lease};
 use crate::registry::{RegisteredJob, registered_jobs};
 use crate::role_spec::RoleSpec;
@@ -64,7 +66,10 @@ impl<S: fmt::Debug> fmt::Debug for RuntimeBuilder<S> {
 ///
 /// * Each role is led independently: a slow, failing or panicking job does not delay another.
 /// * A job's panic never reaches the process: it is caught, logged once with the role, message
-///   and location, and the tick is released as panicked.
+///   and location, and the tick is released as panicked. This needs the default
+///   `panic = "unwind"`: built with `panic = "abort"`, a job's panic kills the process and its
+///   leases run out after their TTL (see [the crate docs](crate#panics-and-the-panic-hook), also
+///   for the panic hook [`Runtime::run`] installs).
 /// * After shutdown no ACQUIRE is sent; running ticks are cancelled with
 ///   [`CancelCause::Shutdown`](crate::CancelCause::Shutdown), given the grace period, and
 ///   released with no cooldown ([`ReleaseOutcome::Shutdown`](crate::protocol::ReleaseOutcome::Shutdown)),
@@ -73,9 +78,11 @@ impl<S: fmt::Debug> fmt::Debug for RuntimeBuilder<S> {
 ///   take its shards at their next poll, not one TTL later.
 /// * Start-up refuses a database whose schema or registered roles do not match the roles here
 ///   ([`schema::check_schema_ready`](crate::schema::check_schema_ready)), naming what to add.
-/// * If one of its loops dies (a bug: jobs' panics are caught), it stops the others as a
-///   shutdown does and [`Runtime::run`] returns [`RunError::LoopDied`] naming it: a process that
-///   no longer leads does not exit 0.
+/// * Every loop of the runtime is supervised: a lease's, the poller, the wake listener and the
+///   status publisher. If one dies (it panics, or returns before the shutdown: a bug, as jobs'
+///   panics are caught), it stops the others as a shutdown does and [`Runtime::run`] returns
+///   [`RunError::LoopDied`] naming it: a process that no longer leads, or whose status metrics
+///   no longer move, does not run on or exit 0.
 ///
 /// It does not make a job's effects exactly-once: claims carry the fence, and completions land
 /// through compare-and-set writes (see the README).
@@ -123,6 +130,15 @@ pub struct Runtime {
     holder_id: String,
     wake: Option<PgConnectOptions>,
     leadership: Leadership,
+    read_status: ReadStatus,
+}
+
+/// How the status publisher reads the table: [`crate::metrics::read_status`], or a test's
+/// stand-in that fails as a bug would.
+type ReadStatus = for<'a> fn(&'a PgPool) -> BoxFuture<'a, Result<Vec<LeaseAges>, sqlx::Error>>;
+
+fn read_status(pool: &PgPool) -> BoxFuture<'_, Result<Vec<LeaseAges>, sqlx::Error>> {
+    Box::pin(crate::metrics::read_status(pool))
 }
 
 /// One job of a [`Runtime`], as [`Runtime::jobs`] lists it.
@@ -201,6 +217,10 @@ impl Runtime {
     /// tick has been released: the graceful shutdown of a rolling deploy (pass
     /// [`shutdown::signal()`](crate::shutdown::signal) for SIGTERM and Ctrl-C, or any future).
     ///
+    /// The first call in a process installs the panic hook that gives a job's panic its
+    /// location, chained in front of the hook set before it (see
+    /// [the crate docs](crate#panics-and-the-panic-hook)).
+    ///
     /// Dropping (or aborting) the returned future stops every role at once *without* releasing,
     /// as a crashed process would: the leases then run out after their TTL.
     ///
@@ -240,8 +260,7 @@ impl Runtime {
         let this = Arc::new(self);
         let stop = CancellationToken::new();
         let mut loops = Loops::default();
-        let status = this.spawn_loops(&mut loops, &stop);
-        let _abort_status_on_drop = AbortOnDrop(status);
+        this.spawn_loops(&mut loops, &stop);
         let died = loops.wait(shutdown, &stop).await;
         this.leave().await;
         tracing::info!(holder = %this.holder_id, "leader runtime stopped");
@@ -274,12 +293,9 @@ impl Runtime {
         }
     }
 
-    /// Starts a task per role, the poller, the wake listener and the status reader.
-    fn spawn_loops(
-        self: &Arc<Self>,
-        loops: &mut Loops,
-        stop: &CancellationToken,
-    ) -> tokio::task::JoinHandle<()> {
+    /// Starts a task per lease, the poller, the wake listener and the status publisher, each
+    /// supervised by `loops`.
+    fn spawn_loops(self: &Arc<Self>, loops: &mut Loops, stop: &CancellationToken) {
         let beat_grid = tokio::time::Instant::now();
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         let mut polled = Vec::with_capacity(self.roles.len());
@@ -314,15 +330,23 @@ impl Runtime {
             let env = this.tick_env(&poller_stop, beat_grid);
             poll_roles(&env, polled, done_rx, wake_rx).await;
         });
+        // The status metrics are what alerts read: a publisher that died unseen would freeze
+        // them while the roles run on, so it is supervised as the loops that lead are.
         let (this, stop) = (self.clone(), stop.clone());
-        tokio::spawn(async move { this.publish_status(stop).await })
+        loops.spawn("the status publisher".to_owned(), async move {
+            this.publish_status(stop).await;
+        });
     }
 
-    /// Reads `leader_leases` every `status_every` for the status metrics, until `stop`.
+    /// Reads `leader_leases` every `status_every` for the status metrics, until `stop` (a read
+    /// under way when it comes is dropped, so a slow database does not hold up the shutdown).
     async fn publish_status(&self, stop: CancellationToken) {
         let roles = self.roles();
         loop {
-            let read = crate::metrics::read_status(&self.pool).await;
+            let read = tokio::select! {
+                read = (self.read_status)(&self.pool) => read,
+                () = stop.cancelled() => break,
+            };
             if let Err(error) = &read {
                 tracing::debug!(%error, "could not read leader_leases for the metrics");
             }
@@ -348,39 +372,62 @@ impl Loops {
         self.names.push((handle.id(), what));
     }
 
-    /// Waits until every loop has ended: `stop` is cancelled when `shutdown` completes or when
-    /// a loop dies, which is returned.
+    /// Waits until every loop has ended. `stop` is cancelled when `shutdown` completes or when
+    /// a loop dies: panics, is cancelled, or returns while `stop` is not cancelled (every loop
+    /// runs until the shutdown, so an early return is a bug too). The death is returned; a
+    /// panic is preferred to an early return, since a loop whose inputs closed because another
+    /// loop panicked returns early too, and the panic is the cause.
     async fn wait(
         mut self,
         shutdown: impl Future<Output = ()> + Send,
         stop: &CancellationToken,
     ) -> Option<RunError> {
         let mut shutdown = std::pin::pin!(shutdown);
-        let mut died = None;
+        let mut died: Option<(RunError, Death)> = None;
         loop {
             tokio::select! {
                 () = &mut shutdown, if !stop.is_cancelled() => stop.cancel(),
-                joined = self.tasks.join_next() => match joined {
-                    None => return died,
-                    Some(Ok(())) => {}
-                    Some(Err(error)) => {
-                        let what = self
-                            .names
-                            .iter()
-                            .find(|(id, _)| *id == error.id())
-                            .map_or_else(|| "a loop".to_owned(), |(_, what)| what.clone());
-                        let reason = match error.try_into_panic() {
-                            Ok(panic) => crate::panic_capture::message_of(panic.as_ref()),
-                            Err(error) => error.to_string(),
-                        };
-                        tracing::error!(loop_ = %what, %reason, "a loop of the runtime died; stopping every role");
-                        stop.cancel();
-                        died.get_or_insert(RunError::LoopDied { what, reason });
+                joined = self.tasks.join_next_with_id() => {
+                    let (id, death, reason) = match joined {
+                        None => return died.map(|(error, _)| error),
+                        Some(Ok(_)) if stop.is_cancelled() => continue,
+                        Some(Ok((id, ()))) => {
+                            (id, Death::Returned, "it returned before the shutdown".to_owned())
+                        }
+                        Some(Err(error)) => {
+                            let id = error.id();
+                            match error.try_into_panic() {
+                                Ok(panic) => (
+                                    id,
+                                    Death::Panicked,
+                                    crate::panic_capture::message_of(panic.as_ref()),
+                                ),
+                                Err(error) => (id, Death::Panicked, error.to_string()),
+                            }
+                        }
+                    };
+                    let what = self
+                        .names
+                        .iter()
+                        .find(|(known, _)| *known == id)
+                        .map_or_else(|| "a loop".to_owned(), |(_, what)| what.clone());
+                    tracing::error!(loop_ = %what, %reason, "a loop of the runtime died; stopping every role");
+                    stop.cancel();
+                    if died.as_ref().is_none_or(|(_, earlier)| death > *earlier) {
+                        died = Some((RunError::LoopDied { what, reason }, death));
                     }
-                },
+                }
             }
         }
     }
+}
+
+/// How a loop died, the more telling last: a panic (or an abort) names its cause, an early
+/// return may only follow another loop's death.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Death {
+    Returned,
+    Panicked,
 }
 
 impl Runtime {
@@ -399,14 +446,6 @@ impl Runtime {
             beat_grid,
             leadership: &self.leadership,
         }
-    }
-}
-
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }
 
@@ -711,24 +750,30 @@ impl<S: Clone + Send + Sync + 'static> RuntimeBuilder<S> {
             holder_id,
             wake: self.wake,
             leadership: Leadership::default(),
+            read_status,
         })
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::future::Future;
     use std::sync::Arc;
     use std::sync::atomic::Ordering;
     use std::time::Duration;
 
+    use futures_util::future::BoxFuture;
     use leader_core::{Role, Timings};
+    use sqlx::PgPool;
     use sqlx::postgres::PgPoolOptions;
+    use tokio_util::sync::CancellationToken;
 
-    use super::Runtime;
+    use super::{Loops, Runtime};
     use crate::error::RunError;
     use crate::fake::{Call, FakeStatements};
     use crate::job::Job;
     use crate::leadership::Leadership;
+    use crate::metrics::LeaseAges;
     use crate::role_spec::RoleSpec;
 
     async fn quick(_: crate::TickContext) -> Result<(), crate::JobError> {
@@ -743,6 +788,15 @@ mod tests {
     /// A runtime on `fake`, leading `alpha` (in `shards` shards if given) with a job that returns
     /// at once.
     fn runtime_of(fake: Arc<FakeStatements>, shards: Option<u32>) -> Runtime {
+        runtime_reading(fake, shards, super::read_status)
+    }
+
+    /// As [`runtime_of`], its status publisher reading with `read_status`.
+    fn runtime_reading(
+        fake: Arc<FakeStatements>,
+        shards: Option<u32>,
+        read_status: super::ReadStatus,
+    ) -> Runtime {
         let pool = PgPoolOptions::new()
             .connect_lazy("postgres://unused@localhost:1/unused")
             .unwrap();
@@ -762,6 +816,7 @@ mod tests {
             holder_id: "test-holder".into(),
             wake: None,
             leadership: Leadership::default(),
+            read_status,
         }
     }
 
@@ -784,6 +839,69 @@ mod tests {
             }
             other => panic!("expected the loop's death, got {other:?}"),
         }
+    }
+
+    /// A status read that panics, as a bug in the publisher would.
+    fn panicking_read(_: &PgPool) -> BoxFuture<'_, Result<Vec<LeaseAges>, sqlx::Error>> {
+        Box::pin(async { panic!("a bug in the status publisher") })
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_status_publisher_that_dies_stops_the_runtime_with_an_error_naming_it() {
+        let fake = Arc::new(FakeStatements::acquiring(vec![]));
+        // On the paused clock an hour passes only once nothing else can run: the bound fails
+        // an unsupervised publisher, whose death would leave the runtime leading on.
+        let ran = tokio::time::timeout(
+            Duration::from_secs(3600),
+            runtime_reading(fake, None, panicking_read).lead(std::future::pending()),
+        )
+        .await
+        .expect("the runtime stops once its status publisher died, without a shutdown");
+        match ran {
+            Err(RunError::LoopDied { what, reason }) => {
+                assert_eq!(what, "the status publisher");
+                assert_eq!(reason, "a bug in the status publisher");
+            }
+            other => panic!("expected the publisher's death, got {other:?}"),
+        }
+    }
+
+    /// Supervises an empty loop (it returns at once, a bug) and one that `then` runs once the
+    /// loops are stopped; returns the death the loops report, as (which loop, reason).
+    async fn first_death(then: impl Future<Output = ()> + Send + 'static) -> (String, String) {
+        let stop = CancellationToken::new();
+        let mut loops = Loops::default();
+        loops.spawn("the early one".to_owned(), async {});
+        let running = stop.clone();
+        loops.spawn("the other one".to_owned(), async move {
+            running.cancelled().await;
+            then.await;
+        });
+        // On the paused clock an hour passes only once nothing else can run.
+        let died = tokio::time::timeout(
+            Duration::from_secs(3600),
+            loops.wait(std::future::pending(), &stop),
+        )
+        .await
+        .expect("the loops stop once one died, without a shutdown");
+        match died {
+            Some(RunError::LoopDied { what, reason }) => (what, reason),
+            other => panic!("expected a loop's death, got {other:?}"),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_loop_that_returns_before_the_shutdown_is_reported_as_dead() {
+        let (what, reason) = first_death(async {}).await;
+        assert_eq!(what, "the early one");
+        assert_eq!(reason, "it returned before the shutdown");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_panic_is_reported_over_an_early_return_it_may_have_caused() {
+        let (what, reason) = first_death(async { panic!("the cause") }).await;
+        assert_eq!(what, "the other one");
+        assert_eq!(reason, "the cause");
     }
 
     #[tokio::test]
