@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use leader_runtime::protocol::{StatementError, operator, status};
+use leader_core::{StatementError, operator, status};
 use leader_runtime::{Runtime, Timings};
 use sqlx::{PgPool, Row};
 use tokio::task::JoinHandle;

@@ -200,7 +200,23 @@ pub use state::State;
 /// The parts of a calendar schedule: [`CronSchedule`](schedule::CronSchedule) (the expression,
 /// time zones and daylight saving time), [`Missed`](schedule::Missed) (instants that passed while
 /// no tick ran) and their errors. [`Schedule`], at the crate root, is when a role runs.
+///
+/// It also holds the time types the crate hands out, so that naming them needs no other crate:
+/// [`DateTime`](schedule::DateTime) (chrono's) in [`Tz`](schedule::Tz) for the instant a tick
+/// serves ([`TickContext::tick_instant`]), and in [`Utc`](schedule::Utc) for database-clock
+/// times such as [`TickContext::granted_at`] and [`Planned`](schedule::Planned)'s instants.
+///
+/// ```
+/// use leader_runtime::TickContext;
+/// use leader_runtime::schedule::{DateTime, Tz, Utc};
+///
+/// /// The instant a tick serves (a calendar role's only), and when it was granted.
+/// fn served(tick: &TickContext) -> (Option<DateTime<Tz>>, DateTime<Utc>) {
+///     (tick.tick_instant(), tick.granted_at())
+/// }
+/// ```
 pub mod schedule {
+    pub use chrono::{DateTime, Utc};
     pub use chrono_tz::Tz;
     pub use leader_schedule::{CronSchedule, Missed, Planned, ScheduleError};
 }
@@ -217,9 +233,13 @@ pub mod schema {
     pub use leader_core::{SchemaError, check_schema_ready};
 }
 
-/// The protocol underneath, for tools (`leaderctl`, tests, benchmarks): the lease statements a
-/// runtime sends, the operator's statements, `leader_status` as typed rows, and their errors. A
-/// job author needs none of it.
+/// The statements underneath the runtime, for a job's tests (feature `test-support`): a real
+/// grant from [`lease::acquire_one`](protocol::lease::acquire_one) to build a [`TickContext`]
+/// from ([`TickContext::from_grant`]), and the operator's statements to pause the role or clear
+/// its cooldown around it. Enable the feature in `[dev-dependencies]` only: these statements
+/// release, pause and grant any role, whoever leads it. An application's own code needs none of
+/// it; tools (`leaderctl`, benchmarks) use `leader-core`, where these are defined.
+#[cfg(any(feature = "test-support", doc))]
 pub mod protocol {
     pub use leader_core::{ReleaseOutcome, Statement, StatementError, lease, operator, status};
 }

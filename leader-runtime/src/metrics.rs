@@ -8,7 +8,7 @@
 //! | `leader_paused_seconds` | gauge | `role` | how long the role has been paused, from `paused_at` on the database clock; 0 while not paused |
 //! | `leader_interval_seconds` | gauge | `role` | for an interval role, its interval: the least time between the ends of two completed ticks |
 //! | `leader_lease_lost_total` | counter | `role`, `reason` (`taken_over`, `paused`, `released`, `expired`, `heartbeat_timeout`, `panicked`) | ticks that ended without their lease; `panicked` is created at 0 at start so its first increase alerts |
-//! | `leader_tick_duration_seconds` | histogram | `role`, `outcome` (`completed`, `failed`, `panicked`, `shutdown`, `lost`: [`ReleaseOutcome`](crate::protocol::ReleaseOutcome)'s names) | how long each tick ran |
+//! | `leader_tick_duration_seconds` | histogram | `role`, `outcome` (`completed`, `failed`, `panicked`, `shutdown`, `lost`) | how long each tick ran |
 //! | `leader_database_read_only` | gauge | `role` | 1 while this replica's ACQUIRE for the role is refused because the server is read-only (a standby, a demoted primary), else 0 |
 //! | `leader_clock_drift_seconds` | gauge | — | database clock minus local clock, estimated from each ACQUIRE and RENEW; informational |
 //! | `leader_schedule_start_delay_seconds` | histogram | `role` | for a calendar role, how long after its scheduled instant each tick was granted, on the database clock |
@@ -25,6 +25,9 @@
 //! starts, to whatever recorder is installed then, and by the exporter's `install`. The `prometheus` feature's exporter
 //! (`leader_runtime::prometheus::install`) also gives the tick-duration histogram buckets from
 //! 5 ms to one hour.
+//!
+//! Each name is also a constant below, for code that reads the metrics (a test's recorder, an
+//! alert generator): [`PAUSED`] rather than `PAUSED`.
 
 use std::time::{Duration, SystemTime};
 
@@ -34,76 +37,111 @@ use metrics::Unit;
 use sqlx::{PgPool, Row};
 use tokio::time::Instant;
 
+/// `leader_last_tick_age_seconds`. A gauge labelled `role`: the age of the role's last completed
+/// tick, on the database clock; only set when known.
+pub const LAST_TICK_AGE_SECONDS: &str = "leader_last_tick_age_seconds";
+/// `leader_last_tick_unknown`. A gauge labelled `role` and `reason` (`never_ran`, `read_failed`): 1
+/// while the age is unknown for that reason, else 0.
+pub const LAST_TICK_UNKNOWN: &str = "leader_last_tick_unknown";
+/// `leader_paused`. A gauge labelled `role`: 1 while an operator has paused the role, else 0.
+pub const PAUSED: &str = "leader_paused";
+/// `leader_paused_seconds`. A gauge labelled `role`: how long the role has been paused, on the
+/// database clock; 0 while not paused.
+pub const PAUSED_SECONDS: &str = "leader_paused_seconds";
+/// `leader_interval_seconds`. A gauge labelled `role`, for an interval role: its interval.
+pub const INTERVAL_SECONDS: &str = "leader_interval_seconds";
+/// `leader_lease_lost_total`. A counter labelled `role` and `reason` (`taken_over`, `paused`,
+/// `released`, `expired`, `heartbeat_timeout`, `panicked`): ticks that ended without their lease.
+pub const LEASE_LOST_TOTAL: &str = "leader_lease_lost_total";
+/// `leader_tick_duration_seconds`. A histogram labelled `role` and `outcome` (`completed`,
+/// `failed`, `panicked`, `shutdown`, `lost`): how long each tick ran.
+pub const TICK_DURATION_SECONDS: &str = "leader_tick_duration_seconds";
+/// `leader_database_read_only`. A gauge labelled `role`: 1 while this replica's ACQUIRE for the
+/// role is refused because the server is read-only, else 0.
+pub const DATABASE_READ_ONLY: &str = "leader_database_read_only";
+/// `leader_clock_drift_seconds`. A gauge with no labels: the database clock minus the local clock;
+/// informational.
+pub const CLOCK_DRIFT_SECONDS: &str = "leader_clock_drift_seconds";
+/// `leader_schedule_start_delay_seconds`. A histogram labelled `role`, for a calendar role: how
+/// long after its instant each tick was granted.
+pub const SCHEDULE_START_DELAY_SECONDS: &str = "leader_schedule_start_delay_seconds";
+/// `leader_schedule_skipped_instants_total`. A counter labelled `role`, for a calendar role: the
+/// instants its ticks skipped under the `latest` policy.
+pub const SCHEDULE_SKIPPED_INSTANTS_TOTAL: &str = "leader_schedule_skipped_instants_total";
+/// `leader_schedule_overdue_seconds`. A gauge labelled `role`, for a calendar role: how long its
+/// next instant is past while unpaused.
+pub const SCHEDULE_OVERDUE_SECONDS: &str = "leader_schedule_overdue_seconds";
+
 /// The `# HELP` text of each metric: the meaning column above.
 const DESCRIPTIONS: [(&str, Kind, Option<Unit>, &str); 12] = [
     (
-        "leader_last_tick_age_seconds",
+        LAST_TICK_AGE_SECONDS,
         Kind::Gauge,
         Some(Unit::Seconds),
         "Age of the role's last completed tick, from leader_leases on the database clock; only set when known.",
     ),
     (
-        "leader_last_tick_unknown",
+        LAST_TICK_UNKNOWN,
         Kind::Gauge,
         None,
         "1 while the age of the role's last completed tick is unknown for this reason (never_ran, read_failed), else 0.",
     ),
     (
-        "leader_paused",
+        PAUSED,
         Kind::Gauge,
         None,
         "1 while an operator has paused the role.",
     ),
     (
-        "leader_paused_seconds",
+        PAUSED_SECONDS,
         Kind::Gauge,
         Some(Unit::Seconds),
         "How long the role has been paused, on the database clock; 0 while not paused.",
     ),
     (
-        "leader_interval_seconds",
+        INTERVAL_SECONDS,
         Kind::Gauge,
         Some(Unit::Seconds),
         "The role's interval: the least time between the ends of two completed ticks.",
     ),
     (
-        "leader_lease_lost_total",
+        LEASE_LOST_TOTAL,
         Kind::Counter,
         None,
         "Ticks that ended without their lease, by reason; reason=panicked starts at 0.",
     ),
     (
-        "leader_tick_duration_seconds",
+        TICK_DURATION_SECONDS,
         Kind::Histogram,
         Some(Unit::Seconds),
         "How long each tick ran, by outcome (completed, failed, panicked, shutdown, lost).",
     ),
     (
-        "leader_database_read_only",
+        DATABASE_READ_ONLY,
         Kind::Gauge,
         None,
         "1 while this replica's ACQUIRE for the role is refused because the server is read-only.",
     ),
     (
-        "leader_clock_drift_seconds",
+        CLOCK_DRIFT_SECONDS,
         Kind::Gauge,
         Some(Unit::Seconds),
         "Database clock minus local clock, estimated from ACQUIRE and RENEW round trips; informational.",
     ),
     (
-        "leader_schedule_start_delay_seconds",
+        SCHEDULE_START_DELAY_SECONDS,
         Kind::Histogram,
         Some(Unit::Seconds),
         "For a calendar role, how long after its scheduled instant each tick was granted, on the database clock.",
     ),
     (
-        "leader_schedule_skipped_instants_total",
+        SCHEDULE_SKIPPED_INSTANTS_TOTAL,
         Kind::Counter,
         None,
         "Scheduled instants a tick skipped under the latest missed-instant policy.",
     ),
     (
-        "leader_schedule_overdue_seconds",
+        SCHEDULE_OVERDUE_SECONDS,
         Kind::Gauge,
         Some(Unit::Seconds),
         "For a calendar role, how long its next instant is past on the database clock while unpaused; 0 when none is.",
@@ -136,46 +174,45 @@ pub(crate) fn describe() {
 /// skipped instants at 0), and the panicked losses at 0.
 pub(crate) fn register(role: Role, schedule: &leader_schedule::Schedule) {
     match schedule.interval() {
-        Some(every) => metrics::gauge!("leader_interval_seconds", "role" => role.as_str())
-            .set(every.as_secs_f64()),
+        Some(every) => {
+            metrics::gauge!(INTERVAL_SECONDS, "role" => role.as_str()).set(every.as_secs_f64())
+        }
         None => {
-            metrics::counter!("leader_schedule_skipped_instants_total", "role" => role.as_str())
-                .absolute(0)
+            metrics::counter!(SCHEDULE_SKIPPED_INSTANTS_TOTAL, "role" => role.as_str()).absolute(0)
         }
     }
-    metrics::counter!("leader_lease_lost_total", "role" => role.as_str(), "reason" => "panicked")
+    metrics::counter!(LEASE_LOST_TOTAL, "role" => role.as_str(), "reason" => "panicked")
         .absolute(0);
 }
 
 pub(crate) fn lease_lost(role: Role, reason: &'static str) {
-    metrics::counter!("leader_lease_lost_total", "role" => role.as_str(), "reason" => reason)
-        .increment(1);
+    metrics::counter!(LEASE_LOST_TOTAL, "role" => role.as_str(), "reason" => reason).increment(1);
 }
 
 pub(crate) fn tick_finished(role: Role, outcome: &'static str, elapsed: Duration) {
-    metrics::histogram!("leader_tick_duration_seconds", "role" => role.as_str(), "outcome" => outcome)
+    metrics::histogram!(TICK_DURATION_SECONDS, "role" => role.as_str(), "outcome" => outcome)
         .record(elapsed.as_secs_f64());
 }
 
 /// A calendar role's tick was granted `delay` after its instant, skipping `skipped` older ones.
 pub(crate) fn scheduled_grant(role: Role, delay: Duration, skipped: u64) {
-    metrics::histogram!("leader_schedule_start_delay_seconds", "role" => role.as_str())
+    metrics::histogram!(SCHEDULE_START_DELAY_SECONDS, "role" => role.as_str())
         .record(delay.as_secs_f64());
     if skipped > 0 {
-        metrics::counter!("leader_schedule_skipped_instants_total", "role" => role.as_str())
+        metrics::counter!(SCHEDULE_SKIPPED_INSTANTS_TOTAL, "role" => role.as_str())
             .increment(skipped);
     }
 }
 
 pub(crate) fn read_only(role: Role, read_only: bool) {
-    metrics::gauge!("leader_database_read_only", "role" => role.as_str())
+    metrics::gauge!(DATABASE_READ_ONLY, "role" => role.as_str())
         .set(f64::from(u8::from(read_only)));
 }
 
 /// Sets `leader_clock_drift_seconds` from one statement sent at `sent`, answered at `answered`,
 /// that read the database clock as `db_now`.
 pub(crate) fn clock_drift(db_now: DateTime<Utc>, sent: Instant, answered: Instant) {
-    metrics::gauge!("leader_clock_drift_seconds").set(clock_drift_seconds(db_now, sent, answered));
+    metrics::gauge!(CLOCK_DRIFT_SECONDS).set(clock_drift_seconds(db_now, sent, answered));
 }
 
 /// The database clock minus the local clock, estimated from one statement's round trip as the
@@ -248,20 +285,18 @@ pub(crate) fn publish_status(roles: &[Role], status: Result<&[LeaseAges], ()>) {
             (Err(()), _) | (Ok(_), None) => (0.0, 1.0),
             (Ok(_), Some(s)) => (f64::from(u8::from(s.last_tick_age_seconds.is_none())), 0.0),
         };
-        metrics::gauge!("leader_last_tick_unknown", "role" => name, "reason" => "never_ran")
-            .set(never_ran);
-        metrics::gauge!("leader_last_tick_unknown", "role" => name, "reason" => "read_failed")
+        metrics::gauge!(LAST_TICK_UNKNOWN, "role" => name, "reason" => "never_ran").set(never_ran);
+        metrics::gauge!(LAST_TICK_UNKNOWN, "role" => name, "reason" => "read_failed")
             .set(read_failed);
         if let Some(found) = found {
             if let Some(age) = found.last_tick_age_seconds {
-                metrics::gauge!("leader_last_tick_age_seconds", "role" => name).set(age);
+                metrics::gauge!(LAST_TICK_AGE_SECONDS, "role" => name).set(age);
             }
             let paused = found.paused_seconds;
-            metrics::gauge!("leader_paused", "role" => name)
-                .set(f64::from(u8::from(paused.is_some())));
-            metrics::gauge!("leader_paused_seconds", "role" => name).set(paused.unwrap_or(0.0));
+            metrics::gauge!(PAUSED, "role" => name).set(f64::from(u8::from(paused.is_some())));
+            metrics::gauge!(PAUSED_SECONDS, "role" => name).set(paused.unwrap_or(0.0));
             if let Some(overdue) = found.overdue_seconds {
-                metrics::gauge!("leader_schedule_overdue_seconds", "role" => name).set(overdue);
+                metrics::gauge!(SCHEDULE_OVERDUE_SECONDS, "role" => name).set(overdue);
             }
         }
     }
@@ -269,7 +304,104 @@ pub(crate) fn publish_status(roles: &[Role], status: Result<&[LeaseAges], ()>) {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use leader_core::Statement;
+
+    /// This file's text: the module's table and each constant's doc comment.
+    const SOURCE: &str = include_str!("metrics.rs");
+
+    /// The backticked words of `text`, in order.
+    fn backticked(text: &str) -> Vec<&str> {
+        text.split('`').skip(1).step_by(2).collect()
+    }
+
+    /// The module table's rows: each metric's kind and the labels its row names.
+    fn table() -> BTreeMap<&'static str, (&'static str, Vec<&'static str>)> {
+        SOURCE
+            .lines()
+            .filter(|line| line.starts_with("//! | `leader_"))
+            .map(|row| {
+                let cells: Vec<&str> = row[4..].split('|').map(str::trim).collect();
+                // The labels cell names each label, then its values in parentheses.
+                let mut labels = Vec::new();
+                let mut depth = 0;
+                for (i, part) in cells[3].split('`').enumerate() {
+                    depth += part.matches('(').count();
+                    depth -= part.matches(')').count();
+                    if i % 2 == 1 && depth == 0 {
+                        labels.push(part);
+                    }
+                }
+                (backticked(cells[1])[0], (cells[2], labels))
+            })
+            .collect()
+    }
+
+    /// Each public constant's value and doc comment.
+    fn constants() -> BTreeMap<&'static str, String> {
+        let lines: Vec<&str> = SOURCE.lines().collect();
+        let mut found = BTreeMap::new();
+        for (i, line) in lines.iter().enumerate() {
+            let Some(value) = line
+                .strip_prefix("pub const ")
+                .and_then(|rest| rest.split('"').nth(1))
+            else {
+                continue;
+            };
+            let doc: Vec<&str> = lines[..i]
+                .iter()
+                .rev()
+                .map_while(|l| l.strip_prefix("///"))
+                .collect();
+            found.insert(value, doc.into_iter().rev().collect::<Vec<_>>().join(" "));
+        }
+        found
+    }
+
+    #[test]
+    fn every_metric_has_a_constant_a_table_row_and_a_description_of_the_same_kind() {
+        let table = table();
+        let constants = constants();
+        let described: BTreeMap<&str, &str> = super::DESCRIPTIONS
+            .iter()
+            .map(|(name, kind, ..)| {
+                let kind = match kind {
+                    super::Kind::Counter => "counter",
+                    super::Kind::Gauge => "gauge",
+                    super::Kind::Histogram => "histogram",
+                };
+                (*name, kind)
+            })
+            .collect();
+        assert_eq!(
+            table.keys().collect::<Vec<_>>(),
+            constants.keys().collect::<Vec<_>>(),
+            "the table and the constants name the same metrics"
+        );
+        assert_eq!(
+            table.keys().collect::<Vec<_>>(),
+            described.keys().collect::<Vec<_>>(),
+            "every metric in the table is described to the recorder"
+        );
+        for (name, (kind, labels)) in &table {
+            assert_eq!(described[name], *kind, "{name}'s kind in DESCRIPTIONS");
+            let doc = &constants[name];
+            assert!(
+                doc.contains(&format!("`{name}`")) && doc.to_lowercase().contains(kind),
+                "{name}'s constant says its name and that it is a {kind}: {doc}"
+            );
+            for label in labels {
+                assert!(
+                    doc.contains(&format!("`{label}`")),
+                    "{name}'s constant names its label `{label}`: {doc}"
+                );
+            }
+            if labels.is_empty() {
+                assert!(doc.contains("no labels"), "{name} has no labels: {doc}");
+            }
+        }
+    }
 
     #[test]
     fn the_status_read_carries_its_name() {
