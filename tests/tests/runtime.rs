@@ -184,12 +184,23 @@ async fn two_runtimes_never_lead_a_role_at_the_same_time() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_leader_stopped_without_releasing_is_replaced_once_its_lease_expires() {
     let db = tick_db().await;
+    record_acquires(&db).await;
     let [(a, _stop_a), (b, stop_b)] = leader_and_follower(&db, Duration::from_millis(10)).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Unrenewed, a's lease would run out one TTL after its grant: b asks after that, and is
+    // refused because a renewed (b asks at the expiry each refusal gives, and at max_poll).
+    let (token, granted): (i64, chrono::DateTime<chrono::Utc>) = sqlx::query_as(
+        "SELECT holder_token, acquired_at FROM leader_leases
+          WHERE role = 'alpha' AND holder_id = 'replica-a'",
+    )
+    .fetch_one(db.admin())
+    .await
+    .expect("a leads");
+    let unrenewed_expiry = granted + chrono::Duration::from_std(FAST.ttl()).unwrap();
+    wait_for_acquires(&db, "replica-b", ALPHA, 1, unrenewed_expiry).await;
+    let row = lease(&db, ALPHA).await;
     assert_eq!(
-        db.count("SELECT count(*) FROM ticks WHERE holder = 'replica-b'")
-            .await,
-        0,
+        (row.holder_id.as_deref(), row.holder_token),
+        (Some("replica-a"), token),
         "b waits while a renews"
     );
 
@@ -225,6 +236,8 @@ async fn a_leader_stopped_without_releasing_is_replaced_once_its_lease_expires()
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn pause_cancels_the_running_tick_and_unpause_resumes_at_the_next_poll() {
     let db = tick_db().await;
+    record_acquires(&db).await;
+    record_holder_changes(&db).await;
     let (a, stop_a) = start(runtime(
         &db,
         "replica-a",
@@ -246,6 +259,7 @@ async fn pause_cancels_the_running_tick_and_unpause_resumes_at_the_next_poll() {
     let paused_at = Instant::now();
     db.exec("SELECT leader_pause('alpha', 'tests', 'mid-tick')")
         .await;
+    let paused = db_now(&db).await;
     assert!(
         db.eventually(
             "SELECT count(*) FROM ticks WHERE note = 'paused'",
@@ -259,13 +273,19 @@ async fn pause_cancels_the_running_tick_and_unpause_resumes_at_the_next_poll() {
         paused_at.elapsed(),
         FAST.heartbeat()
     );
-    // Several polls of both runtimes go by: nobody leads.
-    tokio::time::sleep(FAST.max_poll() * 3).await;
+    // Both runtimes ask once the role would be due but for the pause (past the pause's floor,
+    // the old lease's expiry): nobody is granted it.
+    let floor = lease(&db, ALPHA).await.not_before;
+    let due = floor.map_or(paused, |floor| floor.max(paused));
+    for holder in ["replica-a", "replica-b"] {
+        wait_for_acquires(&db, holder, ALPHA, 1, due).await;
+    }
     assert_eq!(
-        db.count("SELECT count(*) FROM ticks").await,
-        1,
+        grants_since(&db, ALPHA, paused, None).await,
+        0,
         "no ACQUIRE is granted while paused"
     );
+    assert_eq!(db.count("SELECT count(*) FROM ticks").await, 1);
     assert_eq!(
         db.count("SELECT count(*) FROM leader_leases WHERE holder_id IS NOT NULL")
             .await,
@@ -390,6 +410,8 @@ async fn a_panicking_tick_is_not_a_completion_and_everything_else_goes_on() {
     recorder.install().unwrap();
 
     let db = tick_db().await;
+    record_acquires(&db).await;
+    record_holder_changes(&db).await;
     let every = Duration::from_secs(120);
     let steps_ran = Arc::new(Mutex::new(Vec::<&'static str>::new()));
     let log = steps_ran.clone();
@@ -436,6 +458,14 @@ async fn a_panicking_tick_is_not_a_completion_and_everything_else_goes_on() {
             Duration::from_secs(30)
         )
         .await
+    );
+    // Released with its cooldown: the poller asks for the role again at once, and is refused.
+    let released = db_now(&db).await;
+    wait_for_acquires(&db, "replica-a", ALPHA, 1, released).await;
+    assert_eq!(
+        grants_since(&db, ALPHA, released, None).await,
+        0,
+        "not granted again before the cooldown"
     );
     let betas_before = db
         .count("SELECT count(*) FROM ticks WHERE role = 'beta'")

@@ -127,14 +127,6 @@ async fn wait_until<F: Future<Output = bool>>(what: &str, mut done: impl FnMut()
     }
 }
 
-/// The database clock.
-async fn db_now(db: &TestDb) -> DateTime<Utc> {
-    sqlx::query_scalar("SELECT now()")
-        .fetch_one(db.admin())
-        .await
-        .unwrap()
-}
-
 /// The instants billed, in order.
 async fn billed(db: &TestDb) -> Vec<DateTime<Utc>> {
     sqlx::query_scalar("SELECT instant FROM billed ORDER BY instant")
@@ -158,6 +150,8 @@ async fn assert_once_and_never_early(db: &TestDb) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_replicas_complete_each_instant_once_over_a_shutdown_a_kill_and_a_pause() {
     let db = billing_db().await;
+    record_acquires(&db).await;
+    record_holder_changes(&db).await;
     let (a, b, victim) = (
         Replica::new("replica-a"),
         Replica::new("replica-b"),
@@ -204,14 +198,25 @@ async fn three_replicas_complete_each_instant_once_over_a_shutdown_a_kill_and_a_
     operator::pause(db.pool(), "alpha", "test", Some("schedule test"), &FAST)
         .await
         .unwrap();
-    let paused_at: DateTime<Utc> =
-        sqlx::query_scalar("SELECT paused_at FROM leader_leases WHERE role = 'alpha'")
+    let paused = db_now(&db).await;
+    let (paused_at, floor): (DateTime<Utc>, Option<DateTime<Utc>>) =
+        sqlx::query_as("SELECT paused_at, not_before FROM leader_leases WHERE role = 'alpha'")
             .fetch_one(db.admin())
             .await
             .unwrap();
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    // The pause lasts until replica-b has asked twice once an instant was due but for the pause:
+    // the next instant is at most one period after the pause, and the first refusal tells b the
+    // last completed instant, so its second ACQUIRE asks for the next one.
+    let due = (paused + chrono::Duration::seconds(2)).max(floor.unwrap_or(paused));
+    wait_for_acquires(&db, "replica-b", ALPHA, 2, due).await;
+    let unpausing = db_now(&db).await;
     operator::unpause(db.pool(), "alpha", &FAST).await.unwrap();
     let unpaused_at = db_now(&db).await;
+    assert_eq!(
+        grants_since(&db, ALPHA, paused, Some(unpausing)).await,
+        0,
+        "an instant was granted while the role was paused"
+    );
     wait_until("billing never caught up after the unpause", || async {
         billed(&db)
             .await
@@ -264,6 +269,7 @@ async fn three_replicas_complete_each_instant_once_over_a_shutdown_a_kill_and_a_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn latest_runs_the_latest_missed_instant_once_and_skips_the_older() {
     let db = billing_db().await;
+    record_acquires(&db).await;
     let (task, stop) = start(&db, Replica::new("replica-a"), Missed::Latest);
     assert!(
         db.eventually(
@@ -275,8 +281,18 @@ async fn latest_runs_the_latest_missed_instant_once_and_skips_the_older() {
     operator::pause(db.pool(), "alpha", "test", None, &FAST)
         .await
         .unwrap();
-    // Whatever the pause caught in flight has ended once the lease's floor has passed.
-    tokio::time::sleep(Duration::from_secs(7)).await;
+    // The replica asks for the role only between ticks, so an ACQUIRE of its after the pause
+    // shows that whatever tick the pause caught has ended and billed what it billed. Asked six
+    // seconds after the pause, three instants have passed meanwhile: the older two are skipped.
+    let paused = db_now(&db).await;
+    wait_for_acquires(
+        &db,
+        "replica-a",
+        ALPHA,
+        1,
+        paused + chrono::Duration::seconds(6),
+    )
+    .await;
     let before: i64 = db.count("SELECT count(*) FROM billed").await;
     operator::unpause(db.pool(), "alpha", &FAST).await.unwrap();
     operator::clear_cooldown(db.pool(), "alpha", &FAST)
@@ -295,8 +311,8 @@ async fn latest_runs_the_latest_missed_instant_once_and_skips_the_older() {
     let resumed = usize::try_from(before).unwrap();
     let (last_before, first_after) = (instants[resumed - 1], instants[resumed]);
     // The last instant billed before the pause is at or before it; the first after is no older
-    // than the instant just before the unpause (7 s later), so at least one instant between was
-    // skipped.
+    // than the instant just before the unpause (at least 6 s later), so at least one instant
+    // between was skipped.
     assert!(
         first_after >= unpaused_at - chrono::Duration::seconds(2),
         "the first instant billed after the unpause is not an older missed one ({first_after}, unpaused at {unpaused_at})"

@@ -318,6 +318,8 @@ async fn a_joining_replica_takes_shards_at_the_others_tick_boundaries_before_any
 async fn replicas_with_the_old_and_the_new_shard_count_side_by_side_never_claim_a_key_twice_at_once()
  {
     let db = sharded_database(4).await;
+    record_acquires(&db).await;
+    record_holder_changes(&db).await;
     let old: Vec<Running> = futures_util::future::join_all(
         ["old0", "old1"].map(|holder| Running::start(&db, holder, 4, timings())),
     )
@@ -327,6 +329,7 @@ async fn replicas_with_the_old_and_the_new_shard_count_side_by_side_never_claim_
     // The migration runs while the old replicas lead; then replicas with the new count start
     // beside them.
     db.exec("SELECT leader_reshard('alpha', 6)").await;
+    let resharded = db_now(&db).await;
     let new: Vec<Running> = futures_util::future::join_all(
         ["new0", "new1"].map(|holder| Running::start(&db, holder, 6, timings())),
     )
@@ -338,6 +341,27 @@ async fn replicas_with_the_old_and_the_new_shard_count_side_by_side_never_claim_
             > 12
     })
     .await;
+    // The old replicas keep asking after the new count led, and are refused every shard.
+    let new_led: chrono::DateTime<chrono::Utc> =
+        sqlx::query_scalar("SELECT min(claimed_at) FROM ledger WHERE shard_count = 6")
+            .fetch_one(db.admin())
+            .await
+            .unwrap();
+    for holder in ["old0", "old1"] {
+        wait_for_acquires(&db, holder, ALPHA, 2, new_led).await;
+    }
+    let old_granted: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM holder_changes
+          WHERE to_holder IN ('old0', 'old1') AND at > $1",
+    )
+    .bind(resharded)
+    .fetch_one(db.admin())
+    .await
+    .unwrap();
+    assert_eq!(
+        old_granted, 0,
+        "a replica with the old count was granted a shard"
+    );
     let old_after = db
         .count(
             "SELECT count(*) FROM ledger

@@ -4,6 +4,8 @@
 mod common;
 
 use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::*;
@@ -125,13 +127,60 @@ async fn with_wake_a_follower_takes_a_released_role_without_waiting_for_its_poll
     b.await.unwrap().unwrap();
 }
 
+/// A server that never answers: it accepts every connection and holds it without a word, so each
+/// attempt of a wake listener pointed at it fails at its connect timeout, and it counts them.
+struct Unanswering {
+    port: u16,
+    attempts: Arc<AtomicUsize>,
+    task: JoinHandle<()>,
+}
+
+impl Unanswering {
+    async fn start() -> Unanswering {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let attempts = Arc::new(AtomicUsize::new(0));
+        let counted = attempts.clone();
+        let task = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                held.push(socket);
+                counted.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+        Unanswering {
+            port,
+            attempts,
+            task,
+        }
+    }
+
+    /// Waits until `times` connection attempts have reached it; two minutes without is a failure.
+    async fn wait_for_attempts(&self, times: usize) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+        while self.attempts.load(Ordering::SeqCst) < times {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no {times} wake connection attempts within two minutes"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl Drop for Unanswering {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn without_its_wake_connection_a_runtime_still_leads_by_polling_and_says_so_once() {
     let logged = Logged::capture_warnings();
     let db = ticks_db().await;
-    let nowhere = direct(&db).port(1);
-    let (a, stop_a) = runtime(&db, "a", FAST, Some(nowhere.clone()));
-    let (b, stop_b) = runtime(&db, "b", FAST, Some(nowhere));
+    let (silent_a, silent_b) = (Unanswering::start().await, Unanswering::start().await);
+    let (a, stop_a) = runtime(&db, "a", FAST, Some(direct(&db).port(silent_a.port)));
+    let (b, stop_b) = runtime(&db, "b", FAST, Some(direct(&db).port(silent_b.port)));
     const LOST: &str = "wake connection lost or refused";
     assert_eq!(
         logged.wait_for(LOST, 2, Duration::from_secs(60)).await,
@@ -151,6 +200,9 @@ async fn without_its_wake_connection_a_runtime_still_leads_by_polling_and_says_s
     } else {
         ((b, stop_b), (a, stop_a))
     };
+    // Each runtime's third attempt starts only after its second failed and was logged, or not.
+    silent_a.wait_for_attempts(3).await;
+    silent_b.wait_for_attempts(3).await;
     leader.1.cancel();
     leader.0.await.unwrap().unwrap();
     assert!(
@@ -161,8 +213,6 @@ async fn without_its_wake_connection_a_runtime_still_leads_by_polling_and_says_s
         .await,
         "the follower took over by polling"
     );
-    // Long enough for another failed attempt of each (backoff 1 s, then a 2 s connect).
-    tokio::time::sleep(Duration::from_secs(5)).await;
     follower.1.cancel();
     follower.0.await.unwrap().unwrap();
     let logs = logged.lines().join("");

@@ -93,12 +93,14 @@ pub async fn make_due(db: &TestDb, role: Role) {
 /// Starts recording every change of a lease's holder in `holder_changes`, so a test can read what
 /// happened to the row even after another replica has moved it on: a release is a change from the
 /// holder to NULL (expiry writes nothing; a takeover goes from one holder straight to the next).
+/// `at` is the changing statement's `now()`: for a grant, the clock ACQUIRE's guards read.
 ///
 /// The trigger's function runs as its owner, so the runtime's own grants need not cover the table.
 pub async fn record_holder_changes(db: &TestDb) {
     db.exec(
         "CREATE TABLE holder_changes (id bigserial PRIMARY KEY, role text NOT NULL,
-                                      from_holder text, to_holder text, not_before timestamptz);
+                                      from_holder text, to_holder text, not_before timestamptz,
+                                      at timestamptz NOT NULL DEFAULT now());
          CREATE FUNCTION record_holder_change() RETURNS trigger
          LANGUAGE plpgsql SECURITY DEFINER SET search_path = public
          AS $$
@@ -113,6 +115,107 @@ pub async fn record_holder_changes(db: &TestDb) {
              EXECUTE FUNCTION record_holder_change();",
     )
     .await;
+}
+
+/// Starts recording every ACQUIRE sent in `acquires`: its text and its `now()` (`started_at`, the
+/// clock its guards read; the statement runs in a transaction of its own). A test that must show
+/// that something did *not* happen (no grant while paused, no takeover while the leader renews)
+/// waits for an ACQUIRE that would have brought it about, then checks the row: it does not wait a
+/// fixed time, which on a slow machine may end before anyone asked.
+///
+/// A statement-level trigger on `leader_leases` records it: ACQUIRE's UPDATE fires it even when
+/// it grants nothing. ACQUIRE inlines its values ([`acquires_by`] reads the holder from the text).
+pub async fn record_acquires(db: &TestDb) {
+    db.exec(
+        "CREATE TABLE acquires (id bigserial PRIMARY KEY, started_at timestamptz NOT NULL,
+                                query text NOT NULL);
+         CREATE FUNCTION record_acquire() RETURNS trigger
+         LANGUAGE plpgsql SECURITY DEFINER SET search_path = public
+         AS $$
+         BEGIN
+             IF current_query() LIKE '/* leader:acquire */%' THEN
+                 INSERT INTO acquires (started_at, query) VALUES (now(), current_query());
+             END IF;
+             RETURN NULL;
+         END
+         $$;
+         CREATE TRIGGER record_acquire AFTER UPDATE ON leader_leases
+             FOR EACH STATEMENT EXECUTE FUNCTION record_acquire();",
+    )
+    .await;
+}
+
+/// How many ACQUIREs (recorded by [`record_acquires`]) `holder` sent for `role` that started
+/// after `since` on the database clock.
+pub async fn acquires_by(
+    db: &TestDb,
+    holder: &str,
+    role: Role,
+    since: chrono::DateTime<chrono::Utc>,
+) -> i64 {
+    // ACQUIRE renders the holder as convert_from(decode('<hex>', 'hex'), 'UTF8') and each
+    // wanted role as '<role>'::text.
+    sqlx::query_scalar(
+        "SELECT count(*) FROM acquires
+          WHERE started_at > $3
+            AND position(format('decode(%L, ''hex'')', encode(convert_to($1, 'UTF8'), 'hex'))
+                         IN query) > 0
+            AND position(format('%L::text', $2) IN query) > 0",
+    )
+    .bind(holder)
+    .bind(role)
+    .bind(since)
+    .fetch_one(db.admin())
+    .await
+    .unwrap()
+}
+
+/// Waits until `holder` has sent `times` ACQUIREs for `role` that started after `since` (see
+/// [`acquires_by`]). A liveness wait: a runtime that polls reaches it, however slow the machine;
+/// two minutes without is a failure.
+pub async fn wait_for_acquires(
+    db: &TestDb,
+    holder: &str,
+    role: Role,
+    times: i64,
+    since: chrono::DateTime<chrono::Utc>,
+) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    while acquires_by(db, holder, role, since).await < times {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{holder} sent no {times} ACQUIRE(s) for {role} after {since} within two minutes"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The database clock, read after everything committed before the call.
+pub async fn db_now(db: &TestDb) -> chrono::DateTime<chrono::Utc> {
+    sqlx::query_scalar("SELECT now()")
+        .fetch_one(db.admin())
+        .await
+        .unwrap()
+}
+
+/// How many grants of `role` (holder changes to a holder, recorded by [`record_holder_changes`])
+/// ACQUIREs made that started after `since`, and before `until` when given.
+pub async fn grants_since(
+    db: &TestDb,
+    role: Role,
+    since: chrono::DateTime<chrono::Utc>,
+    until: Option<chrono::DateTime<chrono::Utc>>,
+) -> i64 {
+    sqlx::query_scalar(
+        "SELECT count(*) FROM holder_changes
+          WHERE role = $1 AND to_holder IS NOT NULL AND at > $2 AND ($3::timestamptz IS NULL OR at < $3)",
+    )
+    .bind(role)
+    .bind(since)
+    .bind(until)
+    .fetch_one(db.admin())
+    .await
+    .unwrap()
 }
 
 #[derive(Debug, sqlx::FromRow)]
