@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
+use leader_runtime::metrics;
 use leader_runtime::panic_guard::Steps;
 use leader_runtime::{CancelCause, JobError, Role, Runtime, TickContext};
 use leader_testkit::TestDb;
@@ -508,7 +509,7 @@ async fn a_panicking_tick_is_not_a_completion_and_everything_else_goes_on() {
     loop {
         seen.add(snapshotter.snapshot());
         if seen
-            .get("leader_last_tick_age_seconds", &[("role", "beta")])
+            .get(metrics::LAST_TICK_AGE_SECONDS, &[("role", "beta")])
             .is_some()
         {
             break;
@@ -522,14 +523,14 @@ async fn a_panicking_tick_is_not_a_completion_and_everything_else_goes_on() {
     let value = |name: &str, labels: &[(&str, &str)]| seen.get(name, labels);
     assert_eq!(
         value(
-            "leader_lease_lost_total",
+            metrics::LEASE_LOST_TOTAL,
             &[("role", "alpha"), ("reason", "panicked")]
         ),
         Some(&DebugValue::Counter(1))
     );
     assert_eq!(
         value(
-            "leader_lease_lost_total",
+            metrics::LEASE_LOST_TOTAL,
             &[("role", "beta"), ("reason", "panicked")]
         ),
         Some(&DebugValue::Counter(0)),
@@ -537,13 +538,13 @@ async fn a_panicking_tick_is_not_a_completion_and_everything_else_goes_on() {
     );
     assert_eq!(
         value(
-            "leader_last_tick_unknown",
+            metrics::LAST_TICK_UNKNOWN,
             &[("role", "alpha"), ("reason", "never_ran")]
         ),
         Some(&DebugValue::Gauge(1.0.into())),
         "a role that never completed has no age, only the never_ran series"
     );
-    assert!(value("leader_last_tick_age_seconds", &[("role", "alpha")]).is_none());
+    assert!(value(metrics::LAST_TICK_AGE_SECONDS, &[("role", "alpha")]).is_none());
     stop.cancel();
     handle.await.unwrap().unwrap();
 }
@@ -584,24 +585,24 @@ async fn the_status_gauges_give_each_roles_interval_and_how_long_it_has_been_pau
         Some(DebugValue::Gauge(g)) => Some(g.into_inner()),
         _ => None,
     };
-    while gauge(&seen, "leader_paused_seconds", "alpha").is_none_or(|age| age == 0.0)
-        || gauge(&seen, "leader_paused_seconds", "beta").is_none()
+    while gauge(&seen, metrics::PAUSED_SECONDS, "alpha").is_none_or(|age| age == 0.0)
+        || gauge(&seen, metrics::PAUSED_SECONDS, "beta").is_none()
     {
         tokio::time::sleep(Duration::from_millis(20)).await;
         seen.add(snapshotter.snapshot());
     }
     let gauge = |name: &str, role: &str| gauge(&seen, name, role);
-    let paused_for = gauge("leader_paused_seconds", "alpha").unwrap();
+    let paused_for = gauge(metrics::PAUSED_SECONDS, "alpha").unwrap();
     assert!(paused_for >= 7_200.0, "paused two hours ago: {paused_for}");
-    assert_eq!(gauge("leader_paused", "alpha"), Some(1.0));
+    assert_eq!(gauge(metrics::PAUSED, "alpha"), Some(1.0));
     assert_eq!(
-        gauge("leader_paused_seconds", "beta"),
+        gauge(metrics::PAUSED_SECONDS, "beta"),
         Some(0.0),
         "not paused"
     );
-    assert_eq!(gauge("leader_paused", "beta"), Some(0.0));
-    assert_eq!(gauge("leader_interval_seconds", "alpha"), Some(90.0));
-    assert_eq!(gauge("leader_interval_seconds", "beta"), Some(0.25));
+    assert_eq!(gauge(metrics::PAUSED, "beta"), Some(0.0));
+    assert_eq!(gauge(metrics::INTERVAL_SECONDS, "alpha"), Some(90.0));
+    assert_eq!(gauge(metrics::INTERVAL_SECONDS, "beta"), Some(0.25));
     stop.cancel();
     handle.await.unwrap().unwrap();
 }
@@ -646,28 +647,28 @@ async fn a_sharded_roles_status_gauges_report_its_stalest_shard() {
     };
     // A hang here is a failure, not a slow machine: the gauges are read every 50 ms.
     let waited = tokio::time::Instant::now();
-    while gauge(&seen, "leader_paused_seconds").is_none_or(|age| age == 0.0)
-        || gauge(&seen, "leader_last_tick_age_seconds").is_none_or(|age| age < 3_600.0)
+    while gauge(&seen, metrics::PAUSED_SECONDS).is_none_or(|age| age == 0.0)
+        || gauge(&seen, metrics::LAST_TICK_AGE_SECONDS).is_none_or(|age| age < 3_600.0)
     {
         assert!(
             waited.elapsed() < Duration::from_secs(120),
             "within two minutes, the gauges show the paused shard and the stalest one: {:?}",
             (
-                gauge(&seen, "leader_paused_seconds"),
-                gauge(&seen, "leader_last_tick_age_seconds")
+                gauge(&seen, metrics::PAUSED_SECONDS),
+                gauge(&seen, metrics::LAST_TICK_AGE_SECONDS)
             )
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
         seen.add(snapshotter.snapshot());
     }
     assert_eq!(
-        gauge(&seen, "leader_paused"),
+        gauge(&seen, metrics::PAUSED),
         Some(1.0),
         "a shard is paused"
     );
-    let paused_for = gauge(&seen, "leader_paused_seconds").unwrap();
+    let paused_for = gauge(&seen, metrics::PAUSED_SECONDS).unwrap();
     assert!(paused_for >= 7_200.0, "paused two hours ago: {paused_for}");
-    let age = gauge(&seen, "leader_last_tick_age_seconds").unwrap();
+    let age = gauge(&seen, metrics::LAST_TICK_AGE_SECONDS).unwrap();
     assert!(
         age >= 10_800.0,
         "the stalest shard ran three hours ago: {age}"
