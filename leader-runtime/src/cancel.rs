@@ -7,12 +7,20 @@ use leader_core::lease::LossReason;
 use tokio_util::sync::CancellationToken;
 
 /// Why a tick was cancelled.
+///
+/// Each way of losing the lease is its own variant, named as the `reason` label of
+/// `leader_lease_lost_total` and the log's `reason` field name it; [`CancelCause::is_loss`] tells
+/// a loss from a shutdown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum CancelCause {
-    /// RENEW found the lease gone: taken over, released or expired.
-    LeaseLost(LossReason),
-    /// An operator paused the role (`leader_pause`).
+    /// RENEW found the lease held under a newer token: another replica was granted the role.
+    TakenOver,
+    /// RENEW found the lease released (by hand: the runtime releases only after its work ended).
+    Released,
+    /// RENEW found the lease past its expiry (its RENEWs arrived too late).
+    Expired,
+    /// An operator paused the role (`leader_pause`), which ends its lease at once.
     Paused,
     /// No RENEW was acknowledged for `abandon_after`: the leader gave up its tick and sends
     /// nothing more for it; the lease runs out on its own.
@@ -22,11 +30,13 @@ pub enum CancelCause {
 }
 
 impl CancelCause {
-    /// The cause for a RENEW that found the lease gone for `reason`.
+    /// The cause for a RENEW (or RELEASE) that found the lease gone for `reason`.
     pub fn from_loss(reason: LossReason) -> CancelCause {
         match reason {
+            LossReason::TakenOver => CancelCause::TakenOver,
+            LossReason::Released => CancelCause::Released,
+            LossReason::Expired => CancelCause::Expired,
             LossReason::Paused => CancelCause::Paused,
-            other => CancelCause::LeaseLost(other),
         }
     }
 
@@ -38,8 +48,10 @@ impl CancelCause {
     /// The name used in logs and as the `reason` label of the lease-loss counter.
     pub fn as_str(self) -> &'static str {
         match self {
-            CancelCause::LeaseLost(reason) => reason.as_str(),
-            CancelCause::Paused => "paused",
+            CancelCause::TakenOver => LossReason::TakenOver.as_str(),
+            CancelCause::Released => LossReason::Released.as_str(),
+            CancelCause::Expired => LossReason::Expired.as_str(),
+            CancelCause::Paused => LossReason::Paused.as_str(),
             CancelCause::HeartbeatTimeout => "heartbeat_timeout",
             CancelCause::Shutdown => "shutdown",
         }

@@ -7,6 +7,7 @@ use leader_core::{Fence, Role, Shard, ShardFence};
 use sqlx::PgPool;
 
 use crate::cancel::{CancelCause, TickCancellation};
+use crate::tick_tasks::TickTasks;
 
 /// One granted tick of a role, handed to its job.
 ///
@@ -28,6 +29,7 @@ pub struct TickContext {
     granted_at: DateTime<Utc>,
     tick_instant: Option<DateTime<Tz>>,
     pool: PgPool,
+    tasks: TickTasks,
 }
 
 impl TickContext {
@@ -36,6 +38,7 @@ impl TickContext {
         cancellation: TickCancellation,
         granted_at: DateTime<Utc>,
         pool: PgPool,
+        tasks: TickTasks,
     ) -> TickContext {
         TickContext {
             fence,
@@ -43,6 +46,7 @@ impl TickContext {
             granted_at,
             tick_instant: None,
             pool,
+            tasks,
         }
     }
 
@@ -87,9 +91,17 @@ impl TickContext {
     /// ```
     ///
     /// A grant of a calendar role's instant gives [`TickContext::tick_instant`] that instant, in
-    /// UTC (the grant does not carry the schedule's time zone).
+    /// UTC (the grant does not carry the schedule's time zone). Tasks the job starts with
+    /// [`TickContext::spawn`] are not ended for it: no tick ends.
     pub fn from_grant(grant: Grant, pool: PgPool) -> TickContext {
-        TickContext::new(grant.fence, TickCancellation::new(), grant.granted_at, pool).serving(
+        TickContext::new(
+            grant.fence,
+            TickCancellation::new(),
+            grant.granted_at,
+            pool,
+            TickTasks::new(tracing::Span::current()),
+        )
+        .serving(
             grant
                 .tick_instant
                 .map(|instant| instant.with_timezone(&Tz::UTC)),
@@ -170,5 +182,87 @@ impl TickContext {
     /// work in `tokio::select!`.
     pub async fn cancelled(&self) -> CancelCause {
         self.cancellation.cancelled().await
+    }
+
+    /// Spawns `task` as part of this tick, like [`tokio::spawn`], in the tick's span.
+    ///
+    /// # Contract
+    ///
+    /// * The task ends with the tick: once the job has returned (or panicked, or was dropped
+    ///   after the grace period), the runtime aborts the tick's tasks that are still running, and
+    ///   sends RELEASE only after they have ended. A task spawned after that is aborted before it
+    ///   runs. Nothing the tick spawned this way runs on after the lease is released.
+    /// * Until then the task runs concurrently with the job and the heartbeat, so the job can
+    ///   fan out its work; its claims still prove [`TickContext::fence`], like the job's.
+    /// * Its output and its panic come through the returned [`JoinHandle`], as with
+    ///   [`tokio::spawn`]; a task aborted at the tick's end yields a cancelled `JoinError`.
+    ///
+    /// A task started with plain [`tokio::spawn`] is not the tick's: it outlives the tick and its
+    /// lease, and its claims are refused by the fence once the tick has been released.
+    ///
+    /// ```no_run
+    /// # use leader_runtime::{JobError, TickContext};
+    /// async fn deliver(tick: TickContext) -> Result<(), JobError> {
+    ///     let fence = tick.fence();
+    ///     let pool = tick.pool().clone();
+    ///     let batch = tick.spawn(async move {
+    ///         // ... a fenced claim with `fence`, then the sends ...
+    ///         # let _ = (fence, pool);
+    ///     });
+    ///     batch.await?;
+    ///     Ok(())
+    /// }
+    /// ```
+    ///
+    /// [`JoinHandle`]: tokio::task::JoinHandle
+    pub fn spawn<F>(&self, task: F) -> tokio::task::JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.tasks.spawn(task)
+    }
+
+    /// Runs blocking `work` on tokio's blocking pool as part of this tick, in the tick's span:
+    /// the place for a synchronous client, a long computation or file I/O.
+    ///
+    /// The job itself runs on a task of its own, so a job that blocks its thread does not stop
+    /// the heartbeat on a multi-thread runtime; but it occupies one of the runtime's worker
+    /// threads for as long as it blocks, and a task it woke just before blocking can wait on
+    /// that thread (tokio's per-worker LIFO slot is not stolen by other workers). Blocking work
+    /// belongs here.
+    ///
+    /// # Contract
+    ///
+    /// * The runtime waits for `work` to return before it sends the tick's RELEASE, but at most
+    ///   the grace period after the job has ended or the tick was cancelled: blocking code cannot
+    ///   be aborted, so past that it is left to finish on its own, as an abandoned job is. Check
+    ///   [`TickCancellation::is_cancelled`] inside long work to stop in time.
+    /// * Called after the tick has ended, `work` does not run; the handle yields a cancelled
+    ///   `JoinError`.
+    ///
+    /// ```no_run
+    /// # use leader_runtime::{JobError, TickContext};
+    /// async fn export(tick: TickContext) -> Result<(), JobError> {
+    ///     let cancellation = tick.cancellation().clone();
+    ///     let written = tick
+    ///         .spawn_blocking(move || {
+    ///             let mut rows = 0;
+    ///             while rows < 10_000 && !cancellation.is_cancelled() {
+    ///                 rows += 1; // ... a synchronous write ...
+    ///             }
+    ///             rows
+    ///         })
+    ///         .await?;
+    ///     tracing::info!(written, "exported");
+    ///     Ok(())
+    /// }
+    /// ```
+    pub fn spawn_blocking<F, R>(&self, work: F) -> tokio::task::JoinHandle<R>
+    where
+        F: FnOnce() -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        self.tasks.spawn_blocking(work)
     }
 }

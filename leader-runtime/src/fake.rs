@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use chrono::Utc;
 use futures_util::future::BoxFuture;
-use leader_core::lease::{Acquired, Grant, Refusal, RefusalReason, Released, Renewed, Wanted};
+use leader_core::lease::{
+    Acquired, Grant, LossReason, Refusal, RefusalReason, Released, Renewed, Wanted,
+};
 use leader_core::{Fence, ReleaseOutcome, Role, Statement, StatementError};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -34,6 +36,10 @@ pub(crate) struct FakeStatements {
     pub calls: Mutex<Vec<Call>>,
     /// Makes RELEASE panic, as a bug in the runtime's own loop would.
     pub release_panics: std::sync::atomic::AtomicBool,
+    /// What RELEASE answers: released (`None`), or found the lease lost for this reason.
+    pub release_finds: Mutex<Option<LossReason>>,
+    /// Called as RELEASE is sent, to observe what has ended by then.
+    pub on_release: Mutex<Option<Box<dyn Fn() + Send>>>,
 }
 
 pub(crate) fn refused(
@@ -71,6 +77,8 @@ impl FakeStatements {
             acquires_done: CancellationToken::new(),
             calls: Mutex::new(Vec::new()),
             release_panics: std::sync::atomic::AtomicBool::new(false),
+            release_finds: Mutex::new(None),
+            on_release: Mutex::new(None),
         }
     }
 
@@ -174,7 +182,11 @@ impl crate::statements::LeaseStatements for FakeStatements {
                 .load(std::sync::atomic::Ordering::SeqCst),
             "a bug in the role loop"
         );
-        Box::pin(async { Ok(Released { changed: true }) })
+        if let Some(observe) = self.on_release.lock().unwrap().as_ref() {
+            observe();
+        }
+        let lost = *self.release_finds.lock().unwrap();
+        Box::pin(async move { Ok(Released::forge(lost)) })
     }
 
     fn leave(&self, roles: Vec<Role>) -> BoxFuture<'_, Result<u64, StatementError>> {

@@ -216,15 +216,10 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn zero_rows_is_a_loss_at_once_with_the_cause_the_row_shows() {
         for (reason, cause) in [
-            (
-                LossReason::TakenOver,
-                CancelCause::LeaseLost(LossReason::TakenOver),
-            ),
+            (LossReason::TakenOver, CancelCause::TakenOver),
             (LossReason::Paused, CancelCause::Paused),
-            (
-                LossReason::Expired,
-                CancelCause::LeaseLost(LossReason::Expired),
-            ),
+            (LossReason::Expired, CancelCause::Expired),
+            (LossReason::Released, CancelCause::Released),
         ] {
             let fake = FakeStatements::new(vec![(ms(5), Ok(Renewed::Lost(reason)))]);
             assert_eq!(

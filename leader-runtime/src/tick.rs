@@ -17,6 +17,7 @@ use crate::panic_capture::{CatchPanic, CaughtPanic, catch};
 use crate::registry::JobError;
 use crate::role_spec::RoleSpec;
 use crate::statements::LeaseStatements;
+use crate::tick_tasks::TickTasks;
 
 /// How the job's future ended.
 #[derive(Debug)]
@@ -132,22 +133,33 @@ async fn run_granted(
     log_grant(env, spec, &grant);
     let started = Instant::now();
     let cancellation = TickCancellation::new();
+    let tasks = TickTasks::new(tracing::Span::current());
     let context = TickContext::new(
         fence,
         cancellation.view(),
         grant.granted_at,
         env.pool.clone(),
+        tasks.clone(),
     )
     .serving(spec.tick_instant(&grant));
     let release_interval = spec.release_interval(&grant);
-    let end = run_job(env, spec, fence, acquire_sent, &cancellation, context).await;
+    let end = run_job(
+        env,
+        spec,
+        fence,
+        acquire_sent,
+        &cancellation,
+        context,
+        &tasks,
+    )
+    .await;
     // The heartbeat is gone here: no RENEW starts after the work has ended.
     let cause = cancellation.cause();
     let (outcome, released) = decide(cause, &end);
     log_end(env, spec, fence, &end);
     record(fence, cause, &end, outcome, started.elapsed());
     if released {
-        release(env, fence, outcome, release_interval).await;
+        release(env, fence, outcome, release_interval, cause).await;
     } else {
         tracing::info!(role = %fence.role(), token = fence.token(), "sent nothing more for the abandoned tick; the lease runs out after its TTL");
     }
@@ -174,8 +186,16 @@ fn log_grant(env: &TickEnv<'_>, spec: &RoleSpec, grant: &Grant) {
     }
 }
 
-/// Runs the job beside its heartbeat until it returns, panics, or is dropped after its grace
-/// period once the tick is cancelled (by a loss, the heartbeat, or the runtime's shutdown).
+/// Runs the job on a task of its own beside the heartbeat (which stays on this task), until the
+/// job and the tasks it spawned through the tick have ended, or until the grace period after the
+/// tick was cancelled (by a loss, the heartbeat, or the runtime's shutdown) or after the job
+/// ended with tasks still running.
+///
+/// The job's own task is what keeps the heartbeat beating whatever the job does with its
+/// thread: a job that blocks (a synchronous client, a long computation) occupies one worker
+/// thread, and RENEW goes on from another. Awaiting and blocking jobs end the same way: a job
+/// not done at the give-up instant is aborted (a blocked one is left to finish on its thread,
+/// its claims refused by the fence once the lease is released).
 async fn run_job(
     env: &TickEnv<'_>,
     spec: &RoleSpec,
@@ -183,11 +203,16 @@ async fn run_job(
     acquire_sent: Instant,
     cancellation: &TickCancellation,
     context: TickContext,
+    tasks: &TickTasks,
 ) -> TickEnd {
     let job = match catch(|| (spec.job)(context)) {
-        Err(panic) => return TickEnd::Panicked(panic),
+        Err(panic) => {
+            tasks.end();
+            return TickEnd::Panicked(panic);
+        }
         Ok(job) => CatchPanic::new(job),
     };
+    let mut job = JobTask(tokio::spawn(job.in_current_span()));
     let heartbeat = keep_alive(
         env.statements,
         fence,
@@ -196,16 +221,22 @@ async fn run_job(
         env.beat_grid,
         cancellation,
     );
-    tokio::pin!(job, heartbeat);
+    tokio::pin!(heartbeat);
     let mut beating = true;
-    // Set once the tick is cancelled: the work is dropped if it has not returned by then.
+    // How the job ended, once it has: the tick then waits for the tasks it spawned.
+    let mut ended: Option<TickEnd> = None;
+    // Set once the tick is cancelled or the job has ended: whatever still runs is given up then.
     let mut give_up_at: Option<Instant> = None;
     loop {
         tokio::select! {
-            result = &mut job => return match result {
-                Ok(returned) => TickEnd::Returned(returned),
-                Err(panic) => TickEnd::Panicked(panic),
-            },
+            result = &mut job.0, if ended.is_none() => {
+                ended = Some(job_end(result));
+                tasks.end();
+                give_up_at.get_or_insert(Instant::now() + env.grace);
+            }
+            () = tasks.ended(), if ended.is_some() => {
+                return ended.expect("checked by the branch's condition");
+            }
             () = &mut heartbeat, if beating => {
                 beating = false;
                 give_up_at.get_or_insert(Instant::now() + env.grace);
@@ -214,8 +245,41 @@ async fn run_job(
                 cancellation.cancel(CancelCause::Shutdown);
                 give_up_at.get_or_insert(Instant::now() + env.grace);
             }
-            () = give_up(give_up_at) => return TickEnd::Abandoned,
+            () = give_up(give_up_at) => {
+                tasks.end();
+                let (role, token) = (fence.role(), fence.token());
+                let unfinished = tasks.unfinished();
+                if unfinished > 0 {
+                    tracing::warn!(%role, token, job = %spec.name, unfinished, grace = ?env.grace, "tasks the tick spawned did not end within the grace period; releasing without them");
+                }
+                return ended.unwrap_or(TickEnd::Abandoned);
+            }
         }
+    }
+}
+
+/// The job's task, aborted when dropped: a tick that gives up on its job does not leave it
+/// running (a job blocked in its thread ends when it next yields).
+struct JobTask(tokio::task::JoinHandle<Result<Result<(), JobError>, CaughtPanic>>);
+
+impl Drop for JobTask {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// How the job's task ended. Its panics are caught inside the task (with their location), so a
+/// `JoinError` is an abort, which only this tick does, or a panic that escaped the catch.
+fn job_end(
+    result: Result<Result<Result<(), JobError>, CaughtPanic>, tokio::task::JoinError>,
+) -> TickEnd {
+    match result {
+        Ok(Ok(returned)) => TickEnd::Returned(returned),
+        Ok(Err(panic)) => TickEnd::Panicked(panic),
+        Err(error) => match error.try_into_panic() {
+            Ok(payload) => TickEnd::Panicked(CaughtPanic::from_payload(payload)),
+            Err(_) => TickEnd::Abandoned,
+        },
     }
 }
 
@@ -260,20 +324,32 @@ fn record(
 }
 
 /// RELEASE with `outcome`: logged at DEBUG for a completed tick, at INFO otherwise.
+///
+/// A RELEASE that finds the lease already gone, when the tick had not learnt of a loss (`cause`
+/// is none or a shutdown), is how a holder whose work ended before its next RENEW learns that it
+/// was paused or taken over: it is logged at WARN and counted as a lost lease with that reason,
+/// as a RENEW's finding is.
 async fn release(
     env: &TickEnv<'_>,
     fence: leader_core::Fence,
     outcome: ReleaseOutcome,
     interval: Duration,
+    cause: Option<CancelCause>,
 ) {
     let (role, token) = (fence.role(), fence.token());
     match env.statements.release(fence, outcome, interval).await {
-        Ok(released) if outcome == ReleaseOutcome::Completed => {
-            tracing::debug!(%role, token, %outcome, changed = released.changed, "released");
-        }
-        Ok(released) => {
-            tracing::info!(%role, token, %outcome, changed = released.changed, "released");
-        }
+        Ok(released) => match released.lost.map(CancelCause::from_loss) {
+            Some(found) if !cause.is_some_and(CancelCause::is_loss) => {
+                tracing::warn!(%role, token, %outcome, reason = %found, "lost the lease before the tick ended: RELEASE found it no longer held, and recorded nothing");
+                crate::metrics::lease_lost(role, found.as_str());
+            }
+            _ if outcome == ReleaseOutcome::Completed => {
+                tracing::debug!(%role, token, %outcome, changed = released.changed, "released");
+            }
+            _ => {
+                tracing::info!(%role, token, %outcome, changed = released.changed, "released");
+            }
+        },
         Err(error) => {
             tracing::warn!(%role, token, %outcome, %error, "RELEASE failed; the lease runs out after its TTL");
         }
@@ -283,6 +359,7 @@ async fn release(
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::time::Duration;
 
     use leader_core::lease::{LossReason, Renewed};
@@ -474,10 +551,7 @@ mod tests {
             None,
         )
         .await;
-        assert_eq!(
-            report.cause,
-            Some(CancelCause::LeaseLost(LossReason::TakenOver))
-        );
+        assert_eq!(report.cause, Some(CancelCause::TakenOver));
         assert_eq!(
             (report.outcome, report.released),
             (ReleaseOutcome::Lost, true)
@@ -664,5 +738,150 @@ mod tests {
             ("second broke", Some("second"))
         );
         assert!(panic.location.unwrap().contains("tick.rs"));
+    }
+
+    /// The lease-lost counter's value for `reason`, from a local recorder's snapshot.
+    fn lost_count(
+        snapshotter: &metrics_util::debugging::Snapshotter,
+        reason: &str,
+    ) -> Option<DebugValue> {
+        snapshotter
+            .snapshot()
+            .into_vec()
+            .into_iter()
+            .find(|(key, ..)| {
+                key.key().name() == "leader_lease_lost_total"
+                    && key.key().labels().any(|l| l.value() == reason)
+            })
+            .map(|(.., value)| value)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_pause_found_by_release_is_counted_as_a_lost_lease() {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        let _guard = metrics::set_default_local_recorder(&recorder);
+        let fake = FakeStatements::new(vec![]);
+        *fake.release_finds.lock().unwrap() = Some(LossReason::Paused);
+        let report = tick(&fake, spec(|_| boxed(async { Ok(()) })), None).await;
+        assert_eq!(report.cause, None, "no RENEW ran before the job returned");
+        assert_eq!(releases(&fake), [ReleaseOutcome::Completed]);
+        assert_eq!(
+            lost_count(&snapshotter, "paused"),
+            Some(DebugValue::Counter(1))
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_pause_renew_found_is_not_counted_again_by_release() {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        let _guard = metrics::set_default_local_recorder(&recorder);
+        let fake = FakeStatements::new(vec![(
+            Duration::ZERO,
+            Ok(Renewed::Lost(LossReason::Paused)),
+        )]);
+        *fake.release_finds.lock().unwrap() = Some(LossReason::Paused);
+        let report = tick(
+            &fake,
+            spec(|tick| {
+                boxed(async move {
+                    tick.cancelled().await;
+                    Ok(())
+                })
+            }),
+            None,
+        )
+        .await;
+        assert_eq!(report.cause, Some(CancelCause::Paused));
+        assert_eq!(
+            lost_count(&snapshotter, "paused"),
+            Some(DebugValue::Counter(1))
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_ticks_tasks_are_aborted_when_its_job_returns_and_end_before_release() {
+        let fake = FakeStatements::new(vec![]);
+        let runs = Arc::new(AtomicUsize::new(0));
+        let ended = Arc::new(AtomicBool::new(false));
+        let ended_at_release = Arc::new(AtomicBool::new(false));
+        let (seen, observed) = (ended.clone(), ended_at_release.clone());
+        *fake.on_release.lock().unwrap() = Some(Box::new(move || {
+            observed.store(seen.load(Ordering::SeqCst), Ordering::SeqCst);
+        }));
+        let (counter, flag) = (runs.clone(), ended.clone());
+        let report = tick(
+            &fake,
+            spec(move |tick| {
+                let (counter, flag) = (counter.clone(), flag.clone());
+                boxed(async move {
+                    tick.spawn(async move {
+                        let _ended = SetOnDrop(flag);
+                        loop {
+                            tokio::time::sleep(s(1)).await;
+                            counter.fetch_add(1, Ordering::SeqCst);
+                        }
+                    });
+                    tokio::time::sleep(Duration::from_millis(3_500)).await;
+                    Ok(())
+                })
+            }),
+            None,
+        )
+        .await;
+        assert_eq!(report.outcome, ReleaseOutcome::Completed);
+        assert!(
+            ended_at_release.load(Ordering::SeqCst),
+            "RELEASE was sent while a task of the tick still ran"
+        );
+        let at_end = runs.load(Ordering::SeqCst);
+        assert_eq!(at_end, 3);
+        tokio::time::sleep(s(10)).await;
+        assert_eq!(
+            runs.load(Ordering::SeqCst),
+            at_end,
+            "the task outlived its tick"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn release_waits_for_the_ticks_blocking_work_within_the_grace_period() {
+        let fake = FakeStatements::new(vec![]);
+        let done = Arc::new(AtomicBool::new(false));
+        let done_at_release = Arc::new(AtomicBool::new(false));
+        let (seen, observed) = (done.clone(), done_at_release.clone());
+        *fake.on_release.lock().unwrap() = Some(Box::new(move || {
+            observed.store(seen.load(Ordering::SeqCst), Ordering::SeqCst);
+        }));
+        let report = tick(
+            &fake,
+            spec(move |tick| {
+                let done = done.clone();
+                boxed(async move {
+                    tick.spawn_blocking(move || {
+                        std::thread::sleep(Duration::from_millis(50));
+                        done.store(true, Ordering::SeqCst);
+                    });
+                    Ok(())
+                })
+            }),
+            None,
+        )
+        .await;
+        assert_eq!(report.outcome, ReleaseOutcome::Completed);
+        assert!(
+            done_at_release.load(Ordering::SeqCst),
+            "RELEASE was sent while the tick's blocking work still ran"
+        );
+    }
+
+    /// Sets its flag when dropped.
+    struct SetOnDrop(Arc<AtomicBool>);
+
+    impl Drop for SetOnDrop {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
     }
 }

@@ -5,6 +5,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use sqlx::{PgExecutor, Row};
 
+use super::renew::{LossReason, loss_reason};
 use crate::guard::{Guard, Guarded};
 use crate::inline::{Value, render};
 use crate::send::{check_interval, lock_timeout, ms, row_of, send, values_list};
@@ -12,9 +13,27 @@ use crate::{Fence, ReleaseOutcome, Shard, Statement, StatementError, Timings};
 
 /// The result of RELEASE.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Released {
     /// False when the token no longer held the role, so nothing changed.
     pub changed: bool,
+    /// When nothing changed, why the token no longer held the role, read from the row in the
+    /// same statement as RENEW reads it: [`LossReason::Paused`] when an operator paused the role
+    /// while the tick ran (a pause ends the lease at once, so a tick that ends before its next
+    /// RENEW learns of the pause here). `None` when the lease was released.
+    pub lost: Option<LossReason>,
+}
+
+impl Released {
+    /// A RELEASE answer no statement gave, for fakes of the statement layer. Only with the
+    /// `test-support` feature.
+    #[cfg(feature = "test-support")]
+    pub fn forge(lost: Option<LossReason>) -> Released {
+        Released {
+            changed: lost.is_none(),
+            lost,
+        }
+    }
 }
 
 // Its guards are listed in RELEASE_GUARDS below, which the model (leader-model) evaluates by name.
@@ -73,10 +92,16 @@ SELECT e.ending_role         AS ending_role,
        r.db_now              AS db_now,
        (SELECT count(*) FROM (SELECT pg_notify(:channel, r.released_role)
                                WHERE :notify AND r.released_role IS NOT NULL) AS sent)
-                             AS notified
+                             AS notified,
+       -- The row as it was before this statement (a data-modifying CTE's effects are not
+       -- visible here): for a lease not released, why it was no longer this token's.
+       l.paused_at IS NOT NULL AS paused,
+       l.holder_token          AS current_token,
+       l.holder_id IS NOT NULL AS held
   FROM ending e
   LEFT JOIN released r
     ON r.released_role = e.ending_role AND r.released_shard_index = e.ending_shard_index
+  LEFT JOIN leader_leases l ON l.role = e.ending_role AND l.shard_index = e.ending_shard_index
 ";
 
 /// The channel RELEASE notifies when asked to wake followers ([`release_waking`]); the payload is
@@ -259,6 +284,10 @@ async fn send_release<'e>(
             let released_at: Option<DateTime<Utc>> = row.try_get("db_now").map_err(&field)?;
             Ok(Released {
                 changed: released_at.is_some(),
+                lost: match released_at {
+                    Some(_) => None,
+                    None => Some(loss_reason(row, end.fence, Statement::Release)?),
+                },
             })
         })
         .collect()

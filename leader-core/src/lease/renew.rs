@@ -91,9 +91,11 @@ pub enum Renewed {
     Lost(LossReason),
 }
 
-/// Why a RENEW found the lease gone.
+/// Why a RENEW (or a RELEASE) found the lease no longer held by its token.
+///
+/// The set is closed: a lease row that its token no longer holds is paused, held under another
+/// token, released, or past its expiry; there is no fifth state to add.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum LossReason {
     /// Another holder was granted the role.
     TakenOver,
@@ -194,10 +196,21 @@ fn renewed_from(row: &PgRow, fence: Fence) -> Result<Renewed, StatementError> {
     if let Some(expires_at) = row.try_get("renewed_until").map_err(&field)? {
         return Ok(Renewed::Extended { expires_at, db_now });
     }
+    Ok(Renewed::Lost(loss_reason(row, fence, Statement::Renew)?))
+}
+
+/// Why `fence` no longer holds its lease, from a row's `paused`, `current_token` and `held`
+/// columns (the lease row as `statement` found it).
+pub(super) fn loss_reason(
+    row: &PgRow,
+    fence: Fence,
+    statement: Statement,
+) -> Result<LossReason, StatementError> {
+    let field = StatementError::database(statement);
     let paused: Option<bool> = row.try_get("paused").map_err(&field)?;
     let current: Option<i64> = row.try_get("current_token").map_err(&field)?;
     let held: Option<bool> = row.try_get("held").map_err(&field)?;
-    let reason = if paused == Some(true) {
+    Ok(if paused == Some(true) {
         LossReason::Paused
     } else if current != Some(fence.token()) {
         LossReason::TakenOver
@@ -205,6 +218,5 @@ fn renewed_from(row: &PgRow, fence: Fence) -> Result<Renewed, StatementError> {
         LossReason::Released
     } else {
         LossReason::Expired
-    };
-    Ok(Renewed::Lost(reason))
+    })
 }
