@@ -4,6 +4,9 @@
 //! * A block whose first line of code starts with `let` is a function body: it is placed in
 //!   `async fn example(url: String) -> Result<(), Box<dyn Error>>`, followed by `Ok(())`.
 //! * Any other block is a list of items (`use`, `fn`, `impl`, annotated jobs).
+//! * The one item block that defines `async fn main` is the README's program: its `main` is
+//!   made `pub` and re-exported as `readme_main`, which `src/bin/readme-main.rs` runs, so a test
+//!   can run the README's `main` as a process.
 //! * Each block sees the public items of the item blocks before it, as a reader does (the state
 //!   type a job block defines is the one the run block builds).
 //! * A block marked `ignore`, `no_compile` or `text` after `rust` is refused: every Rust example in
@@ -21,6 +24,7 @@ fn main() {
     let mut lines = text.lines().enumerate();
     let mut starts = Vec::new();
     let mut item_blocks: Vec<usize> = Vec::new();
+    let mut main_block: Option<usize> = None;
     while let Some((number, line)) = lines.next() {
         let Some(info) = line.trim_start().strip_prefix("```") else {
             continue;
@@ -62,12 +66,34 @@ fn main() {
                  {code}\n        Ok(())\n    }}"
             )
             .unwrap();
+        } else if code.contains("\nasync fn main(") {
+            if let Some(first) = main_block {
+                panic!(
+                    "README.md:{line}: a second `async fn main` (the first is at line {first}); \
+                     the README shows one program"
+                );
+            }
+            main_block = Some(line);
+            writeln!(
+                out,
+                "{}",
+                code.replacen("\nasync fn main(", "\npub async fn main(", 1)
+            )
+            .unwrap();
         } else {
             writeln!(out, "{code}").unwrap();
             item_blocks.push(line);
         }
         writeln!(out, "}}\n").unwrap();
     }
+    let main_block =
+        main_block.expect("README.md shows the program's `async fn main` in a ```rust block");
+    writeln!(
+        out,
+        "/// The README's `main` (the block at line {main_block}), for `src/bin/readme-main.rs`.\n\
+         pub use readme_line_{main_block}::main as readme_main;\n"
+    )
+    .unwrap();
     writeln!(
         out,
         "/// The README lines where the compiled blocks start.\npub const BLOCKS: &[usize] = &{starts:?};"

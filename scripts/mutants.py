@@ -254,6 +254,24 @@ M = [
            "                        Some(Ok(_)) if stop.is_cancelled() => continue,",
            "                        Some(Ok(_)) => continue,")],
      "-p leader-runtime --lib a_loop_that_returns_before_the_shutdown"),
+    ("build keeps only the first mistake",
+     [edit("leader-runtime/src/runtime.rs",
+           "        if let Some(error) = BuildError::of(self.errors) {",
+           "        if let Some(error) = self.errors.into_iter().next() {")],
+     "-p leader-runtime --lib build_reports_every_mistake"),
+    ("start-up error printed as its fields",
+     [edit("leader-runtime/src/error.rs",
+           "`{:#?}` prints the fields.\n    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {\n"
+           "        if !f.alternate() {\n            return message_and_sources(self, f);\n        }\n"
+           "        match self {\n            RunError::Schema",
+           "`{:#?}` prints the fields.\n    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {\n"
+           "        if f.alternate() {\n            return message_and_sources(self, f);\n        }\n"
+           "        match self {\n            RunError::Schema")],
+     "-p leader-readme-examples --test readme_main"),
+    ("schema check stops at the first role",
+     [edit("leader-core/src/schema.rs", "    for &expected in roles {\n",
+           "    for &expected in roles.iter().take(1) {\n")],
+     "-p leader-tests --test startup_errors"),
     ("shutdown release cools down",
      [edit(RELEASE, "           WHEN 'shutdown' THEN not_before\n", "")],
      "-p leader-tests --test protocol a_shutdown_release_leaves"),

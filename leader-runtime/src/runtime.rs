@@ -39,7 +39,8 @@ pub struct RuntimeBuilder<S = ()> {
     roles: Vec<RoleSpec>,
     wake: Option<PgConnectOptions>,
     state: S,
-    error: Option<BuildError>,
+    /// Every mistake found so far, for [`RuntimeBuilder::build`] to report at once.
+    errors: Vec<BuildError>,
 }
 
 impl<S: fmt::Debug> fmt::Debug for RuntimeBuilder<S> {
@@ -52,7 +53,7 @@ impl<S: fmt::Debug> fmt::Debug for RuntimeBuilder<S> {
             .field("roles", &self.roles)
             .field("wake_on_release", &self.wake.is_some())
             .field("state", &self.state)
-            .field("error", &self.error)
+            .field("errors", &self.errors)
             .finish_non_exhaustive()
     }
 }
@@ -180,7 +181,7 @@ impl Runtime {
             roles: Vec::new(),
             wake: None,
             state: (),
-            error: None,
+            errors: Vec::new(),
         }
     }
 
@@ -468,7 +469,7 @@ impl RuntimeBuilder<()> {
             roles: self.roles,
             wake: self.wake,
             state,
-            error: self.error,
+            errors: self.errors,
         }
     }
 }
@@ -607,7 +608,7 @@ impl<S: Clone + Send + Sync + 'static> RuntimeBuilder<S> {
                     call,
                 } => {
                     if state() != TypeId::of::<S>() {
-                        self.error.get_or_insert(BuildError::StateType {
+                        self.errors.push(BuildError::StateType {
                             job: job.name.to_owned(),
                             role: job.role,
                             wanted: state_name(),
@@ -622,7 +623,7 @@ impl<S: Clone + Send + Sync + 'static> RuntimeBuilder<S> {
             let schedule = match job.schedule.build() {
                 Ok(schedule) => schedule,
                 Err(source) => {
-                    self.error.get_or_insert(BuildError::Schedule {
+                    self.errors.push(BuildError::Schedule {
                         job: job.name.to_owned(),
                         role: job.role,
                         source,
@@ -641,29 +642,30 @@ impl<S: Clone + Send + Sync + 'static> RuntimeBuilder<S> {
         self
     }
 
+    /// Adds `spec`, noting each of its mistakes (it is added anyway, unless its role is taken,
+    /// so that a later job for the same role is reported too).
     fn add(mut self, spec: RoleSpec) -> RuntimeBuilder<S> {
-        if self.error.is_some() {
-            return self;
-        }
         if let Some(interval) = spec
             .schedule
             .interval()
             .filter(|interval| *interval < Duration::from_millis(1))
         {
-            self.error = Some(BuildError::Interval {
+            self.errors.push(BuildError::Interval {
                 role: spec.role,
                 interval,
             });
-        } else if let Some(count) = spec
+        }
+        if let Some(count) = spec
             .shard_count
             .filter(|&count| count == 0 || count > leader_core::MAX_SHARDS)
         {
-            self.error = Some(BuildError::ShardCount {
+            self.errors.push(BuildError::ShardCount {
                 role: spec.role,
                 shard_count: count,
             });
-        } else if let Some(first) = self.roles.iter().find(|r| r.role == spec.role) {
-            self.error = Some(BuildError::DuplicateRole {
+        }
+        if let Some(first) = self.roles.iter().find(|r| r.role == spec.role) {
+            self.errors.push(BuildError::DuplicateRole {
                 role: spec.role,
                 first: first.name.clone(),
                 second: spec.name,
@@ -723,15 +725,19 @@ impl<S: Clone + Send + Sync + 'static> RuntimeBuilder<S> {
         self
     }
 
-    /// Checks the roles and builds the runtime.
+    /// Checks the roles and builds the runtime. The database is checked later, by
+    /// [`Runtime::run`].
     ///
     /// # Errors
     ///
-    /// [`BuildError::Interval`] for an interval below 1 ms, [`BuildError::DuplicateRole`]
+    /// Every mistake in the roles at once: one as its own variant, several as
+    /// [`BuildError::Several`]. [`BuildError::Interval`] for an interval below 1 ms,
+    /// [`BuildError::ShardCount`] for a shard count out of range, [`BuildError::DuplicateRole`]
     /// naming both jobs of a role registered twice, [`BuildError::StateType`] for a
-    /// `#[leader_role]` job whose state this builder was not given.
+    /// `#[leader_role]` job whose state this builder was not given, [`BuildError::Schedule`]
+    /// for a registered schedule that does not build.
     pub fn build(self) -> Result<Runtime, BuildError> {
-        if let Some(error) = self.error {
+        if let Some(error) = BuildError::of(self.errors) {
             return Err(error);
         }
         let holder_id = self.holder_id.unwrap_or_else(crate::holder::holder_id);
@@ -769,7 +775,7 @@ mod tests {
     use tokio_util::sync::CancellationToken;
 
     use super::{Loops, Runtime};
-    use crate::error::RunError;
+    use crate::error::{BuildError, RunError};
     use crate::fake::{Call, FakeStatements};
     use crate::job::Job;
     use crate::leadership::Leadership;
@@ -902,6 +908,40 @@ mod tests {
         let (what, reason) = first_death(async { panic!("the cause") }).await;
         assert_eq!(what, "the other one");
         assert_eq!(reason, "the cause");
+    }
+
+    #[tokio::test]
+    async fn build_reports_every_mistake_at_once() {
+        let pool = PgPoolOptions::new()
+            .connect_lazy("postgres://unused@localhost:1/unused")
+            .unwrap();
+        let (alpha, beta) = (Role::from_static("alpha"), Role::from_static("beta"));
+        let error = Runtime::builder(pool)
+            .role(alpha, Duration::ZERO, quick)
+            .sharded_role(beta, Duration::from_secs(1), 0, quick)
+            .role(alpha, Duration::from_secs(1), quick)
+            .build()
+            .unwrap_err();
+        let quick = std::any::type_name_of_val(&quick).to_owned();
+        assert_eq!(
+            error.errors(),
+            [
+                BuildError::Interval {
+                    role: alpha,
+                    interval: Duration::ZERO,
+                },
+                BuildError::ShardCount {
+                    role: beta,
+                    shard_count: 0,
+                },
+                BuildError::DuplicateRole {
+                    role: alpha,
+                    first: quick.clone(),
+                    second: quick,
+                },
+            ],
+            "{error}"
+        );
     }
 
     #[tokio::test]
