@@ -483,6 +483,41 @@ async fn pause_stops_the_holder_at_once_and_unpause_leaves_the_cooldown_alone() 
     );
 }
 
+/// A holder whose tick ends before its next RENEW learns of a pause from RELEASE: nothing is
+/// recorded (the pause ended the lease), and the answer says why, as RENEW's would.
+#[tokio::test]
+async fn release_after_a_pause_records_nothing_and_says_the_role_was_paused() {
+    let db = database().await;
+    let fence = grant(&db, ALPHA, "holder").await;
+    operator::pause(db.pool(), "alpha", "ops@example", None, T)
+        .await
+        .unwrap();
+    let released = lease::release(db.pool(), fence, ReleaseOutcome::Completed, HOUR, T)
+        .await
+        .unwrap();
+    assert_eq!(
+        (released.changed, released.lost),
+        (false, Some(LossReason::Paused))
+    );
+    assert_eq!(lease(&db, ALPHA).await.last_tick_ended_at, None);
+
+    operator::unpause(db.pool(), "alpha", T).await.unwrap();
+    make_due(&db, ALPHA).await;
+    let next = grant(&db, ALPHA, "next").await;
+    let stale = lease::release(db.pool(), fence, ReleaseOutcome::Completed, HOUR, T)
+        .await
+        .unwrap();
+    assert_eq!(stale.lost, Some(LossReason::TakenOver));
+    let live = lease::release(db.pool(), next, ReleaseOutcome::Completed, HOUR, T)
+        .await
+        .unwrap();
+    assert_eq!((live.changed, live.lost), (true, None));
+    let again = lease::release(db.pool(), next, ReleaseOutcome::Completed, HOUR, T)
+        .await
+        .unwrap();
+    assert_eq!(again.lost, Some(LossReason::Released));
+}
+
 /// A pause then an unpause does not hand the role on while the paused holder may still work
 /// without a claim: the pause sets `not_before` to the held lease's expiry, and ACQUIRE waits for
 /// it as it waits for a crashed holder's expiry. Both pause paths (`leader_pause` directly, and
