@@ -5,7 +5,7 @@ use std::fmt;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use croner::Cron;
-use croner::parser::{CronParser, Seconds};
+use croner::parser::{CronParser, Seconds, Year};
 
 use crate::{Missed, ScheduleError};
 
@@ -16,8 +16,21 @@ const SKIPPED_COUNT_LIMIT: u64 = 10_000;
 /// The instants of a cron expression, read as wall-clock times in an IANA time zone.
 ///
 /// The expression has 5 fields (minute hour day-of-month month day-of-week) or 6 with seconds
-/// first, as parsed by [`croner`] (the Open Cron Pattern Specification: `L`, `#`, `W`, names of
-/// months and weekdays; day-of-month and day-of-week match when either does, as in Vixie cron).
+/// first ([`CronSchedule::FIELD_COUNTS`]), each as parsed by [`croner`] (the Open Cron Pattern
+/// Specification: `L`, `#`, `W`, names of months and weekdays; day-of-month and day-of-week match
+/// when either does, as in Vixie cron). Any other count is refused, though croner alone would take
+/// a seventh field (a year) and nicknames (`@daily`): one rule for the runtime, `#[leader_role]`
+/// and the docs.
+///
+/// ```
+/// use leader_schedule::{CronSchedule, ScheduleError};
+///
+/// assert!(CronSchedule::new("0 2 * * *", "UTC").is_ok());
+/// assert!(CronSchedule::new("30 0 2 * * *", "UTC").is_ok());
+/// let year = CronSchedule::new("0 0 2 * * * 2030", "UTC").unwrap_err();
+/// assert!(matches!(year, ScheduleError::FieldCount { fields: 7, .. }));
+/// assert!(year.to_string().contains("has 7 field(s), not 5 or 6: write 5 fields"));
+/// ```
 ///
 /// # Daylight saving time
 ///
@@ -61,16 +74,30 @@ pub struct Planned {
 }
 
 impl CronSchedule {
+    /// The numbers of fields an expression may have: 5 (minute hour day-of-month month
+    /// day-of-week), or 6 with seconds first.
+    pub const FIELD_COUNTS: [usize; 2] = [5, 6];
+
     /// The instants of `expr` in the IANA time zone `zone`, running the latest missed instant
     /// ([`Missed::Latest`]).
     ///
     /// # Errors
     ///
-    /// [`ScheduleError::Cron`] if `expr` does not parse, [`ScheduleError::NeverDue`] if it has no
-    /// instant from now on, [`ScheduleError::Zone`] if `zone` is not an IANA time zone.
+    /// [`ScheduleError::FieldCount`] if `expr` has neither 5 nor 6 fields
+    /// ([`FIELD_COUNTS`](Self::FIELD_COUNTS)), [`ScheduleError::Cron`] if a field does not parse,
+    /// [`ScheduleError::NeverDue`] if it has no instant from now on, [`ScheduleError::Zone`] if
+    /// `zone` is not an IANA time zone.
     pub fn new(expr: &str, zone: &str) -> Result<CronSchedule, ScheduleError> {
+        let fields = expr.split_whitespace().count();
+        if !Self::FIELD_COUNTS.contains(&fields) {
+            return Err(ScheduleError::FieldCount {
+                expr: expr.to_owned(),
+                fields,
+            });
+        }
         let cron = CronParser::builder()
             .seconds(Seconds::Optional)
+            .year(Year::Disallowed)
             .build()
             .parse(expr)
             .map_err(|error| ScheduleError::Cron {

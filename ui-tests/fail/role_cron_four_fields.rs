@@ -1,0 +1,9 @@
+//! A cron expression with a field missing.
+use leader_runtime::{TickContext, leader_role};
+
+#[leader_role("alpha", cron = "0 2 * *", migrations = "no/such/folder")]
+async fn short(_tick: TickContext) -> Result<(), std::io::Error> {
+    Ok(())
+}
+
+fn main() {}
