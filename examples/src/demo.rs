@@ -102,7 +102,7 @@ async fn leaders(
                 Some(shard) => format!("{} shard {shard}", r.role),
                 None => r.role,
             };
-            (lease, (r.state.to_string(), r.leader, r.token))
+            (lease, (r.state.to_string(), r.holder_id, r.token))
         })
         .collect())
 }

@@ -55,6 +55,8 @@ pub const MIGRATION_FILES: &[MigrationFile] = migration_files![
     "20261206000000_leader_shards.up.sql",
     "20261207000000_leader_presence.down.sql",
     "20261207000000_leader_presence.up.sql",
+    "20261208000000_leader_status_names.down.sql",
+    "20261208000000_leader_status_names.up.sql",
 ];
 
 pub use leader_role_name::ROLE_CONSTRAINT;
@@ -189,9 +191,9 @@ impl fmt::Display for SchemaProblem {
             ),
             SchemaProblem::RoleNotInCheck { role, registered } => write!(
                 f,
-                "role `{role}` is not in the {ROLE_CONSTRAINT} CHECK (it lists {}): add a \
-                 migration that re-creates the constraint with '{role}' added and runs \
-                 INSERT INTO leader_leases (role, holder_token) VALUES ('{role}', leader_seed_token())",
+                "role `{role}` is not in the {ROLE_CONSTRAINT} CHECK (it lists {}): \
+                 `leaderctl roles add {role} --dir MIGRATIONS` writes the migration that adds it \
+                 to the CHECK and seeds its row",
                 if registered.is_empty() {
                     "no role".to_owned()
                 } else {
@@ -200,8 +202,8 @@ impl fmt::Display for SchemaProblem {
             ),
             SchemaProblem::RoleNotSeeded(role) => write!(
                 f,
-                "role `{role}` has no row in leader_leases: add a migration with \
-                 INSERT INTO leader_leases (role, holder_token) VALUES ('{role}', leader_seed_token())"
+                "role `{role}` has no row in leader_leases: `leaderctl roles add {role} --dir \
+                 MIGRATIONS` writes the migration that seeds it"
             ),
             SchemaProblem::ShardCount {
                 role,
@@ -210,8 +212,9 @@ impl fmt::Display for SchemaProblem {
             } => write!(
                 f,
                 "role `{role}` has {database} shard(s) in leader_leases but the code leads it with \
-                 {code}: add a migration with SELECT leader_reshard('{role}', {code}) (see \
-                 docs/design/sharded-roles.md for changing the count safely)"
+                 {code}: `leaderctl roles reshard {role} {code} --dir MIGRATIONS` writes the \
+                 migration (SELECT leader_reshard('{role}', {code})) and says in it how to change \
+                 the count safely"
             ),
         }
     }

@@ -15,10 +15,10 @@ use sqlx::{PgExecutor, Row};
 use crate::send::send;
 use crate::{Shard, Statement, StatementError, Timings};
 
-/// A role's state, as `leader_status.state` names it.
+/// The state of a lease (a role's, or one shard's), as `leader_status.state` names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum State {
+pub enum LeaseState {
     /// Held by a live lease.
     Leading,
     /// Held, but the holder's lease ran out (the holder went silent).
@@ -32,32 +32,32 @@ pub enum State {
     Idle,
 }
 
-impl State {
+impl LeaseState {
     /// The view's word for it: `leading`, `expired`, `cooldown`, `paused` or `idle`.
     pub const fn as_str(self) -> &'static str {
         match self {
-            State::Leading => "leading",
-            State::Expired => "expired",
-            State::Cooldown => "cooldown",
-            State::Paused => "paused",
-            State::Idle => "idle",
+            LeaseState::Leading => "leading",
+            LeaseState::Expired => "expired",
+            LeaseState::Cooldown => "cooldown",
+            LeaseState::Paused => "paused",
+            LeaseState::Idle => "idle",
         }
     }
 
-    fn parse(word: &str) -> Option<State> {
+    fn parse(word: &str) -> Option<LeaseState> {
         [
-            State::Leading,
-            State::Expired,
-            State::Cooldown,
-            State::Paused,
-            State::Idle,
+            LeaseState::Leading,
+            LeaseState::Expired,
+            LeaseState::Cooldown,
+            LeaseState::Paused,
+            LeaseState::Idle,
         ]
         .into_iter()
         .find(|s| s.as_str() == word)
     }
 }
 
-impl fmt::Display for State {
+impl fmt::Display for LeaseState {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
@@ -70,21 +70,23 @@ pub struct RoleStatus {
     /// The role.
     pub role: String,
     /// Its state.
-    pub state: State,
+    pub state: LeaseState,
     /// The holder's id while held (also while expired).
-    pub leader: Option<String>,
+    pub holder_id: Option<String>,
     /// The latest token issued (the holder's while held).
     pub token: i64,
-    /// When the current holder was granted the role.
-    pub leading_since: Option<DateTime<Utc>>,
+    /// When the current holder was granted the lease (ACQUIRE's database clock).
+    pub acquired_at: Option<DateTime<Utc>>,
     /// When the current lease runs out unless renewed.
     pub expires_at: Option<DateTime<Utc>>,
     /// When the last completed tick ended.
     pub last_tick_ended_at: Option<DateTime<Utc>>,
     /// Who ran the last completed tick.
     pub last_tick_holder: Option<String>,
-    /// The cooldown's end, if one was set (it may have passed).
-    pub cooldown_until: Option<DateTime<Utc>>,
+    /// No ACQUIRE grants the lease before it: the end of the cooldown a tick that did not
+    /// complete set, or the floor a pause of a held lease set; `None` if none was set (it may
+    /// have passed).
+    pub not_before: Option<DateTime<Utc>>,
     /// When the role was paused.
     pub paused_at: Option<DateTime<Utc>>,
     /// Who paused it.
@@ -96,6 +98,12 @@ pub struct RoleStatus {
     pub schedule: Option<String>,
     /// For a role on a cron schedule, the latest scheduled instant completed.
     pub last_completed_instant: Option<DateTime<Utc>>,
+    /// When the lease is next due by its schedule and `not_before`: a cron role's next instant,
+    /// an interval role's last completed tick plus its interval (both as its last grant ran
+    /// them). `None` while paused, before the first grant, and for an interval role that never
+    /// completed a tick and has no `not_before` (it is due whenever a replica asks). Past while
+    /// unheld: overdue.
+    pub next_due_at: Option<DateTime<Utc>>,
     /// Which shard of a sharded role this row is (`shard_index`, `shard_count`); `None` for an
     /// unsharded role's one row.
     pub shard: Option<Shard>,
@@ -114,18 +122,18 @@ impl RoleStatus {
         self.last_tick_ended_at.map(|at| self.db_now - at)
     }
 
-    /// Time left in the cooldown; `None` when there is none or it has passed.
-    pub fn cooldown_left(&self) -> Option<TimeDelta> {
-        self.cooldown_until
+    /// Time left until `not_before`; `None` when there is none or it has passed.
+    pub fn not_before_in(&self) -> Option<TimeDelta> {
+        self.not_before
             .map(|until| until - self.db_now)
             .filter(|left| *left > TimeDelta::zero())
     }
 }
 
 const READ: &str = "
-SELECT role, state, leader, token, leading_since, expires_at, last_tick_ended_at,
-       last_tick_holder, cooldown_until, paused_at, paused_by, pause_reason, schedule,
-       last_completed_instant, shard_index, shard_count, now() AS db_now
+SELECT role, state, holder_id, token, acquired_at, expires_at, last_tick_ended_at,
+       last_tick_holder, not_before, paused_at, paused_by, pause_reason, schedule,
+       last_completed_instant, next_due_at, shard_index, shard_count, now() AS db_now
   FROM leader_status
  ORDER BY role, shard_index
 ";
@@ -152,7 +160,7 @@ pub async fn read<'e>(
     rows.iter()
         .map(|row| {
             let word: String = row.try_get("state").map_err(&field)?;
-            let state = State::parse(&word).ok_or_else(|| {
+            let state = LeaseState::parse(&word).ok_or_else(|| {
                 field(sqlx::Error::Decode(
                     format!("leader_status.state is `{word}`, which this version does not know")
                         .into(),
@@ -161,18 +169,19 @@ pub async fn read<'e>(
             Ok(RoleStatus {
                 role: row.try_get("role").map_err(&field)?,
                 state,
-                leader: row.try_get("leader").map_err(&field)?,
+                holder_id: row.try_get("holder_id").map_err(&field)?,
                 token: row.try_get("token").map_err(&field)?,
-                leading_since: row.try_get("leading_since").map_err(&field)?,
+                acquired_at: row.try_get("acquired_at").map_err(&field)?,
                 expires_at: row.try_get("expires_at").map_err(&field)?,
                 last_tick_ended_at: row.try_get("last_tick_ended_at").map_err(&field)?,
                 last_tick_holder: row.try_get("last_tick_holder").map_err(&field)?,
-                cooldown_until: row.try_get("cooldown_until").map_err(&field)?,
+                not_before: row.try_get("not_before").map_err(&field)?,
                 paused_at: row.try_get("paused_at").map_err(&field)?,
                 paused_by: row.try_get("paused_by").map_err(&field)?,
                 pause_reason: row.try_get("pause_reason").map_err(&field)?,
                 schedule: row.try_get("schedule").map_err(&field)?,
                 last_completed_instant: row.try_get("last_completed_instant").map_err(&field)?,
+                next_due_at: row.try_get("next_due_at").map_err(&field)?,
                 shard: shard_of(
                     row.try_get("shard_index").map_err(&field)?,
                     row.try_get("shard_count").map_err(&field)?,
@@ -219,8 +228,8 @@ pub fn human(span: TimeDelta) -> String {
 
 type Cell = Box<dyn Fn(&RoleStatus) -> String>;
 
-/// The aligned table of [`read`]'s rows: role, state, leader, token, expires in, last completed
-/// tick (time, UTC, and age), cooldown left, and who paused it and why, `-` where there is
+/// The aligned table of [`read`]'s rows: role, state, holder id, token, expires in, last
+/// completed tick (time, UTC, and age), time left until `not_before`, and who paused it and why, `-` where there is
 /// nothing; plus any columns added with [`Table::column`].
 ///
 /// A sharded role is one line (its shard count and how many shards are in each state, how many
@@ -278,7 +287,7 @@ impl<'a> Table<'a> {
         [
             row.role.clone(),
             row.state.to_string(),
-            or_dash(row.leader.clone()),
+            or_dash(row.holder_id.clone()),
             row.token.to_string(),
             or_dash(row.expires_in().map(human)),
             row.last_tick_ended_at.map_or_else(
@@ -286,7 +295,7 @@ impl<'a> Table<'a> {
                 |at| at.format("%H:%M:%SZ").to_string(),
             ),
             or_dash(row.last_tick_age().map(human)),
-            or_dash(row.cooldown_left().map(human)),
+            or_dash(row.not_before_in().map(human)),
             or_dash(row.paused_by.as_ref().map(|by| match &row.pause_reason {
                 Some(why) => format!("{by}: {why}"),
                 None => by.clone(),
@@ -302,7 +311,7 @@ impl Table<'_> {
     fn role_cells(shards: &[RoleStatus]) -> [String; 9] {
         let first = &shards[0];
         let count = first.shard.map_or(shards.len() as u32, Shard::count);
-        let mut states: Vec<(State, usize)> = Vec::new();
+        let mut states: Vec<(LeaseState, usize)> = Vec::new();
         for row in shards {
             match states.iter_mut().find(|(state, _)| *state == row.state) {
                 Some((_, n)) => *n += 1,
@@ -315,8 +324,8 @@ impl Table<'_> {
             .collect();
         let mut leaders: Vec<&str> = shards
             .iter()
-            .filter(|row| row.state == State::Leading)
-            .filter_map(|row| row.leader.as_deref())
+            .filter(|row| row.state == LeaseState::Leading)
+            .filter_map(|row| row.holder_id.as_deref())
             .collect();
         leaders.sort_unstable();
         leaders.dedup();
@@ -354,12 +363,12 @@ impl Table<'_> {
 const HEADERS: [&str; 9] = [
     "role",
     "state",
-    "leader",
+    "holder_id",
     "token",
     "expires_in",
     "last_tick",
     "age",
-    "cooldown",
+    "not_before_in",
     "paused",
 ];
 
@@ -424,26 +433,27 @@ impl fmt::Display for Table<'_> {
 
 #[cfg(test)]
 mod table_tests {
-    use super::{RoleStatus, State, Table};
+    use super::{LeaseState, RoleStatus, Table};
 
     #[test]
     fn a_leading_role_with_an_added_column() {
         let now = chrono::DateTime::from_timestamp(1_796_212_948, 0).unwrap();
         let row = RoleStatus {
             role: "billing".into(),
-            state: State::Leading,
-            leader: Some("replica-1".into()),
+            state: LeaseState::Leading,
+            holder_id: Some("replica-1".into()),
             token: 1_796_212_948_103,
-            leading_since: Some(now),
+            acquired_at: Some(now),
             expires_at: Some(now + chrono::TimeDelta::seconds(8)),
             last_tick_ended_at: None,
             last_tick_holder: None,
-            cooldown_until: None,
+            not_before: None,
             paused_at: None,
             paused_by: None,
             pause_reason: None,
             schedule: None,
             last_completed_instant: None,
+            next_due_at: None,
             shard: None,
             db_now: now,
         };
@@ -453,36 +463,37 @@ mod table_tests {
             .to_string();
         assert_eq!(
             table,
-            "role     state    leader     token          expires_in  last_tick  age  cooldown  paused  ticks\n\
-             billing  leading  replica-1  1796212948103  8.0s        never      -    -         -       7\n"
+            "role     state    holder_id  token          expires_in  last_tick  age  not_before_in  paused  ticks\n\
+             billing  leading  replica-1  1796212948103  8.0s        never      -    -              -       7\n"
         );
     }
 
     #[test]
     fn a_sharded_role_is_one_line_with_its_shards_under_it() {
         let now = chrono::DateTime::from_timestamp(1_796_212_948, 0).unwrap();
-        let row = |shard: u32, state: State, leader: Option<&str>| RoleStatus {
+        let row = |shard: u32, state: LeaseState, leader: Option<&str>| RoleStatus {
             role: "webhook_delivery".into(),
             state,
-            leader: leader.map(str::to_owned),
+            holder_id: leader.map(str::to_owned),
             token: 1_796_212_948_000 + i64::from(shard),
-            leading_since: None,
+            acquired_at: None,
             expires_at: leader.map(|_| now + chrono::TimeDelta::seconds(2)),
             last_tick_ended_at: Some(now - chrono::TimeDelta::seconds(i64::from(shard) + 1)),
             last_tick_holder: None,
-            cooldown_until: None,
-            paused_at: (state == State::Paused).then_some(now),
-            paused_by: (state == State::Paused).then(|| "ops".to_owned()),
+            not_before: None,
+            paused_at: (state == LeaseState::Paused).then_some(now),
+            paused_by: (state == LeaseState::Paused).then(|| "ops".to_owned()),
             pause_reason: None,
             schedule: None,
             last_completed_instant: None,
+            next_due_at: None,
             shard: Some(crate::Shard::new(shard, 3).unwrap()),
             db_now: now,
         };
         let rows = [
-            row(0, State::Leading, Some("replica-1")),
-            row(1, State::Leading, Some("replica-2")),
-            row(2, State::Paused, None),
+            row(0, LeaseState::Leading, Some("replica-1")),
+            row(1, LeaseState::Leading, Some("replica-2")),
+            row(2, LeaseState::Paused, None),
         ];
         let table = Table::new(&rows)
             .column("shard", |row| {
@@ -491,11 +502,11 @@ mod table_tests {
             .to_string();
         assert_eq!(
             table,
-            "role              state                          leader      token          expires_in  last_tick  age   cooldown  paused         shard\n\
-             webhook_delivery  3 shards: 2 leading, 1 paused  2 replicas  -              -           12:02:25Z  3.0s  -         1 of 3 shards  2\n\
-             \x20 0/3             leading                        replica-1   1796212948000  2.0s        12:02:27Z  1.0s  -         -\n\
-             \x20 1/3             leading                        replica-2   1796212948001  2.0s        12:02:26Z  2.0s  -         -\n\
-             \x20 2/3             paused                         -           1796212948002  -           12:02:25Z  3.0s  -         ops\n"
+            "role              state                          holder_id   token          expires_in  last_tick  age   not_before_in  paused         shard\n\
+             webhook_delivery  3 shards: 2 leading, 1 paused  2 replicas  -              -           12:02:25Z  3.0s  -              1 of 3 shards  2\n\
+             \x20 0/3             leading                        replica-1   1796212948000  2.0s        12:02:27Z  1.0s  -              -\n\
+             \x20 1/3             leading                        replica-2   1796212948001  2.0s        12:02:26Z  2.0s  -              -\n\
+             \x20 2/3             paused                         -           1796212948002  -           12:02:25Z  3.0s  -              ops\n"
         );
     }
 }

@@ -93,6 +93,15 @@ impl Failure {
                         db.message()
                     ));
                 }
+                // undefined_column: a view or table as an earlier framework migration left it.
+                Some("42703") => {
+                    return Failure::unreachable(format!(
+                        "the framework schema here is out of date ({}): apply the framework \
+                         migrations (`leaderctl migrate` over a direct connection, or \
+                         `leaderctl migrations write DIR` and then your migrations)",
+                        db.message()
+                    ));
+                }
                 Some("42501") => {
                     return Failure::refused(format!(
                         "{statement} was refused: {}: connect as a role granted with \

@@ -122,7 +122,8 @@ struct DirectDatabase {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Every role's state, leader, token, expiry, last completed tick, cooldown and pause.
+    /// Every role's state, holder, token, expiry, last completed tick, cooldown, pause and when it
+    /// is next due.
     ///
     /// A sharded role is one line (its shard count and how many shards are in each state) with
     /// one indented line per shard under it (`  3/8` is shard 3 of 8); with --json, one object
@@ -194,8 +195,10 @@ enum Command {
     Check {
         #[command(flatten)]
         db: Database,
-        /// Also check that this role is registered and seeded (repeatable).
-        #[arg(long = "role", value_name = "ROLE")]
+        /// Also check that this role is registered and seeded (repeatable); ROLE:COUNT also
+        /// checks that its rows have the COUNT shards the code leads it with (1: unsharded), as
+        /// the runtime does at start-up.
+        #[arg(long = "role", value_name = "ROLE[:COUNT]")]
         roles: Vec<String>,
     },
     /// Apply the framework's migrations (or DIR's) over a direct connection, printing each one

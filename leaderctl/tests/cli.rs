@@ -144,11 +144,11 @@ async fn status_shows_each_role_its_leader_pause_and_cooldown_in_one_table() {
     for word in [
         "role",
         "state",
-        "leader",
+        "holder_id",
         "token",
         "expires_in",
         "last_tick",
-        "cooldown",
+        "not_before_in",
         "paused",
     ] {
         assert!(lines[0].contains(word), "{}", lines[0]);
@@ -175,13 +175,49 @@ async fn status_shows_each_role_its_leader_pause_and_cooldown_in_one_table() {
         "{}",
         lines[3]
     );
-    let column = lines[0].find("leader").unwrap();
+    let column = lines[0].find("holder_id").unwrap();
     assert_eq!(
         lines[1].find("replica-7"),
         Some(column),
         "aligned:\n{}",
         run.stdout
     );
+}
+
+/// Every statement `status` sends that reads `leader_status` carries its `/* leader:… */` name,
+/// as every statement of the framework does: the view, wrapped in a filter that records the text
+/// of each statement that reads it, says which statements those were.
+#[tokio::test]
+async fn status_sends_only_named_statements() {
+    let db = database().await;
+    lead(&db, ALPHA, "replica-1").await;
+    db.exec(
+        "CREATE TABLE seen (query text);
+         CREATE FUNCTION note_query() RETURNS boolean LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+         AS $$ BEGIN INSERT INTO seen VALUES (current_query()); RETURN true; END $$;
+         DO $do$ BEGIN
+             EXECUTE 'CREATE OR REPLACE VIEW leader_status AS SELECT s.* FROM ('
+                 || rtrim(pg_get_viewdef('leader_status'), '; ') || ') s WHERE note_query()';
+         END $do$;",
+    )
+    .await;
+    let url = db.app_url();
+    ctl(Some(&url), &["status"]).await.expect(0, "alpha");
+    ctl(Some(&url), &["status", "--json"])
+        .await
+        .expect(0, "alpha");
+    let seen: Vec<String> = sqlx::query_scalar("SELECT DISTINCT query FROM seen")
+        .fetch_all(db.admin())
+        .await
+        .unwrap();
+    assert!(!seen.is_empty(), "the policy recorded nothing");
+    for query in &seen {
+        assert_eq!(
+            leader_core::Statement::of_sql(query),
+            Some(leader_core::Statement::StatusView),
+            "an unnamed statement: {query}"
+        );
+    }
 }
 
 #[tokio::test]
@@ -198,7 +234,7 @@ async fn status_json_parses_and_matches_the_view() {
     let alpha = &rows[0];
     assert_eq!(alpha["role"], "alpha");
     assert_eq!(alpha["state"], "leading");
-    assert_eq!(alpha["leader"], "replica-1");
+    assert_eq!(alpha["holder_id"], "replica-1");
     assert_eq!(alpha["token"], token);
     assert!(alpha["expires_in_ms"].as_i64().unwrap() > 0, "{alpha}");
     assert!(
@@ -489,8 +525,11 @@ async fn check_passes_a_ready_database_and_names_a_role_it_lacks() {
     let run = ctl(Some(&url), &["check", "--role", "alpha", "--role", "delta"]).await;
     run.expect(2, "1 problem(s)");
     assert!(
-        run.stdout.contains("role `delta` is not in the"),
-        "{run:#?}"
+        run.stdout.contains("role `delta` is not in the")
+            && run
+                .stdout
+                .contains("`leaderctl roles add delta --dir MIGRATIONS` writes the migration"),
+        "the fix is the command that writes it: {run:#?}"
     );
 
     db.exec("DROP FUNCTION leader_clear_cooldown(text)").await;
@@ -501,6 +540,54 @@ async fn check_passes_a_ready_database_and_names_a_role_it_lacks() {
             .contains("function leader_clear_cooldown(text) is missing"),
         "{run:#?}"
     );
+}
+
+/// `check --role NAME:COUNT` refuses rows with another shard count, as the runtime leading the
+/// role with COUNT shards refuses to start, and names the command that writes the fix.
+#[tokio::test]
+async fn check_compares_the_shard_count_the_code_leads_a_role_with() {
+    let db = database().await;
+    let url = db.app_url();
+    let run = ctl(
+        Some(&url),
+        &["check", "--role", "alpha:4", "--role", "beta:1"],
+    )
+    .await;
+    run.expect(2, "1 problem(s)");
+    assert!(
+        run.stdout.contains(
+            "problem: role `alpha` has 1 shard(s) in leader_leases but the code leads it with 4: \
+             `leaderctl roles reshard alpha 4 --dir MIGRATIONS` writes the migration"
+        ) && !run.stdout.contains("docs/design"),
+        "{run:#?}"
+    );
+    ctl(
+        Some(&url),
+        &["check", "--role", "alpha:1", "--role", "beta"],
+    )
+    .await
+    .expect(
+        0,
+        "ok: role alpha is registered and seeded, with 1 shard(s)",
+    )
+    .expect(
+        0,
+        "ok: role beta is registered and seeded (its shard count is not checked",
+    );
+
+    db.exec("SELECT leader_reshard('alpha', 4)").await;
+    ctl(Some(&url), &["check", "--role", "alpha:4"])
+        .await
+        .expect(0, "with 4 shard(s)");
+    ctl(Some(&url), &["check", "--role", "alpha:1"])
+        .await
+        .expect(2, "1 problem(s)");
+    ctl(Some(&url), &["check", "--role", "alpha:0"])
+        .await
+        .expect(
+            1,
+            "the shard count after `:` must be a number from 1 to 1024",
+        );
 }
 
 fn read(dir: &Path, name: &str) -> String {
@@ -1213,63 +1300,112 @@ async fn migrate_through_a_transaction_pooler_applies_on_one_session_or_says_to_
         .expect(0, "the database has every migration");
 }
 
-/// `leader_status` has no schedule yet, so `next_due` is `-`; once the view has a `next_due_at`
-/// column (a later framework migration), the column reads it.
-#[tokio::test]
-async fn status_shows_when_each_role_is_next_due_once_the_view_says() {
-    let db = database().await;
-    lead(&db, ALPHA, "replica-1").await;
-    let url = db.app_url();
-    let run = ctl(Some(&url), &["status"]).await;
-    run.expect(0, "next_due");
-    for line in run.stdout.lines().skip(1) {
-        assert!(line.ends_with(" -"), "no schedule in the view yet: {line}");
-    }
-    let run = ctl(Some(&url), &["status", "--json"]).await;
-    let rows: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
-    for row in rows.as_array().unwrap() {
-        assert_eq!(row["next_due_at"], serde_json::Value::Null, "{row}");
-        assert_eq!(row["on_time"], serde_json::Value::Null, "{row}");
-    }
+/// Ends `role`'s tick held under `fence` with `outcome`, for a role ticking every `interval`.
+async fn end_tick(
+    db: &TestDb,
+    fence: leader_core::Fence,
+    outcome: leader_core::ReleaseOutcome,
+    interval: Duration,
+) {
+    lease::release(db.admin(), fence, outcome, interval, &Timings::default())
+        .await
+        .unwrap();
+}
 
-    // The view as a later migration may leave it: the same columns, then next_due_at.
+/// Grants `role` to `holder` as an interval role ticking every `interval`.
+async fn grant_every(
+    db: &TestDb,
+    role: Role,
+    holder: &str,
+    interval: Duration,
+) -> leader_core::Fence {
+    match lease::acquire_one(db.admin(), role, holder, interval, &Timings::default())
+        .await
+        .unwrap()
+    {
+        Acquired::Granted(grant) => grant.fence,
+        refused => panic!("{role} not granted: {refused:?}"),
+    }
+}
+
+/// `next_due` is the view's `next_due_at`: one interval (as the last grant ran it) after the last
+/// completed tick, not before `not_before`; `-` where the view cannot tell. Read in the same
+/// statement as the rest of the row.
+#[tokio::test]
+async fn status_shows_when_each_interval_role_is_next_due() {
+    let db = database().await;
+    let hour = Duration::from_secs(3600);
+    // alpha: leading, so running.
+    lead(&db, ALPHA, "replica-1").await;
+    // beta: completed a tick just now, every hour: due in about an hour.
+    let fence = grant_every(&db, BETA, "replica-1", hour).await;
+    end_tick(&db, fence, leader_core::ReleaseOutcome::Completed, hour).await;
+    // gamma: completed a tick every 1500 ms, the tick's end moved ten minutes back: late.
+    let gamma = Role::from_static("gamma");
+    let every = Duration::from_millis(1500);
+    let fence = grant_every(&db, gamma, "replica-1", every).await;
+    end_tick(&db, fence, leader_core::ReleaseOutcome::Completed, every).await;
     db.exec(
-        "DO $$ BEGIN
-             EXECUTE 'CREATE OR REPLACE VIEW leader_status AS SELECT s.*,
-                 CASE s.role WHEN ''alpha'' THEN now() - interval ''1 minute''
-                             WHEN ''beta'' THEN now() + interval ''1 hour''
-                             ELSE now() - interval ''5 minutes'' END AS next_due_at
-                 FROM (' || rtrim(pg_get_viewdef('leader_status'), '; ') || ') s';
-         END $$;",
+        "UPDATE leader_leases SET last_tick_ended_at = last_tick_ended_at - interval '10 minutes'
+          WHERE role = 'gamma'",
     )
     .await;
+    let url = db.app_url();
     let run = ctl(Some(&url), &["status"]).await;
     run.expect(0, "next_due");
     let lines: Vec<&str> = run.stdout.lines().collect();
     assert!(lines[1].ends_with(" running"), "alpha leads: {}", lines[1]);
     assert!(
-        lines[2].ends_with(" in 1h00m") || lines[2].contains(" in 59m"),
+        lines[2].contains("every 1h") && lines[2].contains(" in "),
         "beta is due later: {}",
         lines[2]
     );
-    // (The test's view computes the times from now(), read by a second statement a few ms after
-    // the row's clock; a real next_due_at is a stored instant.)
     assert!(
-        lines[3].ends_with(" late 5m00s") || lines[3].ends_with(" late 4m59s"),
+        lines[3].contains("every 1500ms") && lines[3].contains(" late "),
         "gamma is late: {}",
         lines[3]
     );
     let run = ctl(Some(&url), &["status", "--json"]).await;
     let rows: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
-    let on_time: Vec<&serde_json::Value> = rows
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|row| &row["on_time"])
-        .collect();
+    let rows = rows.as_array().unwrap();
+    let on_time: Vec<&serde_json::Value> = rows.iter().map(|row| &row["on_time"]).collect();
     assert_eq!(on_time, [true, true, false]);
-    assert!(rows[2]["next_due_in_ms"].as_i64().unwrap() <= -299_000);
-    assert!(rows[1]["next_due_at"].as_str().unwrap().ends_with('Z'));
+    let at = |row: &serde_json::Value, name: &str| {
+        chrono::DateTime::parse_from_rfc3339(row[name].as_str().unwrap()).unwrap()
+    };
+    for (row, interval) in [(&rows[1], 3_600_000), (&rows[2], 1_500)] {
+        assert_eq!(
+            at(row, "next_due_at") - at(row, "last_tick_ended_at"),
+            chrono::TimeDelta::milliseconds(interval),
+            "{row}"
+        );
+    }
+
+    // A cooldown later than the interval's end: due at not_before.
+    let cooled = "UPDATE leader_leases SET not_before = last_tick_ended_at + interval '2 hours'
+                   WHERE role = 'beta'";
+    db.exec(cooled).await;
+    let run = ctl(Some(&url), &["status", "--json"]).await;
+    let rows: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let beta = &rows.as_array().unwrap()[1];
+    assert_eq!(beta["next_due_at"], beta["not_before"], "{beta}");
+
+    // Never granted, or paused: the view cannot say, and neither does the table.
+    db.exec("SELECT leader_pause('beta', 'ops')").await;
+    let fresh = TestDb::new().await;
+    sqlx::raw_sql(ROLES).execute(fresh.admin()).await.unwrap();
+    for (url, role) in [(url.clone(), "beta"), (fresh.app_url(), "alpha")] {
+        let run = ctl(Some(&url), &["status", "--json"]).await;
+        let rows: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        let row = rows
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|row| row["role"] == role)
+            .unwrap();
+        assert_eq!(row["next_due_at"], serde_json::Value::Null, "{row}");
+        assert_eq!(row["on_time"], serde_json::Value::Null, "{row}");
+    }
 }
 
 /// A role on a cron schedule: `status` shows its schedule, and its next instant as next due.
