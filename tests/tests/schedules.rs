@@ -208,7 +208,11 @@ async fn three_replicas_complete_each_instant_once_over_a_shutdown_a_kill_and_a_
     // the next instant is at most one period after the pause, and the first refusal tells b the
     // last completed instant, so its second ACQUIRE asks for the next one.
     let due = (paused + chrono::Duration::seconds(2)).max(floor.unwrap_or(paused));
-    wait_for_acquires(&db, "replica-b", ALPHA, 2, due).await;
+    assert_eq!(
+        wait_for_refusals(&db, &["replica-b"], ALPHA, 2, due, paused).await,
+        0,
+        "an instant was granted while the role was paused"
+    );
     let unpausing = db_now(&db).await;
     operator::unpause(db.pool(), "alpha", &FAST).await.unwrap();
     let unpaused_at = db_now(&db).await;

@@ -190,6 +190,36 @@ pub async fn wait_for_acquires(
     }
 }
 
+/// Waits until each of `holders` has sent `times` ACQUIREs for `role` that started after `due`
+/// (see [`wait_for_acquires`]), or until `role` was granted after `since`; returns how many grants
+/// of `role` ACQUIREs made after `since`, for the caller to assert none where none may be. A grant
+/// ends the wait at once: its holder asks no more while it runs the tick.
+pub async fn wait_for_refusals(
+    db: &TestDb,
+    holders: &[&str],
+    role: Role,
+    times: i64,
+    due: chrono::DateTime<chrono::Utc>,
+    since: chrono::DateTime<chrono::Utc>,
+) -> i64 {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let granted = grants_since(db, role, since, None).await;
+        let mut asked = true;
+        for holder in holders {
+            asked &= acquires_by(db, holder, role, due).await >= times;
+        }
+        if granted > 0 || asked {
+            return granted;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{holders:?} sent no {times} ACQUIRE(s) each for {role} after {due} within two minutes"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// The database clock, read after everything committed before the call.
 pub async fn db_now(db: &TestDb) -> chrono::DateTime<chrono::Utc> {
     sqlx::query_scalar("SELECT now()")
