@@ -244,3 +244,61 @@ async fn the_names_page_matches_the_schema_the_row_type_and_leaderctl() {
         );
     }
 }
+
+const UP: &str =
+    include_str!("../../leader-core/migrations/20261208000000_leader_status_names.up.sql");
+const DOWN: &str =
+    include_str!("../../leader-core/migrations/20261208000000_leader_status_names.down.sql");
+
+/// The names migration's down restores the view as the migration before it left it, still
+/// readable by a login granted before, and `status` then says the schema is out of date; up again,
+/// `status` reads the new names.
+#[tokio::test]
+async fn the_names_migration_goes_down_and_up_again_keeping_the_grant() {
+    let db = TestDb::new().await;
+    db.exec(
+        "ALTER TABLE leader_leases ADD CONSTRAINT leader_leases_role_registered
+             CHECK (role IN ('alpha'));
+         INSERT INTO leader_leases (role, holder_token) VALUES ('alpha', leader_seed_token());
+         DO $$ BEGIN
+             CREATE ROLE leader_app LOGIN;
+         EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+         END $$;
+         SELECT leader_grant_app_role('leader_app');",
+    )
+    .await;
+    let app = db.app_url_as("leader_app");
+    let new = ["holder_id", "acquired_at", "not_before", "next_due_at"];
+
+    db.exec(DOWN).await;
+    let view = columns(&db, "leader_status").await;
+    assert!(new.iter().all(|name| !view.contains(*name)), "{view:?}");
+    assert!(
+        view.contains("leader") && view.contains("shard_count"),
+        "{view:?}"
+    );
+    let app_pool = db.pool_as("leader_app", 1).await;
+    let leader: Option<String> = sqlx::query_scalar("SELECT leader FROM leader_status")
+        .fetch_one(&app_pool)
+        .await
+        .expect("the login granted before the down may read the view after it");
+    assert_eq!(leader, None);
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_leaderctl"))
+        .arg("status")
+        .env("DATABASE_URL", &app)
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        stderr.contains("the framework schema here is out of date")
+            && stderr.contains("leaderctl migrate"),
+        "{stderr}"
+    );
+
+    db.exec(UP).await;
+    let view = columns(&db, "leader_status").await;
+    assert!(new.iter().all(|name| view.contains(*name)), "{view:?}");
+    assert!(leaderctl(&app, &["status"]).await.starts_with("role "));
+}
