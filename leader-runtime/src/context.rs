@@ -2,7 +2,6 @@
 
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
-use leader_core::lease::Grant;
 use leader_core::{Fence, Role, Shard, ShardFence};
 use sqlx::PgPool;
 
@@ -57,8 +56,10 @@ impl TickContext {
     }
 
     /// The context the runtime would hand a job for `grant`, for calling a job directly in its
-    /// tests. Its cancellation starts uncancelled; with the `test-support` feature,
-    /// `TickContext::cancel_for_test` cancels it to test how the job stops.
+    /// tests. Only with the `test-support` feature, which also brings
+    /// [`protocol`](crate::protocol) (the statements a test takes its grant from) and
+    /// `TickContext::cancel_for_test` (cancels the context, to test how the job stops). Its
+    /// cancellation starts uncancelled.
     ///
     /// The grant comes from a real ACQUIRE ([`protocol::lease::acquire_one`]: the job's claims
     /// then pass `leader_fence`), or is built with `Grant::forge` around a fence from
@@ -93,7 +94,8 @@ impl TickContext {
     /// A grant of a calendar role's instant gives [`TickContext::tick_instant`] that instant, in
     /// UTC (the grant does not carry the schedule's time zone). Tasks the job starts with
     /// [`TickContext::spawn`] are not ended for it: no tick ends.
-    pub fn from_grant(grant: Grant, pool: PgPool) -> TickContext {
+    #[cfg(feature = "test-support")]
+    pub fn from_grant(grant: leader_core::lease::Grant, pool: PgPool) -> TickContext {
         TickContext::new(
             grant.fence,
             TickCancellation::new(),

@@ -490,7 +490,7 @@ mod tests {
             .into_vec()
             .into_iter()
             .find(|(key, ..)| {
-                key.key().name() == "leader_lease_lost_total"
+                key.key().name() == crate::metrics::LEASE_LOST_TOTAL
                     && key.key().labels().any(|l| l.value() == "panicked")
             });
         assert!(
@@ -560,7 +560,7 @@ mod tests {
             .snapshot()
             .into_vec()
             .into_iter()
-            .filter(|(key, ..)| key.key().name() == "leader_lease_lost_total")
+            .filter(|(key, ..)| key.key().name() == crate::metrics::LEASE_LOST_TOTAL)
             .filter(|(.., value)| *value == DebugValue::Counter(1))
             .flat_map(|(key, ..)| {
                 key.key()
@@ -750,7 +750,7 @@ mod tests {
             .into_vec()
             .into_iter()
             .find(|(key, ..)| {
-                key.key().name() == "leader_lease_lost_total"
+                key.key().name() == crate::metrics::LEASE_LOST_TOTAL
                     && key.key().labels().any(|l| l.value() == reason)
             })
             .map(|(.., value)| value)
