@@ -94,7 +94,7 @@ impl TickContext {
     /// A grant of a calendar role's instant gives [`TickContext::tick_instant`] that instant, in
     /// UTC (the grant does not carry the schedule's time zone). Tasks the job starts with
     /// [`TickContext::spawn`] are not ended for it: no tick ends.
-    #[cfg(feature = "test-support")]
+    #[cfg(any(feature = "test-support", doc))]
     pub fn from_grant(grant: leader_core::lease::Grant, pool: PgPool) -> TickContext {
         TickContext::new(
             grant.fence,
@@ -151,10 +151,12 @@ impl TickContext {
     /// role.
     ///
     /// The instant is the one the lease row records for this grant, in the column of the same name
-    /// (`leader_leases.tick_instant`; [`Grant::tick_instant`] in UTC): no other tick completes it
-    /// (each instant is completed at most once cluster-wide), and it was due on the database
+    /// (`leader_leases.tick_instant`; [`Grant::tick_instant`] in UTC): no other tick completes
+    /// it (each instant is completed at most once cluster-wide), and it was due on the database
     /// clock when granted. A job that bills "the period that ended at this instant", rather than
     /// at "now", bills the same period whichever replica runs it and however late it starts.
+    ///
+    /// [`Grant::tick_instant`]: leader_core::lease::Grant::tick_instant
     pub fn tick_instant(&self) -> Option<DateTime<Tz>> {
         self.tick_instant
     }

@@ -138,7 +138,7 @@
 //!   The database gets the count from `SELECT leader_reshard('role', n)` in a migration.
 //! * [`schema`]: the framework's migrations and the start-up check.
 //! * [`shutdown`], [`metrics`], `prometheus` (feature `prometheus`).
-//! * [`protocol`]: the statements underneath, for tools.
+//! * [`protocol`]: the statements underneath, for a job's tests (feature `test-support`).
 //!
 //! # Features
 //!
@@ -148,9 +148,9 @@
 //!   application chooses (`metrics-exporter-prometheus`).
 //! * `audit`: `audit::assert_claims_fenced`, for a test that every row-locking statement of the
 //!   crate is fenced.
-//! * `test-support`: `Fence::forge`, `Grant::forge` and `TickContext::cancel_for_test`, so a
-//!   job's unit tests can build a [`TickContext`] ([`TickContext::from_grant`]) without a
-//!   database granting the lease. Enable it only in `[dev-dependencies]`: a forged fence proves
+//! * `test-support`: [`protocol`], [`TickContext::from_grant`], `Fence::forge`, `Grant::forge`
+//!   and `TickContext::cancel_for_test`, so a job's unit tests can build a [`TickContext`]
+//!   from a real grant, or without a database granting the lease. Enable it only in `[dev-dependencies]`: a forged fence proves
 //!   nothing to `leader_fence`.
 
 #![warn(missing_docs)]
@@ -177,6 +177,7 @@ pub mod shutdown;
 mod state;
 mod statements;
 mod tick;
+mod tick_tasks;
 mod wake;
 
 #[cfg(test)]

@@ -91,12 +91,12 @@ pub fn install(addr: SocketAddr) -> Result<(), ExporterError> {
     let (recorder, exporter) = PrometheusBuilder::new()
         .with_http_listener(addr)
         .set_buckets_for_metric(
-            Matcher::Full("leader_tick_duration_seconds".to_owned()),
+            Matcher::Full(crate::metrics::TICK_DURATION_SECONDS.to_owned()),
             &TICK_DURATION_BUCKETS,
         )
         .and_then(|builder| {
             builder.set_buckets_for_metric(
-                Matcher::Full("leader_schedule_start_delay_seconds".to_owned()),
+                Matcher::Full(crate::metrics::SCHEDULE_START_DELAY_SECONDS.to_owned()),
                 &START_DELAY_BUCKETS,
             )
         })
