@@ -468,6 +468,27 @@ M = [
            "    /// Claim funnel of `email_outbox`: stamps a batch of unsent emails with the token.\n    #[fenced]\n",
            "    /// Claim funnel of `email_outbox`: stamps a batch of unsent emails with the token.\n")],
      "-p billing-demo --test app each_funnel"),
+    # The demo's email outbox is at least once: it sends, then stamps sent. Stamped first, the
+    # demo's kill between the two (a send held before the provider accepted it) loses an email.
+    ("the demo's email job stamps sent before it sends (at most once)",
+     [edit("examples/src/jobs.rs",
+           "            send_email(store.pool(), &email, fence).await?;\n"
+           "            store.mark_sent(&email, fence).await.map(drop)\n",
+           "            if store.mark_sent(&email, fence).await? {\n"
+           "                send_email(store.pool(), &email, fence).await?;\n"
+           "            }\n"
+           "            Ok(())\n")],
+     "-p billing-demo --test app three_replicas"),
+    # A key with the claim's token differs after a takeover: the demo's kill after the provider
+    # accepted an email makes the next leader's repeat carry another key.
+    ("the demo's email key carries the claim's token",
+     [edit("examples/src/outbound.rs", "email.idempotency_key().replace('\\'', \"''\"),",
+           "format!(\"{}-{}\", email.idempotency_key(), fence.token()),")],
+     "-p billing-demo --test app three_replicas"),
+    ("the demo's key check ignores the keys of an email's repeats",
+     [edit("examples/src/checks.rs", "HAVING count(DISTINCT idempotency_key) > 1",
+           "HAVING count(DISTINCT idempotency_key) > count(*)")],
+     "-p billing-demo --test app the_email_checks"),
     ("tick outside its span",
      [edit("leader-runtime/src/tick.rs", "        .instrument(span)\n", "")],
      "-p leader-tests --test tick_span"),

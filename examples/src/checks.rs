@@ -106,11 +106,19 @@ pub const CHECKS: &[CheckDef] = &[
                      <> CASE WHEN o.dispatched_at IS NULL THEN 0 ELSE 1 END",
     },
     CheckDef {
-        name: "no email sent twice, or stamped sent without being sent",
+        name: "no email stamped sent that the provider never received (lost)",
         kind: Kind::Safety,
         sql: "SELECT count(*) FROM email_outbox e
-               WHERE (SELECT count(*) FROM effects f WHERE f.kind = 'email' AND f.key = e.id::text)
-                     <> CASE WHEN e.sent_at IS NULL THEN 0 ELSE 1 END",
+               WHERE e.sent_at IS NOT NULL
+                 AND NOT EXISTS (SELECT 1 FROM mailbox m WHERE m.email_id = e.id)",
+    },
+    CheckDef {
+        name: "every repeated send of an email carries the key of its first send, and no two emails share a key",
+        kind: Kind::Safety,
+        sql: "SELECT (SELECT count(*) FROM (SELECT email_id FROM mailbox GROUP BY email_id
+                                           HAVING count(DISTINCT idempotency_key) > 1) t)
+                   + (SELECT count(*) FROM (SELECT idempotency_key FROM mailbox GROUP BY idempotency_key
+                                           HAVING count(DISTINCT email_id) > 1) t)",
     },
     CheckDef {
         name: "each webhook delivery attempted once per recorded retry",
@@ -205,9 +213,11 @@ pub const CHECKS: &[CheckDef] = &[
         sql: "SELECT count(*) FROM webhook_outbox WHERE dispatched_at IS NULL",
     },
     CheckDef {
-        name: "every email sent",
+        name: "every email received by the provider and stamped sent",
         kind: Kind::Liveness,
-        sql: "SELECT count(*) FROM email_outbox WHERE sent_at IS NULL",
+        sql: "SELECT count(*) FROM email_outbox e
+               WHERE e.sent_at IS NULL
+                  OR NOT EXISTS (SELECT 1 FROM mailbox m WHERE m.email_id = e.id)",
     },
     CheckDef {
         name: "every webhook delivery delivered or given up",

@@ -1,11 +1,13 @@
 //! The five leader jobs. Each claims through its fenced funnel, completes each item through a
-//! compare-and-set, fires the item's effect only when that write applied, and guards each item
-//! (or billing step) so one panicking row does not stop the rest.
+//! compare-and-set, and guards each item (or billing step) so one panicking row does not stop the
+//! rest. An effect in the database commits with its completion; the email, a call to the outside
+//! world, is sent before its completion under an idempotency key (at least once).
 
 use leader_runtime::panic_guard::{BatchReport, Steps, run_batch};
 use leader_runtime::{JobError, TickContext, leader_role};
 
 use crate::audit::Audit;
+use crate::outbound::send_email;
 use crate::store::Store;
 
 /// Subscriptions billed per tick at most.
@@ -120,7 +122,12 @@ pub async fn send_emails(tick: TickContext) -> Result<(), JobError> {
         .await?;
     let report = run_batch("email_outbox", claimed, |email| {
         let store = store.clone();
-        async move { store.mark_sent(&email, fence).await.map(drop) }
+        async move {
+            // At least once: send first, then stamp it sent. A kill between the two leaves it
+            // unsent, and the next leader sends it again under the same key.
+            send_email(store.pool(), &email, fence).await?;
+            store.mark_sent(&email, fence).await.map(drop)
+        }
     })
     .await;
     left_for_the_next_tick("email_outbox", report);

@@ -1,5 +1,6 @@
 //! `cargo run -p billing-demo`: the billing service's replicas on a throwaway PostgreSQL (or the
-//! server in `DATABASE_URL`), one killed midway, ending with checks that fail the exit code.
+//! server in `DATABASE_URL`), three killed and replaced during the run, ending with checks that
+//! fail the exit code.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -11,16 +12,18 @@ use billing_demo::seed::SeedSize;
 use clap::Parser;
 use leader_runtime::Timings;
 
-/// Runs replicas of a five-role billing service on one PostgreSQL, kills the billing leader
-/// without a release midway, and checks every period was billed once, every outbox row
-/// dispatched once, and no claim succeeded with a superseded token.
+/// Runs replicas of a five-role billing service on one PostgreSQL, kills three of them without a
+/// release (the email outbox's leader in the middle of two sends, the billing leader), drains
+/// the queues, and checks every period was billed once, every outbox row dispatched once, every
+/// email delivered (repeats under one key), and no claim succeeded with a superseded token.
 #[derive(Debug, Parser)]
 #[command(version)]
 struct Args {
     /// Number of replicas.
     #[arg(long, default_value_t = 3)]
     replicas: usize,
-    /// Seconds the replicas run before the queues drain and the checks run.
+    /// Seconds the replicas run before the queues drain (for as long as work gets done) and the
+    /// checks run.
     #[arg(long, default_value_t = 20)]
     seconds: u64,
     /// Lease TTL in milliseconds; the other timings scale with it (heartbeat 30 %, statement
@@ -33,7 +36,7 @@ struct Args {
     /// Webhook outbox rows to seed (emails: half as many).
     #[arg(long, default_value_t = 2_000)]
     outbox_rows: i64,
-    /// Do not kill the billing leader midway.
+    /// Kill no replica.
     #[arg(long)]
     no_kill: bool,
     /// Route the replicas through a private PgBouncer (`pool_mode = transaction`) with this many
@@ -46,6 +49,11 @@ struct Args {
     #[arg(long, value_name = "ADDR")]
     metrics_addr: Option<SocketAddr>,
 }
+
+/// The drain gives up after three TTLs without progress, and never sooner than this: a killed
+/// leader's roles are led again after one TTL and a poll, and a delivery's retry waits 2 s at
+/// most, so a healthy run is never quiet that long.
+const MIN_DRAIN_STALL_LIMIT: Duration = Duration::from_secs(10);
 
 /// The shortest TTL the demo accepts: its statement timeout (a fifth of the TTL) must leave room
 /// for a database round trip on a loaded machine.
@@ -142,14 +150,14 @@ async fn run(args: Args) -> Result<bool, Box<dyn std::error::Error>> {
     let config = DemoConfig {
         replicas: args.replicas,
         run_for: Duration::from_secs(args.seconds),
-        drain_for: Duration::from_secs(15),
+        drain_stall_limit: (3 * timings.ttl()).max(MIN_DRAIN_STALL_LIMIT),
         timings,
         seed: SeedSize {
             subscriptions: args.subscriptions,
             webhooks: args.outbox_rows,
             emails: args.outbox_rows / 2,
         },
-        kill_leader: !args.no_kill,
+        kill_replicas: !args.no_kill,
         status_every: Some(Duration::from_secs(2)),
     };
     let summary = run_demo(db.admin(), || options.clone(), &config).await?;
@@ -158,14 +166,18 @@ async fn run(args: Args) -> Result<bool, Box<dyn std::error::Error>> {
     for (role, (ticks, claimed)) in &summary.per_role {
         println!("  {role:<17} {ticks:>5} ticks  {claimed:>6} rows claimed");
     }
-    if let Some(killed) = &summary.killed {
-        for (role, after) in &summary.takeovers {
-            println!(
-                "  {role} led elsewhere {:.1}s after {killed} was killed",
-                after.as_secs_f64()
-            );
+    for kill in &summary.kills {
+        println!("  killed {} ({})", kill.replica, kill.victim);
+        for (role, after) in &kill.takeovers {
+            println!("    {role} led elsewhere {:.1}s after", after.as_secs_f64());
         }
     }
+    let mail = summary.mail;
+    println!(
+        "  mail: {} emails, {} sends accepted, {} of them repeats (each under its first send's key)",
+        mail.emails, mail.sends, mail.repeats
+    );
+    println!("  {}", summary.drained);
     for line in summary.report.lines() {
         println!("  {line}");
     }

@@ -1,16 +1,22 @@
 //! The billing service's store: five fenced claim funnels, and the compare-and-set writes that
 //! complete the claimed work.
 //!
-//! | role | claim funnel (`#[fenced]`) | completion (compare-and-set) | effect, recorded in the same transaction |
+//! | role | claim funnel (`#[fenced]`) | completion (compare-and-set) | effect |
 //! |---|---|---|---|
 //! | `billing` | [`Store::due_subscriptions`] | [`Store::close_period`]: the period watermark | invoice, `invoice.finalized` webhook, receipt email (same transaction) |
-//! | `dunning` | [`Store::due_dunning_runs`] | [`Store::record_attempt`]: the attempt count | card charge attempt, reminder email |
-//! | `webhook_outbox` | [`Store::claim_webhooks`] | [`Store::mark_dispatched`]: claimed → dispatched | the delivery row |
-//! | `email_outbox` | [`Store::claim_emails`] | [`Store::mark_sent`]: claimed → sent | the email sent |
-//! | `webhook_delivery` | [`Store::due_deliveries`] | [`Store::record_delivery`]: the attempt count | the HTTP attempt |
+//! | `dunning` | [`Store::due_dunning_runs`] | [`Store::record_attempt`]: the attempt count | card charge attempt (same transaction) |
+//! | `webhook_outbox` | [`Store::claim_webhooks`] | [`Store::mark_dispatched`]: claimed → dispatched | the delivery row (same transaction) |
+//! | `email_outbox` | [`Store::claim_emails`] | [`Store::mark_sent`]: claimed by this token → sent | the email, sent *before* the completion under [`ClaimedEmail::idempotency_key`] ([`crate::outbound`]) |
+//! | `webhook_delivery` | [`Store::due_deliveries`] | [`Store::record_delivery`]: the attempt count | the HTTP attempt (same transaction) |
 //!
 //! The fence stops a superseded leader from claiming; the compare-and-set stops work it had
-//! already claimed from completing twice. Every statement with bind parameters runs inside a
+//! already claimed from completing twice. An effect that is a row of this database (an invoice,
+//! a delivery row) commits with its completion, so it happens exactly once. The email is a call
+//! to the outside world, which no transaction can include: it is sent first and stamped sent
+//! after, so it is delivered at least once, and its key lets the provider drop the repeats
+//! (`docs/outbound.md`). The card charge and the HTTP attempt are recorded in their completion's
+//! transaction as stand-ins; real ones would follow the email's order, keyed by the row's id and
+//! attempt number (the `effects` keys). Every statement with bind parameters runs inside a
 //! transaction with `.persistent(false)`, as the README asks of code behind a transaction-mode
 //! pooler before PgBouncer 1.21. The demo's audit of grants and claims is kept apart, in
 //! [`crate::audit`]: these funnels are what an application would write.
@@ -55,6 +61,15 @@ pub struct ClaimedEmail {
     pub recipient: String,
 }
 
+impl ClaimedEmail {
+    /// The key the mail provider deduplicates this email by: the outbox row's id, the same for
+    /// every send of it, whoever sends it. (A key with the claim's token would differ after a
+    /// takeover, and the provider would deliver the new leader's repeat a second time.)
+    pub fn idempotency_key(&self) -> String {
+        format!("email-{}", self.id)
+    }
+}
+
 /// A webhook delivery due for an attempt.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct DueDelivery {
@@ -86,8 +101,9 @@ impl Store {
     /// `also` in the same transaction. Returns whether the write applied.
     ///
     /// The effect record commits with the write that allows it, so a replica that dies between
-    /// the two leaves neither. A real call to the outside world cannot join the transaction: it
-    /// goes after the commit, keyed by the record's key so the provider can deduplicate a retry.
+    /// the two leaves neither. A real call to the outside world cannot join the transaction, and
+    /// going after the commit would lose it to a kill between the two: it goes before this
+    /// write, keyed by the row so the provider can drop a repeat, as `email_outbox` sends.
     async fn complete(
         &self,
         cas: Query<'_, Postgres, PgArguments>,
@@ -346,8 +362,9 @@ impl Store {
         Ok(claimed)
     }
 
-    /// Completion of `email_outbox`: claimed by this token → sent, and in the same transaction
-    /// the send it allows. False if another token claimed the email since, or it was sent.
+    /// Completion of `email_outbox`: claimed by this token and unsent → sent. Called only after
+    /// the provider accepted the email, so an email is stamped sent only once it left. False if
+    /// another token claimed the email since (its sends carry the same key), or it was sent.
     pub async fn mark_sent(&self, email: &ClaimedEmail, fence: Fence) -> sqlx::Result<bool> {
         let cas = sqlx::query(
             "UPDATE email_outbox SET sent_at = now()
@@ -355,8 +372,7 @@ impl Store {
         )
         .bind(email.id)
         .bind(fence.token());
-        self.complete(cas, Some(("email", email.id.to_string(), fence)), None)
-            .await
+        self.complete(cas, None, None).await
     }
 
     /// Claim funnel of `webhook_delivery`, a sharded role: the pending deliveries of the

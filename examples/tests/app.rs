@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
-use billing_demo::demo::{DemoConfig, run_demo};
+use billing_demo::demo::{DemoConfig, Victim, run_demo};
 use billing_demo::jobs;
+use billing_demo::outbound::SendPoint;
 use billing_demo::seed::{SeedSize, seed};
 use billing_demo::store::Store;
 use leader_runtime::protocol::lease::{self, Acquired};
@@ -124,14 +125,14 @@ async fn three_replicas_bill_each_period_and_dispatch_each_row_once() {
     let config = DemoConfig {
         replicas: 3,
         run_for: Duration::from_secs(10),
-        drain_for: Duration::from_secs(15),
+        drain_stall_limit: Duration::from_secs(10),
         timings: Timings::scaled_to_ttl(Duration::from_secs(2)).unwrap(),
         seed: SeedSize {
             subscriptions: 100,
             webhooks: 300,
             emails: 150,
         },
-        kill_leader: true,
+        kill_replicas: true,
         status_every: None,
     };
     let summary = run_demo(db.admin(), || options.clone(), &config)
@@ -140,10 +141,26 @@ async fn three_replicas_bill_each_period_and_dispatch_each_row_once() {
     for line in summary.report.lines() {
         println!("{line}");
     }
+    println!("{}; {:?}", summary.drained, summary.mail);
     assert!(summary.passed(), "{:#?}", summary.report);
+    let mut victims: Vec<String> = summary.kills.iter().map(|k| k.victim.to_string()).collect();
+    victims.sort();
+    assert_eq!(
+        victims,
+        [
+            Victim::Sending(SendPoint::AfterAccepted).to_string(),
+            Victim::Sending(SendPoint::BeforeAccepted).to_string(),
+            Victim::BillingLeader.to_string(),
+        ],
+        "each planned kill found its victim: {:#?}",
+        summary.kills
+    );
+    // The kill after the provider accepted an email and before it was stamped sent leaves it
+    // owed: the next leader sends it again, so the key check above compared a real repeat.
     assert!(
-        summary.killed.is_some(),
-        "the billing leader was killed midway"
+        summary.mail.repeats >= 1,
+        "the email whose sender was killed after the provider accepted it was sent again: {:?}",
+        summary.mail
     );
     assert!(
         summary.invoices >= 100,
@@ -157,8 +174,8 @@ async fn three_replicas_bill_each_period_and_dispatch_each_row_once() {
     );
     let replicas = db.count("SELECT count(DISTINCT holder_id) FROM (SELECT last_tick_holder AS holder_id FROM leader_leases) t").await;
     println!(
-        "roles last completed by {replicas} distinct replica(s); takeovers {:?}",
-        summary.takeovers
+        "roles last completed by {replicas} distinct replica(s); kills {:?}",
+        summary.kills
     );
 }
 
@@ -430,5 +447,79 @@ async fn the_instant_checks_find_an_instant_completed_twice_early_or_skipped() {
             .execute(db.admin())
             .await
             .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn the_email_checks_find_a_lost_email_a_repeat_under_another_key_and_a_shared_key() {
+    use billing_demo::checks::{CHECKS, run_checks};
+    let db = app_db().await;
+    seed(
+        db.admin(),
+        SeedSize {
+            subscriptions: 0,
+            webhooks: 0,
+            emails: 2,
+        },
+    )
+    .await
+    .unwrap();
+    db.exec("INSERT INTO billing_cutoff (cutoff) VALUES (now())")
+        .await;
+    let failing = async || -> Vec<String> {
+        run_checks(db.admin(), CHECKS)
+            .await
+            .unwrap()
+            .checks
+            .iter()
+            .filter(|c| !c.passed())
+            .map(|c| c.name.to_owned())
+            .collect()
+    };
+    const LOST: &str = "no email stamped sent that the provider never received (lost)";
+    const KEYS: &str = "every repeated send of an email carries the key of its first send, and no two emails share a key";
+    const DELIVERED: &str = "every email received by the provider and stamped sent";
+    assert_eq!(failing().await, [DELIVERED], "two emails owed");
+
+    // Each received once, then stamped sent; then email 1 sent again under its key (a retry
+    // after a takeover): every check passes.
+    db.exec(
+        "INSERT INTO mailbox (email_id, idempotency_key, token) VALUES (1, 'email-1', 7), (2, 'email-2', 7);
+         UPDATE email_outbox SET sent_at = now();
+         INSERT INTO mailbox (email_id, idempotency_key, token) VALUES (1, 'email-1', 8);",
+    )
+    .await;
+    assert_eq!(failing().await, Vec::<String>::new());
+
+    // Each case: a change, the checks it must fail, and its undoing.
+    let cases: [(&str, &[&str], &str); 3] = [
+        // The repeat carries another key (one with its token): the provider delivers it twice.
+        (
+            "UPDATE mailbox SET idempotency_key = 'email-1-8' WHERE token = 8",
+            &[KEYS],
+            "UPDATE mailbox SET idempotency_key = 'email-1' WHERE token = 8",
+        ),
+        // Email 2 stamped sent but never received: marked before its send, which a kill cut.
+        (
+            "DELETE FROM mailbox WHERE email_id = 2",
+            &[LOST, DELIVERED],
+            "INSERT INTO mailbox (email_id, idempotency_key, token) VALUES (2, 'email-2', 7)",
+        ),
+        // Email 2 sent under email 1's key: the provider drops it as a repeat.
+        (
+            "UPDATE mailbox SET idempotency_key = 'email-1' WHERE email_id = 2",
+            &[KEYS],
+            "UPDATE mailbox SET idempotency_key = 'email-2' WHERE email_id = 2",
+        ),
+    ];
+    for (change, fails, undo) in cases {
+        db.exec(change).await;
+        let mut expected: Vec<&str> = fails.to_vec();
+        let mut found = failing().await;
+        expected.sort();
+        found.sort();
+        assert_eq!(found, expected, "after {change}");
+        db.exec(undo).await;
+        assert_eq!(failing().await, Vec::<String>::new(), "after {undo}");
     }
 }

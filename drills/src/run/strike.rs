@@ -273,9 +273,10 @@ pub(super) async fn drain(
     config: &RunConfig,
     timings: &Timings,
 ) -> Result<(), DrillError> {
-    // After a failover the promoted standby redoes everything since replication was cut (its
-    // copy lacks it), through a pooler that may still be waiting out server_login_retry: a
-    // longer limit, which costs nothing when the work drains sooner.
+    // The drain gives up once no work was done for this long. After a failover the promoted
+    // standby redoes everything since replication was cut (its copy lacks it), through a pooler
+    // that may still be waiting out server_login_retry: a longer limit, which costs nothing
+    // when work gets done sooner.
     let limit = if config.fault == Fault::Failover {
         Duration::from_secs(60) + 4 * config.ttl
     } else {
@@ -283,6 +284,7 @@ pub(super) async fn drain(
     };
     billing_demo::demo::drain(admin, limit, timings)
         .await
+        .map(drop)
         .map_err(|e| e.to_string().into())
 }
 
