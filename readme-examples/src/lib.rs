@@ -31,12 +31,12 @@ pub mod scaffold {
         pub recipient: String,
     }
 
-    /// The application's mail client.
+    /// The application's mail client, whose provider delivers one message per idempotency key.
     #[derive(Debug)]
     pub struct Smtp;
 
     impl Smtp {
-        pub async fn send(&self, _email: &Email) -> Result<(), JobError> {
+        pub async fn send(&self, _email: &Email, _idempotency_key: &str) -> Result<(), JobError> {
             Ok(())
         }
     }
