@@ -192,8 +192,8 @@ impl fmt::Display for SchemaProblem {
             SchemaProblem::RoleNotInCheck { role, registered } => write!(
                 f,
                 "role `{role}` is not in the {ROLE_CONSTRAINT} CHECK (it lists {}): \
-                 `leaderctl roles add {role} --dir MIGRATIONS` writes the migration that adds it \
-                 to the CHECK and seeds its row",
+                 `leaderctl roles add {role} --dir MIGRATIONS` writes the migration that \
+                 re-creates the CHECK with '{role}' added and seeds its row",
                 if registered.is_empty() {
                     "no role".to_owned()
                 } else {
