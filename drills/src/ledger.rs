@@ -110,7 +110,7 @@ pub async fn tick(tick: TickContext, units: usize) -> Result<(), JobError> {
     let pool = tick.pool().clone();
     let fence = tick.fence();
     let audit = Audit::new(pool.clone());
-    audit.grant(fence, tick.granted_at()).await?;
+    audit.grant(fence, tick.acquired_at()).await?;
     for _ in 0..units {
         if tick.is_cancelled() {
             break;

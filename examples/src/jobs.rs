@@ -22,7 +22,7 @@ fn store(tick: &TickContext) -> Store {
 /// The demo's audit trail (not part of the jobs' logic: see [`crate::audit`]). Records the grant.
 async fn audit(tick: &TickContext) -> sqlx::Result<Audit> {
     let audit = Audit::new(tick.pool().clone());
-    audit.grant(tick.fence(), tick.granted_at()).await?;
+    audit.grant(tick.fence(), tick.acquired_at()).await?;
     Ok(audit)
 }
 

@@ -25,7 +25,7 @@ use crate::tick_tasks::TickTasks;
 pub struct TickContext {
     fence: Fence,
     cancellation: TickCancellation,
-    granted_at: DateTime<Utc>,
+    acquired_at: DateTime<Utc>,
     tick_instant: Option<DateTime<Tz>>,
     pool: PgPool,
     tasks: TickTasks,
@@ -35,14 +35,14 @@ impl TickContext {
     pub(crate) fn new(
         fence: Fence,
         cancellation: TickCancellation,
-        granted_at: DateTime<Utc>,
+        acquired_at: DateTime<Utc>,
         pool: PgPool,
         tasks: TickTasks,
     ) -> TickContext {
         TickContext {
             fence,
             cancellation,
-            granted_at,
+            acquired_at,
             tick_instant: None,
             pool,
             tasks,
@@ -99,7 +99,7 @@ impl TickContext {
         TickContext::new(
             grant.fence,
             TickCancellation::new(),
-            grant.granted_at,
+            grant.acquired_at,
             pool,
             TickTasks::new(tracing::Span::current()),
         )
@@ -142,8 +142,8 @@ impl TickContext {
     }
 
     /// When the lease was granted (database clock).
-    pub fn granted_at(&self) -> DateTime<Utc> {
-        self.granted_at
+    pub fn acquired_at(&self) -> DateTime<Utc> {
+        self.acquired_at
     }
 
     /// The scheduled instant this tick serves, in the schedule's time zone, for a role on a

@@ -78,7 +78,7 @@ impl InstantPlanner {
         let instant = grant.tick_instant?;
         let planned = self.planned.filter(|p| p.instant == instant);
         Some(ScheduledGrant {
-            delay: (grant.granted_at - instant)
+            delay: (grant.acquired_at - instant)
                 .to_std()
                 .unwrap_or(Duration::ZERO),
             skipped: planned.map_or(0, |p| p.skipped),

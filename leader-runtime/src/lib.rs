@@ -205,7 +205,7 @@ pub use state::State;
 /// It also holds the time types the crate hands out, so that naming them needs no other crate:
 /// [`DateTime`](schedule::DateTime) (chrono's) in [`Tz`](schedule::Tz) for the instant a tick
 /// serves ([`TickContext::tick_instant`]), and in [`Utc`](schedule::Utc) for database-clock
-/// times such as [`TickContext::granted_at`] and [`Planned`](schedule::Planned)'s instants.
+/// times such as [`TickContext::acquired_at`] and [`Planned`](schedule::Planned)'s instants.
 ///
 /// ```
 /// use leader_runtime::TickContext;
@@ -213,7 +213,7 @@ pub use state::State;
 ///
 /// /// The instant a tick serves (a calendar role's only), and when it was granted.
 /// fn served(tick: &TickContext) -> (Option<DateTime<Tz>>, DateTime<Utc>) {
-///     (tick.tick_instant(), tick.granted_at())
+///     (tick.tick_instant(), tick.acquired_at())
 /// }
 /// ```
 pub mod schedule {

@@ -261,8 +261,12 @@ pub(crate) async fn poll_roles(
                         let (role, shard) = roles[i].key();
                         match answer {
                             Acquired::Granted(grant) => {
-                                db_clock = Some(DbClock::new(grant.granted_at, Instant::now()));
-                                crate::metrics::clock_drift(grant.granted_at, sent, Instant::now());
+                                db_clock = Some(DbClock::new(grant.acquired_at, Instant::now()));
+                                crate::metrics::clock_drift(
+                                    grant.acquired_at,
+                                    sent,
+                                    Instant::now(),
+                                );
                                 if let Some(scheduled) = roles[i].instants.granted(&grant) {
                                     log_scheduled_grant(role, &grant, scheduled);
                                 }
@@ -282,7 +286,7 @@ pub(crate) async fn poll_roles(
                                     running.contains(&role),
                                     max_poll,
                                 );
-                                tracing::debug!(%role, ?shard, reason = ?refusal.reason, holder = ?refusal.holder_id, ?wait, "not leading");
+                                tracing::debug!(%role, ?shard, reason = ?refusal.reason, holder_id = ?refusal.holder_id, ?wait, "not leading");
                                 ask_at[i] = Instant::now() + wait;
                             }
                         }

@@ -257,14 +257,14 @@ impl Runtime {
         for spec in &self.roles {
             crate::metrics::register(spec.role, &spec.schedule);
         }
-        tracing::info!(holder = %self.holder_id, roles = ?roles, "leader runtime started");
+        tracing::info!(holder_id = %self.holder_id, roles = ?roles, "leader runtime started");
         let this = Arc::new(self);
         let stop = CancellationToken::new();
         let mut loops = Loops::default();
         this.spawn_loops(&mut loops, &stop);
         let died = loops.wait(shutdown, &stop).await;
         this.leave().await;
-        tracing::info!(holder = %this.holder_id, "leader runtime stopped");
+        tracing::info!(holder_id = %this.holder_id, "leader runtime stopped");
         match died {
             Some(died) => Err(died),
             None => Ok(()),
@@ -286,10 +286,10 @@ impl Runtime {
         }
         match self.statements.leave(sharded.clone()).await {
             Ok(left) => {
-                tracing::debug!(holder = %self.holder_id, roles = ?sharded, left, "left the sharded roles");
+                tracing::debug!(holder_id = %self.holder_id, roles = ?sharded, left, "left the sharded roles");
             }
             Err(error) => {
-                tracing::warn!(holder = %self.holder_id, roles = ?sharded, %error, "LEAVE failed; this replica's presence runs out after one TTL");
+                tracing::warn!(holder_id = %self.holder_id, roles = ?sharded, %error, "LEAVE failed; this replica's presence runs out after one TTL");
             }
         }
     }

@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use leader_core::lease::{self, Acquired, Released, Renewed, TickEnd, Wanted};
+use leader_core::lease::{self, Acquired, LeaseEnd, Released, Renewed, Wanted};
 use leader_core::{Fence, ReleaseOutcome, Role, Statement, StatementError, Timings};
 use sqlx::PgPool;
 use tokio::sync::oneshot;
@@ -42,7 +42,7 @@ const COALESCE: Duration = Duration::from_millis(5);
 pub(crate) const MAX_GRANTS_PER_POLL: usize = 16;
 
 type PendingRenew = (Fence, oneshot::Sender<Result<Renewed, StatementError>>);
-type PendingRelease = (TickEnd, oneshot::Sender<Result<Released, StatementError>>);
+type PendingRelease = (LeaseEnd, oneshot::Sender<Result<Released, StatementError>>);
 
 /// [`LeaseStatements`] on a PostgreSQL pool, as `holder_id`, with `timings`.
 ///
@@ -93,7 +93,7 @@ impl PgStatements {
     ) {
         tokio::time::sleep(COALESCE).await;
         let waiting = take(&releasing);
-        let ends: Vec<TickEnd> = waiting.iter().map(|(end, _)| *end).collect();
+        let ends: Vec<LeaseEnd> = waiting.iter().map(|(end, _)| *end).collect();
         reply_each(
             waiting,
             lease::release_many(&pool, &ends, &timings, notify).await,
@@ -182,7 +182,7 @@ impl LeaseStatements for PgStatements {
         interval: Duration,
     ) -> BoxFuture<'_, Result<Released, StatementError>> {
         let (reply, waiting) = oneshot::channel();
-        let end = TickEnd::new(fence, outcome, interval);
+        let end = LeaseEnd::new(fence, outcome, interval);
         if join(&self.releasing, (end, reply)) {
             tokio::spawn(PgStatements::flush_releases(
                 self.pool.clone(),

@@ -95,14 +95,14 @@ pub(crate) struct TickEnv<'a> {
 }
 
 /// The span a tick runs in, from the grant to the RELEASE: `leader.tick` at INFO, with the
-/// `role`, the fencing `token`, this runtime's `holder` id and, for a sharded role, the `shard`
+/// `role`, the fencing `token`, this runtime's `holder_id` and, for a sharded role, the `shard`
 /// (`index/count`). The job's future is polled inside it, so every event the job logs (and any
 /// OpenTelemetry span it opens) carries them; a
 /// task the job spawns carries them only if the job instruments it with
 /// `tracing::Span::current()`. A subscriber that disables INFO for `leader_runtime` disables the
 /// span too.
 fn tick_span(fence: leader_core::Fence, holder: &str) -> tracing::Span {
-    let span = tracing::info_span!("leader.tick", role = %fence.role(), token = fence.token(), holder = %holder, shard = tracing::field::Empty);
+    let span = tracing::info_span!("leader.tick", role = %fence.role(), token = fence.token(), holder_id = %holder, shard = tracing::field::Empty);
     if let Some(shard) = fence.shard() {
         span.record("shard", tracing::field::display(shard));
     }
@@ -137,7 +137,7 @@ async fn run_granted(
     let context = TickContext::new(
         fence,
         cancellation.view(),
-        grant.granted_at,
+        grant.acquired_at,
         env.pool.clone(),
         tasks.clone(),
     )
@@ -178,11 +178,11 @@ async fn run_granted(
 /// role's last tick), DEBUG for each further tick it leads.
 fn log_grant(env: &TickEnv<'_>, spec: &RoleSpec, grant: &Grant) {
     let (role, token) = (grant.fence.role(), grant.fence.token());
-    if grant.previous_holder.as_deref() == Some(env.holder) {
+    if grant.last_tick_holder.as_deref() == Some(env.holder) {
         tracing::debug!(%role, token, job = %spec.name, "leading another tick");
     } else {
-        let previous = grant.previous_holder.as_deref().unwrap_or("nobody");
-        tracing::info!(%role, token, job = %spec.name, %previous, "became leader");
+        let last_tick_holder = grant.last_tick_holder.as_deref().unwrap_or("nobody");
+        tracing::info!(%role, token, job = %spec.name, %last_tick_holder, "became leader");
     }
 }
 

@@ -137,7 +137,7 @@ async fn the_names_page_matches_the_schema_the_row_type_and_leaderctl() {
          UPDATE leader_leases SET not_before = now() + interval '1 hour' WHERE role = 'beta';",
     )
     .await;
-    let Acquired::Granted(_) = lease::acquire_one(
+    let Acquired::Granted(grant) = lease::acquire_one(
         db.admin(),
         ALPHA,
         "replica-1",
@@ -155,6 +155,7 @@ async fn the_names_page_matches_the_schema_the_row_type_and_leaderctl() {
         .await
         .unwrap();
     let fields = debug_fields(&format!("{:?}", rows[0]));
+    let grant_fields = debug_fields(&format!("{grant:?}"));
     assert!(
         fields.contains("db_now") && fields.contains("shard"),
         "{fields:?}"
@@ -183,6 +184,7 @@ async fn the_names_page_matches_the_schema_the_row_type_and_leaderctl() {
                 "leader_leases" => table.contains(name),
                 "leader_status" => view.contains(name),
                 "RoleStatus" => fields.contains(name),
+                "Grant" => grant_fields.contains(name),
                 "leader_core::status" => {
                     types.contains(&format!("leader_core::status::{name}").as_str())
                 }
@@ -203,6 +205,7 @@ async fn the_names_page_matches_the_schema_the_row_type_and_leaderctl() {
                 ("leader_leases", table.contains(former)),
                 ("leader_status", view.contains(former) && !alias),
                 ("RoleStatus", fields.contains(former)),
+                ("Grant", grant_fields.contains(former)),
                 ("leaderctl status", headers.contains(former)),
                 (
                     "leaderctl status --json",

@@ -200,7 +200,7 @@ async fn one_statement_releases_every_lease_its_token_holds_each_by_its_outcome(
         (fences[1], ReleaseOutcome::Failed),
         (fences[2], ReleaseOutcome::Completed),
     ]
-    .map(|(fence, outcome)| lease::TickEnd::new(fence, outcome, HOUR));
+    .map(|(fence, outcome)| lease::LeaseEnd::new(fence, outcome, HOUR));
     let released = lease::release_many(db.pool(), &ends, &FAST, false)
         .await
         .expect("RELEASE runs");
@@ -228,7 +228,7 @@ async fn a_release_naming_one_lease_twice_is_refused_before_it_is_sent() {
     let (db, roles) = many_roles(1).await;
     let fences = granted(&acquire(&db, &roles, "leader", 100).await);
     let twice = [ReleaseOutcome::Completed, ReleaseOutcome::Failed]
-        .map(|outcome| lease::TickEnd::new(fences[0], outcome, HOUR));
+        .map(|outcome| lease::LeaseEnd::new(fences[0], outcome, HOUR));
     let refused = lease::release_many(db.pool(), &twice, &FAST, false).await;
     assert!(
         matches!(refused, Err(StatementError::LeaseListedTwice { .. })),

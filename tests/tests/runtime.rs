@@ -779,15 +779,15 @@ async fn a_job_test_runs_the_job_on_a_context_built_from_a_grant() {
     };
     let tick = TickContext::from_grant(grant.clone(), db.pool().clone());
     assert_eq!(
-        (tick.fence(), tick.granted_at()),
-        (grant.fence, grant.granted_at)
+        (tick.fence(), tick.acquired_at()),
+        (grant.fence, grant.acquired_at)
     );
     assert!(!tick.is_cancelled());
     assert_eq!(job(tick).await.unwrap(), 10, "the real fence claims");
 
     let forged = Grant::forge(
         leader_runtime::Fence::forge(ALPHA, grant.fence.token() + 1),
-        grant.granted_at,
+        grant.acquired_at,
         grant.expires_at,
     );
     let tick = TickContext::from_grant(forged, db.pool().clone());

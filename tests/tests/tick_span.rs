@@ -125,7 +125,7 @@ async fn an_event_logged_inside_a_job_carries_the_ticks_role_token_and_holder() 
         .find(|e| e.message == JOB_LINE)
         .expect("the job's event was captured");
     let expected = Fields(BTreeMap::from([
-        ("holder".to_owned(), "replica-a".to_owned()),
+        ("holder_id".to_owned(), "replica-a".to_owned()),
         ("role".to_owned(), "alpha".to_owned()),
         ("token".to_owned(), token.to_string()),
     ]));

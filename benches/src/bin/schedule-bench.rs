@@ -67,7 +67,7 @@ async fn record(tick: TickContext, State(Replica(holder)): State<Replica>) -> Re
     .bind(tick.role())
     .bind(tick.fence().token())
     .bind(instant)
-    .bind(tick.granted_at())
+    .bind(tick.acquired_at())
     .bind(holder)
     .execute(&mut *tx)
     .await?;

@@ -181,7 +181,7 @@ granted AS (
        AND (NOT :calendar OR last_completed_instant IS NULL OR :instant > last_completed_instant)
        AND (NOT :each OR last_completed_instant IS NULL OR last_completed_instant >= :previous)
     RETURNING role AS granted_role, shard_index AS granted_shard_index, holder_token, expires_at,
-              last_tick_holder AS previous_holder, tick_instant AS granted_instant
+              last_tick_holder, tick_instant AS granted_instant
 ),
 seen AS (
     SELECT l.*, w.wanted_role, w.wanted_shard_index, w.wanted_shard_count, w.wanted_calendar,
@@ -197,7 +197,7 @@ SELECT s.wanted_role                 AS wanted_role,
        s.wanted_shard_index          AS wanted_shard_index,
        g.holder_token                AS granted_token,
        g.expires_at                  AS granted_until,
-       g.previous_holder             AS previous_holder,
+       g.last_tick_holder            AS last_tick_holder,
        g.granted_instant             AS granted_instant,
        now()                         AS db_now,
        s.role IS NOT NULL            AS role_exists,
@@ -298,12 +298,12 @@ pub struct Grant {
     /// The proof of leadership for this tick's claims.
     pub fence: Fence,
     /// When the lease was granted (database clock).
-    pub granted_at: DateTime<Utc>,
+    pub acquired_at: DateTime<Utc>,
     /// When the lease runs out unless renewed (database clock).
     pub expires_at: DateTime<Utc>,
     /// Who completed the role's last tick (`None` if no tick has completed): a grant to
     /// another holder than that is leadership changing hands.
-    pub previous_holder: Option<String>,
+    pub last_tick_holder: Option<String>,
     /// The scheduled instant this tick serves, for a role on a calendar schedule: the row's
     /// `tick_instant` (a job reads it as `TickContext::tick_instant`, in the schedule's zone).
     pub tick_instant: Option<DateTime<Utc>>,
@@ -313,12 +313,12 @@ impl Grant {
     /// A grant no ACQUIRE made, around `fence` (from `Fence::forge`), for fakes of the statement
     /// layer and a job's unit tests. Only with the `test-support` feature.
     #[cfg(feature = "test-support")]
-    pub fn forge(fence: Fence, granted_at: DateTime<Utc>, expires_at: DateTime<Utc>) -> Grant {
+    pub fn forge(fence: Fence, acquired_at: DateTime<Utc>, expires_at: DateTime<Utc>) -> Grant {
         Grant {
             fence,
-            granted_at,
+            acquired_at,
             expires_at,
-            previous_holder: None,
+            last_tick_holder: None,
             tick_instant: None,
         }
     }
@@ -576,9 +576,9 @@ fn acquired_from(row: &PgRow, wanted: &Wanted) -> Result<Acquired, StatementErro
     {
         return Ok(Acquired::Granted(Grant {
             fence: Fence::granted(role, wanted.shard, token),
-            granted_at: db_now,
+            acquired_at: db_now,
             expires_at: row.try_get("granted_until").map_err(&field)?,
-            previous_holder: row.try_get("previous_holder").map_err(&field)?,
+            last_tick_holder: row.try_get("last_tick_holder").map_err(&field)?,
             tick_instant: row.try_get("granted_instant").map_err(&field)?,
         }));
     }

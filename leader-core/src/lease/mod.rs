@@ -56,7 +56,7 @@ mod wanted;
 pub use acquire::{ACQUIRE_GUARDS, Acquired, Grant, Refusal, RefusalReason, acquire, acquire_one};
 pub use leave::leave;
 pub use release::{
-    RELEASE_GUARDS, RELEASED_CHANNEL, Released, TickEnd, release, release_many, release_waking,
+    LeaseEnd, RELEASE_GUARDS, RELEASED_CHANNEL, Released, release, release_many, release_waking,
 };
 pub use renew::{LossReason, RENEW_GUARDS, Renewed, renew, renew_one};
 pub use wanted::Wanted;

@@ -137,7 +137,7 @@ pub const RELEASE_GUARDS: Guarded = Guarded {
 /// role's tick interval (see [`release`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct TickEnd {
+pub struct LeaseEnd {
     /// The lease to release.
     pub fence: Fence,
     /// How the tick ended.
@@ -146,10 +146,10 @@ pub struct TickEnd {
     pub interval: Duration,
 }
 
-impl TickEnd {
+impl LeaseEnd {
     /// The end of the tick `fence` holds, with `outcome`, for a role ticking every `interval`.
-    pub fn new(fence: Fence, outcome: ReleaseOutcome, interval: Duration) -> TickEnd {
-        TickEnd {
+    pub fn new(fence: Fence, outcome: ReleaseOutcome, interval: Duration) -> LeaseEnd {
+        LeaseEnd {
             fence,
             outcome,
             interval,
@@ -176,7 +176,7 @@ pub async fn release<'e>(
     interval: Duration,
     timings: &Timings,
 ) -> Result<Released, StatementError> {
-    release_one(db, TickEnd::new(fence, outcome, interval), timings, false).await
+    release_one(db, LeaseEnd::new(fence, outcome, interval), timings, false).await
 }
 
 /// [`release`], and in the same statement, when it changed the row, `NOTIFY leader_released`
@@ -192,12 +192,12 @@ pub async fn release_waking<'e>(
     interval: Duration,
     timings: &Timings,
 ) -> Result<Released, StatementError> {
-    release_one(db, TickEnd::new(fence, outcome, interval), timings, true).await
+    release_one(db, LeaseEnd::new(fence, outcome, interval), timings, true).await
 }
 
 async fn release_one<'e>(
     db: impl PgExecutor<'e>,
-    end: TickEnd,
+    end: LeaseEnd,
     timings: &Timings,
     notify: bool,
 ) -> Result<Released, StatementError> {
@@ -216,7 +216,7 @@ async fn release_one<'e>(
 /// lease.
 pub async fn release_many<'e>(
     db: impl PgExecutor<'e>,
-    ends: &[TickEnd],
+    ends: &[LeaseEnd],
     timings: &Timings,
     notify: bool,
 ) -> Result<Vec<Released>, StatementError> {
@@ -225,7 +225,7 @@ pub async fn release_many<'e>(
 
 async fn send_release<'e>(
     db: impl PgExecutor<'e>,
-    ends: &[TickEnd],
+    ends: &[LeaseEnd],
     timings: &Timings,
     notify: bool,
 ) -> Result<Vec<Released>, StatementError> {
@@ -234,7 +234,7 @@ async fn send_release<'e>(
     }
     for (i, end) in ends.iter().enumerate() {
         check_interval(Statement::Release, end.fence.role(), end.interval)?;
-        let lease = |end: &TickEnd| (end.fence.role(), end.fence.shard());
+        let lease = |end: &LeaseEnd| (end.fence.role(), end.fence.shard());
         if ends[..i].iter().any(|earlier| lease(earlier) == lease(end)) {
             return Err(StatementError::LeaseListedTwice {
                 statement: Statement::Release,
