@@ -4,7 +4,7 @@
 //! |---|---|
 //! | `POST /emails` `{"to", "subject", "body"}` | `202 {"id"}`: enqueued; whichever replica leads `email_outbox` sends it. `422` for a recipient without `@` |
 //! | `GET /emails/{id}` | `200` the email with `sent_at` and `sent_by` once sent; `404` |
-//! | `GET /healthz` | `200 {"holder", "roles", "leading": [{"role", "token"}]}`: this replica's holder id, the roles it runs jobs for, and those it leads now |
+//! | `GET /healthz` | `200 {"holder_id", "roles", "leading": [{"role", "token"}]}`: this replica's holder id, the roles it runs jobs for, and those it leads now |
 //!
 //! `/metrics` is served apart, on `--metrics-addr`, by the runtime's exporter (see the crate
 //! docs for why).
@@ -47,7 +47,7 @@ impl Health {
 /// The `/healthz` answer.
 #[derive(Debug, Serialize)]
 struct HealthReport {
-    holder: String,
+    holder_id: String,
     roles: Vec<String>,
     leading: Vec<Leading>,
 }
@@ -107,7 +107,7 @@ async fn healthz(State(health): State<Health>) -> Json<HealthReport> {
         })
         .collect();
     Json(HealthReport {
-        holder: health.holder.to_string(),
+        holder_id: health.holder.to_string(),
         roles: health.roles.to_vec(),
         leading,
     })

@@ -88,7 +88,7 @@
 //! with `DATABASE_URL` set to a throwaway cluster, removed when the shell exits. Then:
 //!
 //! ```sh
-//! curl -s localhost:8080/healthz   # {"holder":"web-1","roles":[...],"leading":[{"role":"email_outbox","token":...}]}
+//! curl -s localhost:8080/healthz   # {"holder_id":"web-1","roles":[...],"leading":[{"role":"email_outbox","token":...}]}
 //! curl -s localhost:8081/emails -H 'content-type: application/json' \
 //!      -d '{"to": "ada@example.com", "subject": "hello"}'        # {"id":1}, sent by web-1
 //! curl -s localhost:8081/emails/1                                 # "sent_by":"web-1"

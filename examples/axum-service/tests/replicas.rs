@@ -177,8 +177,8 @@ async fn a_sigtermed_leader_hands_its_role_over_through_the_wake_channel_and_eve
         (Some(follower.name.to_owned()), new_token)
     );
     assert!(
-        follower.logged(&["became leader role=email_outbox", "previous=nobody"]),
-        "the follower took a released lease (previous=nobody), not an expired one:\n{}",
+        follower.logged(&["became leader role=email_outbox", "last_tick_holder=nobody"]),
+        "the follower took a released lease (last_tick_holder=nobody), not an expired one:\n{}",
         follower.logs()
     );
 
@@ -359,7 +359,7 @@ impl Replica {
         let url = format!("http://{}/healthz", self.http);
         match http.get(&url).await {
             Ok((StatusCode::OK, health)) => {
-                assert_eq!(health["holder"], self.name, "{health}");
+                assert_eq!(health["holder_id"], self.name, "{health}");
                 Some(health)
             }
             _ => None,
