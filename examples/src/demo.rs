@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use leader_core::{StatementError, operator, status};
 use leader_runtime::{Fence, Runtime, Timings};
+use leaderctl::table::Table;
 use sqlx::{PgPool, Row};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -176,7 +177,7 @@ async fn per_role(pool: &PgPool) -> sqlx::Result<BTreeMap<String, (i64, i64)>> {
         .collect()
 }
 
-/// The live table: `leaderctl status`'s table ([`status::Table`]) with the demo's ticks and
+/// The live table: `leaderctl status`'s table ([`Table`]) with the demo's ticks and
 /// claimed rows per role, after the seconds since the start.
 async fn print_status(
     pool: &PgPool,
@@ -192,7 +193,7 @@ async fn print_status(
             [ticks, claimed][i].to_string()
         }
     };
-    let table = status::Table::new(&rows)
+    let table = Table::new(&rows)
         .column("ticks", count(0))
         .column("claimed", count(1))
         .to_string();

@@ -10,7 +10,7 @@
 //! * [`Statement`]: the name each statement carries in a leading SQL comment, and in its
 //!   [`StatementError`].
 //! * [`schema`]: the framework migrations and the start-up check [`check_schema_ready`].
-//! * [`status`]: `leader_status` as typed rows and the operator's table.
+//! * [`status`]: `leader_status` as typed rows.
 //!
 //! Applications use these through `leader-runtime`, which re-exports them.
 //!

@@ -1,4 +1,4 @@
-//! `leaderctl status`: `leader_status` as the shared table ([`leader_core::status::Table`]) or
+//! `leaderctl status`: `leader_status` as the shared table ([`leaderctl::table::Table`]) or
 //! JSON, once or redrawn in place until Ctrl-C, with when each role is next due.
 //!
 //! Everything shown comes from the one tagged read of the view ([`leader_core::status::read`]).
@@ -17,7 +17,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
 use leader_core::Timings;
-use leader_core::status::{self, LeaseState, RoleStatus, Table, human};
+use leader_core::status::{self, LeaseState, RoleStatus};
+use leaderctl::table::{Table, human};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
