@@ -1,8 +1,7 @@
 //! The demo's `/metrics` against its documentation: the demo runs with `--metrics-addr`, its
 //! exposition is scraped over HTTP while it runs and parsed with a Prometheus text-format parser,
-//! and every series the docs list (the table in `leader-runtime/src/metrics.rs`, which the README
-//! must agree with) must be there with its kind, labels and label values, and nothing
-//! undocumented besides.
+//! and every series the docs list (the table in `docs/metrics.md`, written once) must be there
+//! with its kind, labels and label values, and nothing undocumented besides.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::TcpListener;
@@ -12,8 +11,7 @@ use std::time::Duration;
 use billing_demo::jobs;
 use prometheus_parse::{Scrape, Value};
 
-const METRICS_DOCS: &str = include_str!("../../leader-runtime/src/metrics.rs");
-const README: &str = include_str!("../../README.md");
+const METRICS_DOCS: &str = include_str!("../../docs/metrics.md");
 
 /// A documented metric: its kind, and each label with the values the docs allow (empty: any).
 #[derive(Debug, Clone, PartialEq)]
@@ -43,11 +41,11 @@ fn cells(row: &str) -> Vec<&str> {
         .collect()
 }
 
-/// The table of `leader-runtime/src/metrics.rs`: `| name | kind | labels (values) | meaning |`.
-fn module_table() -> BTreeMap<String, Documented> {
+/// The table of `docs/metrics.md`: `| name | kind | labels (values) | meaning |`.
+fn docs_table() -> BTreeMap<String, Documented> {
     METRICS_DOCS
         .lines()
-        .filter_map(|line| line.strip_prefix("//! | `leader_"))
+        .filter_map(|line| line.strip_prefix("| `leader_"))
         .map(|row| {
             let cells = cells(row);
             let name = format!("leader_{}", cells[0].trim_end_matches('`'));
@@ -82,38 +80,6 @@ fn module_table() -> BTreeMap<String, Documented> {
             (name, doc)
         })
         .collect()
-}
-
-/// The README's metrics table (Operating it): `| name | labels | meaning |`, label names only.
-fn readme_table() -> BTreeMap<String, BTreeSet<String>> {
-    let start = README
-        .find("Metrics (through the `metrics` facade")
-        .expect("the README's metrics table");
-    README[start..]
-        .lines()
-        .skip_while(|line| !line.starts_with('|'))
-        .take_while(|line| line.starts_with('|'))
-        .filter(|line| line.starts_with("| `leader_"))
-        .map(|row| {
-            let cells = cells(row);
-            let name = backticked(cells[0]).remove(0);
-            let labels = cells[1]
-                .split(',')
-                .filter_map(|label| backticked(label).into_iter().next())
-                .collect();
-            (name, labels)
-        })
-        .collect()
-}
-
-#[test]
-fn the_readme_and_the_metrics_module_document_the_same_series() {
-    let module: BTreeMap<String, BTreeSet<String>> = module_table()
-        .into_iter()
-        .map(|(name, doc)| (name, doc.labels.into_keys().collect()))
-        .collect();
-    assert!(module.len() >= 9, "{module:?}");
-    assert_eq!(readme_table(), module);
 }
 
 /// Everything that contradicts the docs (`wrong`), and what the docs promise that is not there
@@ -252,7 +218,7 @@ impl Drop for KillOnDrop {
 
 #[test]
 fn the_demos_metrics_endpoint_serves_every_documented_series() {
-    let docs = module_table();
+    let docs = docs_table();
     let addr = TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
         .unwrap();
@@ -326,7 +292,7 @@ fn leader_metrics(text: &str) -> BTreeSet<String> {
 
 #[test]
 fn every_metric_an_alert_uses_is_a_documented_metric() {
-    let docs = module_table();
+    let docs = docs_table();
     let alerts = alerts();
     assert!(alerts.len() >= 4, "{alerts:?}");
     for (alert, expr) in &alerts {
@@ -335,7 +301,7 @@ fn every_metric_an_alert_uses_is_a_documented_metric() {
         for metric in used {
             assert!(
                 docs.contains_key(&metric),
-                "{alert} uses {metric}, which leader-runtime/src/metrics.rs does not document"
+                "{alert} uses {metric}, which docs/metrics.md does not document"
             );
         }
     }

@@ -1,33 +1,15 @@
 //! The runtime's metrics, through the `metrics` facade.
 //!
-//! | metric | kind | labels | meaning |
-//! |---|---|---|---|
-//! | `leader_last_tick_age_seconds` | gauge | `role` | age of the last *completed* tick, from the table on the database clock; only set when known |
-//! | `leader_last_tick_unknown` | gauge | `role`, `reason` (`never_ran`, `read_failed`) | 1 while the age is unknown for that reason, else 0; never a negative age |
-//! | `leader_paused` | gauge | `role` | 1 while an operator has paused the role |
-//! | `leader_paused_seconds` | gauge | `role` | how long the role has been paused, from `paused_at` on the database clock; 0 while not paused |
-//! | `leader_interval_seconds` | gauge | `role` | for an interval role, its interval: the least time between the ends of two completed ticks |
-//! | `leader_lease_lost_total` | counter | `role`, `reason` (`taken_over`, `paused`, `released`, `expired`, `heartbeat_timeout`, `panicked`) | ticks that ended without their lease; `panicked` is created at 0 at start so its first increase alerts |
-//! | `leader_tick_duration_seconds` | histogram | `role`, `outcome` (`completed`, `failed`, `panicked`, `shutdown`, `lost`) | how long each tick ran |
-//! | `leader_database_read_only` | gauge | `role` | 1 while this replica's ACQUIRE for the role is refused because the server is read-only (a standby, a demoted primary), else 0 |
-//! | `leader_clock_drift_seconds` | gauge | — | database clock minus local clock, estimated from each ACQUIRE and RENEW; informational |
-//! | `leader_schedule_start_delay_seconds` | histogram | `role` | for a calendar role, how long after its scheduled instant each tick was granted, on the database clock |
-//! | `leader_schedule_skipped_instants_total` | counter | `role` | for a calendar role, the scheduled instants its ticks skipped under the `latest` missed-instant policy; created at 0 at start |
-//! | `leader_schedule_overdue_seconds` | gauge | `role` | for a calendar role, how long its next instant (`leader_status.next_instant`) is past on the database clock while unpaused; 0 when none is |
+//! Each metric's name is a constant below, whose doc states its kind and labels; the table of
+//! every metric with its labels' values and its meaning, and the tick's log lines and span, are
+//! written once, in the repository's `docs/metrics.md` (this module's tests check that table
+//! against these constants and against what the runtime describes). Every metric is described (`# HELP` in
+//! Prometheus) when the runtime starts, to whatever recorder is installed then, and by the
+//! exporter's `install`. The age, unknown and paused gauges are refreshed by every runtime from
+//! the table, so any replica reports the cluster's facts, not only the leader.
 //!
-//! The age, unknown and paused gauges are refreshed by every runtime from the table, so any
-//! replica reports the cluster's facts, not only the leader. A sharded role has the same metrics,
-//! labelled by `role` alone: its gauges report its stalest shard (the oldest last completed
-//! tick, unknown while any shard has never completed one, the longest pause, the most overdue
-//! instant), and its counters and histograms sum its shards' ticks.
-//!
-//! Every metric is described (`# HELP` in Prometheus) with the meaning above when the runtime
-//! starts, to whatever recorder is installed then, and by the exporter's `install`. The `prometheus` feature's exporter
-//! (`leader_runtime::prometheus::install`) also gives the tick-duration histogram buckets from
-//! 5 ms to one hour.
-//!
-//! Each name is also a constant below, for code that reads the metrics (a test's recorder, an
-//! alert generator): [`PAUSED`] rather than `PAUSED`.
+//! Code that reads the metrics (a test's recorder, an alert generator) names them by constant:
+//! [`PAUSED`] rather than `"leader_paused"`.
 
 use std::time::{Duration, SystemTime};
 
@@ -308,21 +290,23 @@ mod tests {
 
     use leader_core::Statement;
 
-    /// This file's text: the module's table and each constant's doc comment.
+    /// This file's text: each constant's doc comment.
     const SOURCE: &str = include_str!("metrics.rs");
+    /// The metrics table, written once, in the repository's docs.
+    const TABLE: &str = include_str!("../../docs/metrics.md");
 
     /// The backticked words of `text`, in order.
     fn backticked(text: &str) -> Vec<&str> {
         text.split('`').skip(1).step_by(2).collect()
     }
 
-    /// The module table's rows: each metric's kind and the labels its row names.
+    /// The docs table's rows: each metric's kind and the labels its row names.
     fn table() -> BTreeMap<&'static str, (&'static str, Vec<&'static str>)> {
-        SOURCE
+        TABLE
             .lines()
-            .filter(|line| line.starts_with("//! | `leader_"))
+            .filter(|line| line.starts_with("| `leader_"))
             .map(|row| {
-                let cells: Vec<&str> = row[4..].split('|').map(str::trim).collect();
+                let cells: Vec<&str> = row.split('|').map(str::trim).collect();
                 // The labels cell names each label, then its values in parentheses.
                 let mut labels = Vec::new();
                 let mut depth = 0;
