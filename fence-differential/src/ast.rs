@@ -105,6 +105,19 @@ pub enum Projection {
     /// `(SELECT coalesce(max(a.id), 1)) AS id, …`: an aggregate of the outer level written in a
     /// sub-select.
     OuterAggregate,
+    /// `max(a.id) AS id, …`: the aggregate bare, so that from no rows it is what the aggregate
+    /// returns from no rows (NULL, or 0 for `count`).
+    Bare(Aggregate),
+}
+
+/// An aggregate of [`Projection::Bare`].
+#[derive(Debug, Clone, Copy)]
+pub enum Aggregate {
+    Min,
+    Max,
+    Sum,
+    /// Returns 0 from no rows, not NULL.
+    Count,
 }
 
 #[derive(Debug, Clone, Copy)]

@@ -119,6 +119,13 @@ fn shape(lockable: bool) -> BoxedStrategy<Shape> {
         Just(Projection::Aggregates),
         Just(Projection::Keys),
         Just(Projection::OuterAggregate),
+        prop_oneof![
+            Just(Aggregate::Min),
+            Just(Aggregate::Max),
+            Just(Aggregate::Sum),
+            Just(Aggregate::Count),
+        ]
+        .prop_map(Projection::Bare),
     ];
     let grouping = prop_oneof![
         Just(Grouping::None),

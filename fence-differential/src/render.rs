@@ -312,6 +312,25 @@ impl Writer {
                         }
                         ("1::bigint".to_owned(), constants.to_owned())
                     }
+                    Projection::Bare(aggregate) => {
+                        let name = match aggregate {
+                            Aggregate::Min => "min",
+                            Aggregate::Max => "max",
+                            Aggregate::Sum => "sum",
+                            Aggregate::Count => "count",
+                        };
+                        self.tag(match aggregate {
+                            Aggregate::Count => Tag::AggCount,
+                            _ => Tag::AggNullOnEmpty,
+                        });
+                        (
+                            format!("{name}({c}id)"),
+                            format!(
+                                "max({c}grp) AS grp, max({c}status) AS status, \
+                                 max({c}owner) AS owner"
+                            ),
+                        )
+                    }
                     Projection::OuterAggregate => {
                         self.tag(Tag::AggOuterInSubselect);
                         (

@@ -186,6 +186,10 @@ tags! {
     AggKeysOnly = "agg:keys-only",
     /// `HAVING`.
     AggHaving = "agg:having",
+    /// A bare aggregate that returns NULL from no rows (`min`, `max`, `sum`) as the `id`.
+    AggNullOnEmpty = "agg:null-on-empty",
+    /// A bare `count`, which returns 0 from no rows, as the `id`.
+    AggCount = "agg:count",
     /// An aggregate in a sub-select whose arguments refer only to the outer query, e.g.
     /// `(SELECT max(t.id))`: it belongs to the outer level.
     AggOuterInSubselect = "agg:outer-in-subselect",

@@ -8,25 +8,42 @@
 
 /// A built-in function a claim may call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct KnownFunction {
     /// The name as PostgreSQL folds it (lower case).
     pub name: &'static str,
     /// Whether it is an aggregate: a `SELECT` that aggregates without `GROUP BY` returns a row
-    /// even when its `WHERE` matches nothing, so it is never gated.
+    /// even when its `WHERE` matches nothing, so it is never empty.
     pub aggregate: bool,
+    /// Whether it is an aggregate that returns NULL from no input rows (every built-in one but
+    /// `count`, as PostgreSQL documents for its aggregates). Such a row gates like no row where
+    /// it is compared: `x < (SELECT min(..) … AND leader_fence($1, $2))` is null.
+    pub null_on_no_rows: bool,
 }
 
 const fn scalar(name: &'static str) -> KnownFunction {
     KnownFunction {
         name,
         aggregate: false,
+        null_on_no_rows: false,
     }
 }
 
+/// An aggregate that returns a value other than NULL from no rows (`count` returns 0).
 const fn aggregate(name: &'static str) -> KnownFunction {
     KnownFunction {
         name,
         aggregate: true,
+        null_on_no_rows: false,
+    }
+}
+
+/// An aggregate that returns NULL from no rows.
+const fn null_aggregate(name: &'static str) -> KnownFunction {
+    KnownFunction {
+        name,
+        aggregate: true,
+        null_on_no_rows: true,
     }
 }
 
@@ -142,23 +159,23 @@ pub const KNOWN_FUNCTIONS: &[KnownFunction] = &[
     scalar("lead"),
     scalar("first_value"),
     scalar("last_value"),
-    // Aggregates.
+    // Aggregates: `count` returns 0 from no rows, every other one NULL.
     aggregate("count"),
-    aggregate("sum"),
-    aggregate("avg"),
-    aggregate("min"),
-    aggregate("max"),
-    aggregate("array_agg"),
-    aggregate("string_agg"),
-    aggregate("bool_and"),
-    aggregate("bool_or"),
-    aggregate("every"),
-    aggregate("bit_and"),
-    aggregate("bit_or"),
-    aggregate("json_agg"),
-    aggregate("jsonb_agg"),
-    aggregate("json_object_agg"),
-    aggregate("jsonb_object_agg"),
+    null_aggregate("sum"),
+    null_aggregate("avg"),
+    null_aggregate("min"),
+    null_aggregate("max"),
+    null_aggregate("array_agg"),
+    null_aggregate("string_agg"),
+    null_aggregate("bool_and"),
+    null_aggregate("bool_or"),
+    null_aggregate("every"),
+    null_aggregate("bit_and"),
+    null_aggregate("bit_or"),
+    null_aggregate("json_agg"),
+    null_aggregate("jsonb_agg"),
+    null_aggregate("json_object_agg"),
+    null_aggregate("jsonb_object_agg"),
 ];
 
 /// The known function called `name` (a dotted, lower-cased name from the parse tree).

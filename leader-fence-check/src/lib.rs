@@ -34,7 +34,10 @@
 //! * **A gate on rows.** A level produces and changes no row when a top-level conjunct of its
 //!   `WHERE` is false or null for every row: the fence; `x IN (q)`, `x op ANY (q)`,
 //!   `EXISTS (q)`, `x op ANY (ARRAY (q))`, or `x op (q)` with a comparison operator (an empty
-//!   scalar sub-select is null), where `q` returns no row; or when an inner-joined `FROM` item
+//!   scalar sub-select is null), where `q` returns no row; `x op (q)`, or `(q)` alone, where `q`
+//!   is gated, has no `GROUP BY` or `HAVING`, and selects just one call of an aggregate that
+//!   returns NULL from no rows (every known aggregate but `count`; `coalesce(min(..), 0)` is no
+//!   such call); or when an inner-joined `FROM` item
 //!   returns no row (a gated sub-select or `WITH` query; a join an empty side or a fenced `ON`
 //!   empties). Such a level may still *read* rows while it finds that out.
 //! * **Rows from no rows.** A `SELECT` returns a row from an empty input when it aggregates

@@ -298,7 +298,8 @@ impl<'l, 'a> Props<'l, 'a> {
         match kind {
             "FuncCall" => functions::is_fence(&function_name(fields)),
             "SubLink" => match int(fields, "sub_link_type") {
-                EXISTS_SUBLINK | ANY_SUBLINK | EXPR_SUBLINK => self.sub_select_empty(fields),
+                EXISTS_SUBLINK | ANY_SUBLINK => self.sub_select_empty(fields),
+                EXPR_SUBLINK => self.sub_select_null(fields),
                 _ => false,
             },
             "A_Expr" | "AExpr" => match int(fields, "kind") {
@@ -311,7 +312,7 @@ impl<'l, 'a> Props<'l, 'a> {
                 AEXPR_OP if is_strict_comparison(fields) => ["lexpr", "rexpr"].iter().any(|side| {
                     matches!(child(fields, side),
                         Some(("SubLink", link)) if int(link, "sub_link_type") == EXPR_SUBLINK
-                            && self.sub_select_empty(link))
+                            && self.sub_select_null(link))
                 }),
                 _ => false,
             },
@@ -323,6 +324,40 @@ impl<'l, 'a> Props<'l, 'a> {
         child(link, "subselect")
             .and_then(|(_, query)| self.levels.of(query))
             .is_some_and(|level| self.empty(level))
+    }
+
+    /// Whether a scalar sub-select is null when the fence is false: it returns no row, or
+    /// the one row of an aggregate that returns NULL from no rows.
+    fn sub_select_null(&self, link: &Fields) -> bool {
+        child(link, "subselect")
+            .and_then(|(_, query)| self.levels.of(query))
+            .is_some_and(|level| self.empty(level) || self.null_from_nothing(level))
+    }
+
+    /// Whether a `SELECT` returns exactly one row, NULL, when the fence is false: it is
+    /// gated, aggregates without `GROUP BY` or `HAVING` (no aggregate of a sub-select belongs
+    /// to it), and its select list is one call of an aggregate that returns NULL from no rows
+    /// ([`functions::KnownFunction::null_on_no_rows`]; `FILTER`, `DISTINCT` and `ORDER BY` in
+    /// it only take rows away). `count(..)`, `coalesce(min(..), 0)`, an expression around the
+    /// aggregate, a window function and an unknown aggregate are not.
+    pub fn null_from_nothing(&self, level: usize) -> bool {
+        let l = &self.levels.levels[level];
+        if l.kind != Kind::Select
+            || !self.gated(level)
+            || has(l.fields, "group_clause")
+            || !l.having.is_empty()
+            || self.outer_aggregates[level]
+        {
+            return false;
+        }
+        let targets: Vec<(&str, &Fields)> = children(l.fields, "target_list").collect();
+        let [("ResTarget", target)] = targets.as_slice() else {
+            return false;
+        };
+        matches!(child(target, "val"), Some(("FuncCall", call))
+            if !has(call, "over")
+                && call.get("agg_within_group").and_then(Value::as_bool) != Some(true)
+                && functions::known(&function_name(call)).is_some_and(|f| f.null_on_no_rows))
     }
 
     /// Whether a `FROM` list (its items cross-joined) is empty when the fence is false.

@@ -749,3 +749,86 @@ fn the_fence_may_be_schema_qualified() {
         [(1, 2)]
     );
 }
+
+#[test]
+fn a_scalar_aggregate_that_is_null_from_no_rows_gates_a_comparison() {
+    for aggregate in [
+        "min(id)",
+        "max(id)",
+        "sum(id)",
+        "avg(id)",
+        "pg_catalog.max(id)",
+        "max(id) FILTER (WHERE id > 0)",
+        "min(DISTINCT id)",
+        "bit_and(id)",
+    ] {
+        accepted(&format!(
+            "UPDATE t SET a = 1 WHERE id < (SELECT {aggregate} FROM u WHERE leader_fence($1, $2))"
+        ));
+        accepted(&format!(
+            "DELETE FROM t WHERE (SELECT {aggregate} FROM u WHERE leader_fence($1, $2)) >= id"
+        ));
+    }
+    for aggregate in ["array_agg(id)", "array_agg(id ORDER BY id)"] {
+        accepted(&format!(
+            "UPDATE t SET a = 1 WHERE ids = (SELECT {aggregate} FROM u WHERE leader_fence($1, $2))"
+        ));
+    }
+    accepted(
+        "UPDATE t SET a = 1 WHERE name <> (SELECT string_agg(name, ',') FROM u WHERE leader_fence($1, $2))",
+    );
+    for aggregate in ["bool_and(done)", "bool_or(done)", "every(done)"] {
+        // A bare boolean sub-select in WHERE: NULL is not true.
+        accepted(&format!(
+            "UPDATE t SET a = 1 WHERE (SELECT {aggregate} FROM u WHERE leader_fence($1, $2))"
+        ));
+    }
+    // Grouped, it returns no row from no rows: a gate too.
+    accepted(
+        "UPDATE t SET a = 1 WHERE id < (SELECT min(id) FROM u WHERE leader_fence($1, $2) GROUP BY k)",
+    );
+    accepted(
+        "UPDATE t SET a = 1 WHERE id < (SELECT count(*) FROM u WHERE leader_fence($1, $2) GROUP BY k)",
+    );
+}
+
+#[test]
+fn a_scalar_aggregate_that_is_not_null_from_no_rows_does_not_gate() {
+    for sub_select in [
+        // count returns 0 from no rows.
+        "SELECT count(*) FROM u WHERE leader_fence($1, $2)",
+        "SELECT count(id) FROM u WHERE leader_fence($1, $2)",
+        // coalesce (or any expression) around the aggregate makes a value.
+        "SELECT coalesce(min(id), 0) FROM u WHERE leader_fence($1, $2)",
+        "SELECT min(id) IS NULL FROM u WHERE leader_fence($1, $2)",
+        // HAVING and grouping sets with the empty set.
+        "SELECT min(id) FROM u WHERE leader_fence($1, $2) HAVING count(*) = 0",
+        "SELECT min(id) FROM u WHERE leader_fence($1, $2) GROUP BY ()",
+        "SELECT min(id) FROM u WHERE leader_fence($1, $2) GROUP BY ROLLUP (k)",
+        // Not gated at all.
+        "SELECT min(id) FROM u",
+        // Two aggregates: a row of its own.
+        "SELECT min(id), count(*) FROM u WHERE leader_fence($1, $2)",
+        // An aggregate of the outer query, written in the sub-select's select list.
+        "SELECT (SELECT min(u.id)) FROM u WHERE leader_fence($1, $2)",
+    ] {
+        let e = refused(&format!("UPDATE t SET a = 1 WHERE id < ({sub_select})"));
+        assert!(e.contains("`UPDATE t` is not gated"), "{sub_select}: {e}");
+    }
+    // A NULL row exists: EXISTS is true, and IN is a gate the rules do not take from a row.
+    refused("UPDATE t SET a = 1 WHERE EXISTS (SELECT min(id) FROM u WHERE leader_fence($1, $2))");
+    refused("UPDATE t SET a = 1 WHERE id IN (SELECT min(id) FROM u WHERE leader_fence($1, $2))");
+    // Not a comparison: IS DISTINCT FROM is true against NULL.
+    refused(
+        "UPDATE t SET a = 1 WHERE id IS DISTINCT FROM (SELECT min(id) FROM u WHERE leader_fence($1, $2))",
+    );
+    // A window function returns a row per input row: none from no rows, which gates.
+    accepted(
+        "UPDATE t SET a = 1 WHERE id < (SELECT min(id) OVER () FROM u WHERE leader_fence($1, $2))",
+    );
+    // An aggregate the rules do not know is a call they cannot see into.
+    refused("UPDATE t SET a = 1 WHERE id < (SELECT my_min(id) FROM u WHERE leader_fence($1, $2))");
+    // Where the row itself is what counts, a NULL row is a row: INSERT … SELECT inserts it.
+    let e = refused("INSERT INTO log (k) SELECT min(id) FROM u WHERE leader_fence($1, $2)");
+    assert!(e.contains("aggregates without GROUP BY"), "{e}");
+}
