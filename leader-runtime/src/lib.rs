@@ -85,6 +85,10 @@
 //! On SIGTERM each running tick is cancelled and released with no cooldown, so another replica
 //! leads at once. Without the macros, add jobs with [`RuntimeBuilder::role`].
 //!
+//! The repository's README follows the same path as a guide (calendar and sharded roles, jobs
+//! that block, operating it), and links to where each reference lives: the protocol, the fence
+//! rules, the metrics and `leaderctl`.
+//!
 //! # Panics, and the panic hook
 //!
 //! A job's panic is caught, logged once (an ERROR with the role, the message and the location)
@@ -116,7 +120,8 @@
 //! * [`fenced`]'s check, stated in terms of what PostgreSQL does, is `leader-fence-check`'s; it
 //!   is run against PostgreSQL on written and generated statements (`fence-differential`).
 //! * The protocol (`leader-core`) is model-checked with Stateright (`model/`) and drilled on real
-//!   processes (`drills/`); the repository's README has the figures and how to reproduce them.
+//!   processes (`drills/`); the repository's `docs/model.md` and `docs/benchmarks/` have the
+//!   figures and how to reproduce them.
 //!
 //! # The crate
 //!
@@ -264,3 +269,8 @@ pub mod __private {
     pub use core::time::Duration;
     pub use inventory;
 }
+
+/// The crate README's example (`leader-runtime/README.md`, the registry page), compiled.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
