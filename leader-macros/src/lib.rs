@@ -92,11 +92,14 @@ pub fn leader_role(args: TokenStream, item: TokenStream) -> TokenStream {
 ///   gate that proves the fence before that node changes or locks any row; locks count where
 ///   PostgreSQL takes them (a locking clause pushes itself into sub-selects and views in its
 ///   `FROM`); forms that make a row from no rows (aggregates, `GROUP BY ()`, `ROLLUP`, `CUBE`)
-///   gate nothing; only built-in functions may be called, attribute notation (`t.f`) included.
+///   gate nothing, except an aggregate that returns NULL from no rows compared with a strict
+///   operator (`x < (SELECT min(..) … AND leader_fence($1, $2))`); only built-in functions may be called, attribute notation (`t.f`) included.
 ///   The full rules are `leader_fence_check`'s crate docs.
 /// * **Binds are traced where the claim is sent**: `query`, `query_as`, `query_scalar` with
-///   their `.bind(..)` chains (also through a local rebound at the same block level), and the
-///   `query!` family with `query_file!`. `$i` and `$j` of each `leader_fence($i, $j)` must be
+///   their `.bind(..)` chains (also through a local rebound at the same block level, and under
+///   another name given by a `use sqlx::query_as as rows_of;` inside the function: a `use`
+///   outside it is out of the attribute's sight), and the `query!` family with `query_file!`.
+///   The SQL is a string literal or a `concat!` of literals. `$i` and `$j` of each `leader_fence($i, $j)` must be
 ///   bound to the fence parameter's `.role()` and `.token()`. A claim whose binds cannot be
 ///   traced (sent through another name for sqlx's functions, a helper, a local passed on, a
 ///   generic executor, `PgArguments`) is an error.

@@ -426,21 +426,79 @@ mod tests {
             quote! { tracing::info!(target: "x", "DELETE FROM t WHERE leader_fence($1, $2)"); },
             quote! { run(pool, concat!("UPDATE t SET a = 1 ", "WHERE leader_fence($1, $2)")).await; },
         ] {
-            let item = quote! { async fn claim(pool: &PgPool, fence: Fence) { #body } };
-            let errors = errors(item);
-            assert!(
-                errors.len() == 1
-                    && errors[0].starts_with(
-                        "this claim is not sent where `#[fenced]` can see what is bound to it"
-                    ),
-                "{body}: {errors:#?}"
-            );
+            claim_not_followed(body);
         }
         // Unfenced, the SQL's own error says what is wrong.
         one_error_containing(
             quote! { async fn claim(pool: &PgPool, fence: Fence) { sql("UPDATE t SET a = 1").execute(pool).await; } },
             "`UPDATE t` is not gated",
         );
+    }
+
+    /// Asserts that the one error of a body is that its claim is not followed.
+    fn claim_not_followed(body: proc_macro2::TokenStream) {
+        let item = quote! { async fn claim(pool: &PgPool, fence: Fence) { #body } };
+        let errors = errors(item);
+        assert!(
+            errors.len() == 1
+                && errors[0].starts_with(
+                    "this claim is not sent where `#[fenced]` can see what is bound to it"
+                ),
+            "{body}: {errors:#?}"
+        );
+    }
+
+    #[test]
+    fn concat_of_literals_is_read_as_the_concatenated_sql() {
+        let item = quote! {
+            async fn claim(pool: &PgPool, fence: Fence) -> sqlx::Result<()> {
+                sqlx::query(concat!("UPDATE t SET a = 1 ", "WHERE leader_fence($1, $2)"))
+                    .bind(fence.role()).bind(fence.token()).execute(pool).await?;
+                sqlx::query(concat!("DELETE FROM t ", concat!("WHERE id > ", 7, " AND "), "leader_fence($1, $2)"))
+                    .bind(fence.role()).bind(fence.token()).execute(pool).await?;
+                Ok(())
+            }
+        };
+        assert_eq!(errors(item), Vec::<String>::new());
+        // Read, and checked: the fence is missing.
+        one_error_containing(
+            quote! { async fn claim(pool: &PgPool, fence: Fence) { sqlx::query(concat!("UPDATE t ", "SET a = 1")).execute(pool).await; } },
+            "`UPDATE t` is not gated",
+        );
+        // A non-literal argument cannot be read.
+        one_error_containing(
+            quote! { async fn claim(pool: &PgPool, fence: Fence) { sqlx::query(concat!("UPDATE t SET a = 1 WHERE ", WHERE)).bind(fence.role()).bind(fence.token()).execute(pool).await; } },
+            "a claim must be literal SQL",
+        );
+    }
+
+    #[test]
+    fn sqlx_functions_are_followed_through_a_use_in_the_function() {
+        let item = quote! {
+            async fn claim(pool: &PgPool, fence: Fence) -> sqlx::Result<()> {
+                use sqlx::query_as as rows_of;
+                use ::sqlx::{query as sql, Row};
+                let rows: Vec<(i64,)> = rows_of("SELECT id FROM t WHERE leader_fence($1, $2) FOR UPDATE")
+                    .bind(fence.role()).bind(fence.token()).fetch_all(pool).await?;
+                sql("DELETE FROM t WHERE leader_fence($1, $2)")
+                    .bind(fence.role()).bind(fence.token()).execute(pool).await?;
+                Ok(())
+            }
+        };
+        assert_eq!(errors(item), Vec::<String>::new());
+        // Followed means checked: the binds are wrong.
+        one_error_containing(
+            quote! { async fn claim(pool: &PgPool, fence: Fence) { use sqlx::query as sql; sql("DELETE FROM t WHERE leader_fence($1, $2)").bind(fence.token()).bind(fence.role()).execute(pool).await; } },
+            "is the fence's role and must be bound to `fence.role()`",
+        );
+        // Not sqlx's, in another block, or shadowed by a local: not a send.
+        for body in [
+            quote! { use other::query as sql; sql("DELETE FROM t WHERE leader_fence($1, $2)").bind(fence.role()).bind(fence.token()).execute(pool).await; },
+            quote! { { use sqlx::query as sql; } sql("DELETE FROM t WHERE leader_fence($1, $2)").bind(fence.role()).bind(fence.token()).execute(pool).await; },
+            quote! { use sqlx::query as sql; let sql = helper; sql("DELETE FROM t WHERE leader_fence($1, $2)").bind(fence.role()).bind(fence.token()).execute(pool).await; },
+        ] {
+            claim_not_followed(body);
+        }
     }
 
     #[test]

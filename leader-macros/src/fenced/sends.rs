@@ -4,7 +4,11 @@
 //! `_with` forms; `raw_sql`; the `query!` family, `query_file!` included; a string handed
 //! straight to an `Executor` method (`pool.execute("…")`, `Executor::fetch_all(&pool, "…")`);
 //! and a query kept in a local and bound further with `let q = q.bind(..)` or
-//! `q = q.bind(..)` at the block level it was declared at.
+//! `q = q.bind(..)` at the block level it was declared at. Their SQL is a string literal or a
+//! `concat!` of literals (nested `concat!` included). sqlx's query functions are also followed
+//! under another name given by a `use sqlx::query_as as rows_of;` in the function's body (a `use`
+//! outside the function is out of the attribute's sight, and a name it does not know is never
+//! taken for a send).
 //!
 //! Everything the macro cannot follow is a problem, never a silent pass: `QueryBuilder`
 //! (assembled at run time), an `Executor` method given something other than a recognised query,
@@ -74,6 +78,8 @@ pub struct SqlSend {
 /// The SQL of a send.
 pub enum Sql {
     Literal(LitStr),
+    /// `concat!` of literals: the text, its pieces, and the `concat!` call's span.
+    Concat(Concatenated),
     /// `query_file!("…")`: the path literal, and the file's text or why it could not be read.
     File {
         path: LitStr,
@@ -102,6 +108,15 @@ pub enum Via {
     Simple,
 }
 
+/// The text of a `concat!` of literals, and where each piece of it was written.
+pub struct Concatenated {
+    pub text: String,
+    /// Each piece: its byte offset in `text`, and the string literal it is, if it is one.
+    pub pieces: Vec<(usize, Option<LitStr>)>,
+    /// The whole `concat!(..)` call.
+    pub span: Span,
+}
+
 /// A string in the body that no recognised send takes as its SQL: a string literal anywhere
 /// (nested items, closures, async blocks and macro arguments included), or a `concat!` of
 /// literals. One that parses as a claim is an error: it may be sent some way the macro does not
@@ -109,6 +124,7 @@ pub enum Via {
 pub struct Loose {
     pub text: String,
     pub lit: Option<LitStr>,
+    pub concat: Option<Concatenated>,
     pub span: Span,
 }
 
@@ -126,6 +142,7 @@ pub fn find(block: &syn::Block) -> Found {
         loose: Vec::new(),
         problems: Vec::new(),
         locals: Vec::new(),
+        aliases: Vec::new(),
         depth: 0,
     };
     finder.visit_block(block);
@@ -149,6 +166,8 @@ struct Finder {
     loose: Vec<Loose>,
     problems: Vec<syn::Error>,
     locals: Vec<Local>,
+    /// Names a `use` in an enclosing block gives sqlx's query functions: `(rows_of, query_as)`.
+    aliases: Vec<(Ident, &'static str)>,
     /// How deep in blocks, closures and match arms the walk is.
     depth: usize,
 }
@@ -184,7 +203,7 @@ impl Finder {
 
     fn base_of<'a>(&self, expr: &'a Expr) -> Base<'a> {
         match expr {
-            Expr::Call(call) if constructor_name(call).is_some() => Base::Constructor(call),
+            Expr::Call(call) if self.constructor_name(call).is_some() => Base::Constructor(call),
             Expr::Macro(mac) => match query_macro_name(&mac.mac) {
                 Some(name) => Base::QueryMacro(&mac.mac, name),
                 None => Base::Other,
@@ -199,12 +218,13 @@ impl Finder {
 
     /// Records the send a constructor call makes; its index.
     fn constructor(&mut self, call: &ExprCall) -> usize {
-        let name = constructor_name(call).expect("checked by base_of");
+        let name = self.constructor_name(call).expect("checked by base_of");
+        let callee = last_segment(&call.func).unwrap_or_else(|| name.to_owned());
         let sql = match call.args.first() {
             Some(arg) => sql_arg(arg),
             None => Sql::Missing,
         };
-        let (binds, via) = if QUERY_WITH_FNS.contains(&name.as_str()) {
+        let (binds, via) = if QUERY_WITH_FNS.contains(&name) {
             let at = call
                 .args
                 .iter()
@@ -220,7 +240,7 @@ impl Finder {
             sql,
             binds,
             via,
-            callee: name,
+            callee,
             span: call.func.span(),
         });
         for arg in call.args.iter().skip(1) {
@@ -293,6 +313,19 @@ impl Finder {
         {
             self.sends.push(SqlSend {
                 sql: Sql::Literal(lit.clone()),
+                binds: Binds::Known(Vec::new()),
+                via: Via::Simple,
+                callee: format!(".{method}(..)"),
+                span,
+            });
+            return;
+        }
+        if let Expr::Macro(m) = strip(arg)
+            && is_concat(&m.mac)
+            && let Some(concat) = concatenated(&m.mac)
+        {
+            self.sends.push(SqlSend {
+                sql: Sql::Concat(concat),
                 binds: Binds::Known(Vec::new()),
                 via: Via::Simple,
                 callee: format!(".{method}(..)"),
@@ -400,7 +433,7 @@ impl<'ast> Visit<'ast> for Finder {
             Expr::MethodCall(_) => {
                 self.chain(expr);
             }
-            Expr::Call(call) if constructor_name(call).is_some() => {
+            Expr::Call(call) if self.constructor_name(call).is_some() => {
                 self.chain(expr);
             }
             Expr::Call(call) => {
@@ -504,8 +537,16 @@ impl<'ast> Visit<'ast> for Finder {
 
     fn visit_block(&mut self, block: &'ast syn::Block) {
         let locals = self.locals.len();
+        let aliases = self.aliases.len();
+        // A `use` names its item in the whole block, before it as after it.
+        for stmt in &block.stmts {
+            if let syn::Stmt::Item(syn::Item::Use(item)) = stmt {
+                sqlx_aliases(&item.tree, false, &mut self.aliases);
+            }
+        }
         self.nested(|f| visit::visit_block(f, block));
         self.locals.truncate(locals);
+        self.aliases.truncate(aliases);
     }
 
     fn visit_arm(&mut self, arm: &'ast syn::Arm) {
@@ -516,6 +557,7 @@ impl<'ast> Visit<'ast> for Finder {
         self.loose.push(Loose {
             text: lit.value(),
             lit: Some(lit.clone()),
+            concat: None,
             span: lit.span(),
         });
     }
@@ -534,12 +576,13 @@ impl<'ast> Visit<'ast> for Finder {
             return self.query_macro(mac, &name);
         }
         if name == "concat"
-            && let Some(text) = concatenated(mac)
+            && let Some(concat) = concatenated(mac)
         {
             self.loose.push(Loose {
-                text,
+                text: concat.text.clone(),
                 lit: None,
-                span: mac.path.span(),
+                span: concat.span,
+                concat: Some(concat),
             });
             return;
         }
@@ -590,13 +633,53 @@ impl Finder {
     }
 }
 
-/// `query`, `query_as`, `raw_sql`, … for a call of one of sqlx's query constructors.
-fn constructor_name(call: &ExprCall) -> Option<String> {
-    let name = last_segment(&call.func)?;
-    let known = QUERY_FNS.contains(&name.as_str())
-        || QUERY_WITH_FNS.contains(&name.as_str())
-        || name == RAW_SQL_FN;
-    known.then_some(name)
+impl Finder {
+    /// `query`, `query_as`, `raw_sql`, … for a call of one of sqlx's query constructors, by its
+    /// own name or by a name a `use` in an enclosing block gives it (unless a local of that name
+    /// shadows it).
+    fn constructor_name(&self, call: &ExprCall) -> Option<&'static str> {
+        if let Expr::Path(p) = &*call.func
+            && p.qself.is_none()
+            && let Some(ident) = p.path.get_ident()
+            && let Some((_, name)) = self.aliases.iter().rev().find(|(alias, _)| alias == ident)
+        {
+            let shadowed = self.locals.iter().any(|l| l.name == *ident);
+            return (!shadowed).then_some(*name);
+        }
+        let name = last_segment(&call.func)?;
+        constructor(&name)
+    }
+}
+
+/// sqlx's query constructor called `name`.
+fn constructor(name: &str) -> Option<&'static str> {
+    QUERY_FNS
+        .iter()
+        .chain(QUERY_WITH_FNS)
+        .chain([&RAW_SQL_FN])
+        .find(|known| **known == name)
+        .copied()
+}
+
+/// The names a `use` tree gives sqlx's query constructors: `use sqlx::query_as as rows_of;`,
+/// `use sqlx::{query as sql, Row};`. `in_sqlx` tells whether the tree is below `sqlx::`.
+fn sqlx_aliases(tree: &syn::UseTree, in_sqlx: bool, out: &mut Vec<(Ident, &'static str)>) {
+    match tree {
+        syn::UseTree::Path(path) if !in_sqlx && path.ident == "sqlx" => {
+            sqlx_aliases(&path.tree, true, out);
+        }
+        syn::UseTree::Rename(rename) if in_sqlx => {
+            if let Some(name) = constructor(&rename.ident.to_string()) {
+                out.push((rename.rename.clone(), name));
+            }
+        }
+        syn::UseTree::Group(group) => {
+            for tree in &group.items {
+                sqlx_aliases(tree, in_sqlx, out);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// `query_as` for a call of one of sqlx's query macros.
@@ -710,29 +793,61 @@ fn sql_arg(arg: &Expr) -> Sql {
             lit: syn::Lit::Str(lit),
             ..
         }) => Sql::Literal(lit.clone()),
+        Expr::Macro(m) if is_concat(&m.mac) => match concatenated(&m.mac) {
+            Some(concat) => Sql::Concat(concat),
+            None => Sql::Unseen(arg.clone()),
+        },
         Expr::Group(g) => sql_arg(&g.expr),
         Expr::Paren(p) => sql_arg(&p.expr),
         other => Sql::Unseen(other.clone()),
     }
 }
 
-/// The text of `concat!(..)` when every argument is a literal.
-fn concatenated(mac: &Macro) -> Option<String> {
-    let mut text = String::new();
+fn is_concat(mac: &Macro) -> bool {
+    mac.path
+        .segments
+        .last()
+        .is_some_and(|s| s.ident == "concat")
+}
+
+/// The text of `concat!(..)` when every argument is a literal or such a `concat!`.
+fn concatenated(mac: &Macro) -> Option<Concatenated> {
+    let mut concat = Concatenated {
+        text: String::new(),
+        pieces: Vec::new(),
+        span: mac.span(),
+    };
+    append_concat(mac, &mut concat)?;
+    Some(concat)
+}
+
+fn append_concat(mac: &Macro, out: &mut Concatenated) -> Option<()> {
     for arg in macro_exprs(mac)? {
-        let Expr::Lit(lit) = strip(&arg) else {
-            return None;
+        let lit = match strip(&arg) {
+            Expr::Lit(lit) => lit,
+            Expr::Macro(m) if is_concat(&m.mac) => {
+                append_concat(&m.mac, out)?;
+                continue;
+            }
+            _ => return None,
         };
+        let start = out.text.len();
+        let text = &mut out.text;
         match &lit.lit {
-            syn::Lit::Str(s) => text.push_str(&s.value()),
+            syn::Lit::Str(s) => {
+                text.push_str(&s.value());
+                out.pieces.push((start, Some(s.clone())));
+                continue;
+            }
             syn::Lit::Int(i) => text.push_str(i.base10_digits()),
             syn::Lit::Float(f) => text.push_str(f.base10_digits()),
             syn::Lit::Bool(b) => text.push_str(if b.value { "true" } else { "false" }),
             syn::Lit::Char(c) => text.push(c.value()),
             _ => return None,
         }
+        out.pieces.push((start, None));
     }
-    Some(text)
+    Some(())
 }
 
 /// Every name a pattern binds.

@@ -8,7 +8,7 @@ use syn::LitStr;
 
 use super::binds;
 use super::parse::Fenced;
-use super::sends::{Loose, Sql, SqlSend, Via};
+use super::sends::{Concatenated, Loose, Sql, SqlSend, Via};
 use crate::errors::Errors;
 
 /// Checks every send; every problem is reported at once.
@@ -31,9 +31,10 @@ fn check_loose(loose: &Loose) -> Vec<syn::Error> {
     if checked.statements == 0 || checked.claims == 0 {
         return Vec::new();
     }
-    let place = match &loose.lit {
-        Some(lit) => Place::Literal(lit),
-        None => Place::Span(loose.span),
+    let place = match (&loose.lit, &loose.concat) {
+        (Some(lit), _) => Place::Literal(lit),
+        (None, Some(concat)) => Place::Concat(concat),
+        (None, None) => Place::Span(loose.span),
     };
     let errors: Vec<syn::Error> = checked
         .errors
@@ -56,6 +57,7 @@ fn check_loose(loose: &Loose) -> Vec<syn::Error> {
 fn check_send(send: &SqlSend, fence: &syn::Ident, sharded: bool) -> Vec<syn::Error> {
     let (text, place): (String, Place) = match &send.sql {
         Sql::Literal(lit) => (lit.value(), Place::Literal(lit)),
+        Sql::Concat(concat) => (concat.text.clone(), Place::Concat(concat)),
         Sql::File { path, text } => match text {
             Ok(text) => (text.clone(), Place::File(path)),
             Err(why) => {
@@ -112,7 +114,9 @@ enum Place<'a> {
     Literal(&'a LitStr),
     /// In a file named by this path literal: errors point at the path.
     File(&'a LitStr),
-    /// Somewhere without a literal of its own (a `concat!`).
+    /// In a `concat!` of literals.
+    Concat(&'a Concatenated),
+    /// Somewhere without a literal of its own.
     Span(Span),
 }
 
@@ -125,6 +129,7 @@ impl Place<'_> {
             Place::Literal(lit) => lit,
             Place::File(path) => return path.span(),
             Place::Span(span) => return *span,
+            Place::Concat(concat) => return concat_span(concat, at),
         };
         let Some(at) = at else {
             return lit.span();
@@ -142,6 +147,29 @@ impl Place<'_> {
                 .unwrap_or_else(|| lit.span()),
             _ => lit.span(),
         }
+    }
+}
+
+/// The span of `at` in the string literal of a `concat!` it lies in, else the whole call.
+fn concat_span(concat: &Concatenated, at: Option<Range<usize>>) -> Span {
+    let Some(at) = at else {
+        return concat.span;
+    };
+    let found = concat
+        .pieces
+        .iter()
+        .enumerate()
+        .find_map(|(i, (start, lit))| {
+            let end = concat
+                .pieces
+                .get(i + 1)
+                .map_or(concat.text.len(), |(next, _)| *next);
+            let lit = lit.as_ref()?;
+            (*start <= at.start && at.end <= end).then(|| (lit, at.start - start..at.end - start))
+        });
+    match found {
+        Some((lit, within)) => Place::Literal(lit).span(&lit.value(), Some(within)),
+        None => concat.span,
     }
 }
 
