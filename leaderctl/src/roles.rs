@@ -1,6 +1,6 @@
 //! `leaderctl roles add NAME... --dir DIR` (and `migrations write DIR --role NAME`): writes the
 //! next migration of an application's folder with whatever registering the roles still takes,
-//! in the shape the README shows:
+//! in the shape `docs/leaderctl.md` shows:
 //!
 //! * the role CHECK re-created with every role the folder's migrations already register (read as
 //!   `#[leader_role]` reads them, [`leader_role_check`]) plus the new ones, if any role is

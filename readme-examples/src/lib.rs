@@ -60,14 +60,13 @@ mod tests {
     }
 }
 
-/// The statement and outcome tables are written once, in the code's docs; the README and
-/// `docs/architecture.md` carry the same rows, word for word.
+/// The statement and outcome tables are written once, in the code's docs; `docs/architecture.md`,
+/// the protocol's page, carries the same rows, word for word.
 #[cfg(test)]
 mod tables {
     const LEASE: &str = include_str!("../../leader-core/src/lease/mod.rs");
     const OPERATOR: &str = include_str!("../../leader-core/src/operator.rs");
     const OUTCOME: &str = include_str!("../../leader-core/src/outcome.rs");
-    const README: &str = include_str!("../../README.md");
     const ARCHITECTURE: &str = include_str!("../../docs/architecture.md");
 
     /// The body rows of the markdown tables in `source`'s doc comments.
@@ -91,10 +90,7 @@ mod tables {
         rows.extend(doc_rows(OPERATOR));
         rows.extend(doc_rows(OUTCOME));
         assert_eq!(rows.len(), 14, "{rows:#?}");
-        for (name, doc) in [
-            ("README.md", README),
-            ("docs/architecture.md", ARCHITECTURE),
-        ] {
+        for (name, doc) in [("docs/architecture.md", ARCHITECTURE)] {
             let lines: Vec<&str> = doc.lines().collect();
             for row in &rows {
                 assert!(

@@ -9,7 +9,7 @@
 //! The fence stops a superseded leader from claiming; the compare-and-set stops work it had
 //! already claimed from completing twice. Every statement with bind parameters runs inside a
 //! transaction with `.persistent(false)`, so the pool may go through a transaction-mode pooler
-//! (PgBouncer before 1.21: see the workspace README, "Behind a transaction-mode pooler").
+//! (PgBouncer before 1.21: see `docs/production.md`, "Behind a transaction-mode pooler").
 
 use chrono::{DateTime, Utc};
 use leader_runtime::{Fence, fenced};

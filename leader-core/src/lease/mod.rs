@@ -6,8 +6,8 @@
 //! | RENEW | `expires_at = now() + ttl` | this token holds the role; unexpired (a released or paused row has no expiry) |
 //! | RELEASE | clears the holder; stamps the tick or sets a cooldown, by the tick's outcome | this token holds the role; the role is held |
 //!
-//! These rows are the README's and `docs/architecture.md`'s, word for word (a test of the
-//! README examples crate compares them), as are [`ReleaseOutcome`]'s and
+//! These rows are `docs/architecture.md`'s, word for word (a test of the README examples
+//! crate compares them), as are [`ReleaseOutcome`]'s and
 //! [`crate::operator`]'s.
 //!
 //! (The operator's PAUSE, UNPAUSE and CLEAR COOLDOWN are in [`crate::operator`].) One more
