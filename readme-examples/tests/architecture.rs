@@ -8,22 +8,15 @@
 //! code blocks are not read.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
+
+use common::{read, root};
 
 const MAP: &str = "ARCHITECTURE.md";
 const CODE_MAP_HEADER: [&str; 4] = ["folder", "package", "kind", "its one job"];
 const RULES_HEADER: [&str; 3] = ["crate", "must never depend on", "why"];
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("readme-examples sits in the workspace root")
-        .to_path_buf()
-}
-
-fn read(path: &Path) -> String {
-    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
 
 /// A workspace member, from its manifest.
 #[derive(Debug)]
