@@ -88,13 +88,10 @@ pub fn leader_role(args: TokenStream, item: TokenStream) -> TokenStream {
 ///   literals) that parses as a claim is checked, wherever it goes. Plain reads, transaction
 ///   control and `SET` are not claims.
 /// * **The SQL is checked against what PostgreSQL does** (parsed by PostgreSQL's own parser,
-///   `pg_query`): a node that changes or locks rows is accepted only if PostgreSQL evaluates a
-///   gate that proves the fence before that node changes or locks any row; locks count where
-///   PostgreSQL takes them (a locking clause pushes itself into sub-selects and views in its
-///   `FROM`); forms that make a row from no rows (aggregates, `GROUP BY ()`, `ROLLUP`, `CUBE`)
-///   gate nothing, except an aggregate that returns NULL from no rows compared with a strict
-///   operator (`x < (SELECT min(..) … AND leader_fence($1, $2))`); only built-in functions may be called, attribute notation (`t.f`) included.
-///   The full rules are `leader_fence_check`'s crate docs.
+///   `pg_query`): the fence rules, written once in
+///   [`leader-fence-check`'s crate docs](https://docs.rs/leader-fence-check), say which gates
+///   prove the fence before a node changes or locks rows, where locks land, what makes a row
+///   from no rows, and which functions may be called.
 /// * **Binds are traced where the claim is sent**: `query`, `query_as`, `query_scalar` with
 ///   their `.bind(..)` chains (also through a local rebound at the same block level, and under
 ///   another name given by a `use sqlx::query_as as rows_of;` inside the function: a `use`
