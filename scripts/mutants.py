@@ -272,6 +272,10 @@ M = [
            "        if f.alternate() {\n            return message_and_sources(self, f);\n        }\n"
            "        match self {\n            RunError::Schema")],
      "-p leader-readme-examples --test readme_main"),
+    ("docs: a README link to a page that moved",
+     [edit("README.md", "serves the metrics ([docs/metrics.md](docs/metrics.md))",
+           "serves the metrics ([docs/metrics.md](docs/metrics-moved.md))")],
+     "-p leader-readme-examples --test links every_relative_link"),
     ("schema check stops at the first role",
      [edit("leader-core/src/schema.rs", "    for &expected in roles {\n",
            "    for &expected in roles.iter().take(1) {\n")],
