@@ -5,10 +5,22 @@
 //! It reads the messages' shape, not their words, so a reworded rule still groups: the message
 //! is cut at its first `: ` outside parentheses and backticks (where the fix begins), a
 //! parenthesized `(line …)` is dropped, and each backticked span keeps its first word
-//! (`` `UPDATE q` `` → `` `UPDATE` ``).
+//! (`` `UPDATE q` `` → `` `UPDATE` ``). A message laid out as rustc's, a first line and then
+//! `note:` and `help:` lines, is reduced to its first line, and the note right after it (why),
+//! in parentheses, unless that note only says where (`note: at line …`).
 
 /// The reason of one refusal message.
 pub fn reason(message: &str) -> String {
+    let mut lines = message.lines();
+    let first = reduce(lines.next().unwrap_or(""));
+    match lines.next().and_then(|line| line.strip_prefix("note: ")) {
+        Some(note) if !note.starts_with("at line ") => format!("{first} ({})", reduce(note)),
+        _ => first,
+    }
+}
+
+/// One line of a message less its fix, place and table.
+fn reduce(message: &str) -> String {
     let mut out = String::new();
     let mut depth = 0usize;
     let mut chars = message.chars().peekable();
@@ -75,6 +87,22 @@ mod tests {
         assert_eq!(
             reason("the row-locking `SELECT … FROM r … FOR SHARE` is not gated by the fence"),
             "the row-locking `SELECT` is not gated by the fence"
+        );
+        assert_eq!(
+            reason(
+                "`UPDATE q` is not gated by the fence, so a superseded leader would still \
+                 update rows\nnote: the fence is under OR, so rows can match without it\n\
+                 note: at line 1 of the SQL: `UPDATE q …`\nhelp: add `AND leader_fence($1, $2)`"
+            ),
+            "`UPDATE` is not gated by the fence, so a superseded leader would still update rows \
+             (the fence is under OR, so rows can match without it)"
+        );
+        assert_eq!(
+            reason(
+                "`UPDATE q` is not gated by the fence, so a superseded leader would still \
+                 update rows\nnote: at line 1 of the SQL: `UPDATE q …`\nhelp: add it"
+            ),
+            "`UPDATE` is not gated by the fence, so a superseded leader would still update rows"
         );
     }
 }

@@ -54,13 +54,58 @@ impl<'s> Messages<'s> {
         position::describe(self.sql, at)
     }
 
+    /// A statement that is not a query the fence can gate: what it is, why it cannot be
+    /// fenced, and the fenced form that does its work, where there is one (never "send it
+    /// elsewhere", which would only move it out of the check).
     pub fn other_statement(&self, kind: &str) -> SqlError {
+        let name = statement_name(kind);
+        let (why, help) = match kind {
+            "CopyStmt" => (
+                "`COPY … FROM` inserts every row it is given and `COPY … TO` reads a whole table \
+                 or query, with no WHERE of its own that the fence could gate",
+                "insert with a fenced `INSERT INTO t (…) SELECT … FROM unnest($3::bigint[]) AS \
+                 v(id) WHERE leader_fence($1, $2)`, binding the rows as arrays; read with a \
+                 fenced `SELECT … WHERE … AND leader_fence($1, $2)`",
+            ),
+            "DeclareCursorStmt" | "FetchStmt" | "ClosePortalStmt" => (
+                "a cursor reads (and locks, `FOR UPDATE`) its rows when `FETCH` asks for them, \
+                 apart from any one statement the fence gates, and `FETCH` runs a query declared \
+                 elsewhere",
+                "claim a batch with a fenced locking `SELECT … WHERE … AND leader_fence($1, $2) \
+                 ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED`, and take the next batch with \
+                 another such claim",
+            ),
+            "TruncateStmt" => (
+                "`TRUNCATE` empties whole tables, with no WHERE the fence could gate",
+                "delete with a fenced `DELETE FROM t WHERE … AND leader_fence($1, $2)`",
+            ),
+            "CallStmt" | "DoStmt" => (
+                "a procedure or `DO` block runs statements `#[fenced]` cannot see, which may \
+                 change or lock rows",
+                "write each of its statements in the function as a fenced claim, \
+                 `… WHERE … AND leader_fence($1, $2)`; a fence checked inside a procedure \
+                 cannot be checked here",
+            ),
+            "ExplainStmt" => (
+                "`EXPLAIN ANALYZE` runs the statement it explains, and `#[fenced]` does not \
+                 analyse statements through `EXPLAIN`",
+                "send the fenced claim itself; to see its plan, `EXPLAIN` it in a test or \
+                 `psql`, where it claims nothing",
+            ),
+            _ => (
+                "it is not a query whose rows a WHERE gates, and it may change rows or the \
+                 schema: a `#[fenced]` function's statements are claims (SELECT, UPDATE, \
+                 DELETE, INSERT … SELECT, MERGE) or read only",
+                "change the schema in a migration, and claim rows with a fenced \
+                 `UPDATE`/`DELETE`/`INSERT … SELECT`/`MERGE … WHERE … AND \
+                 leader_fence($1, $2)`",
+            ),
+        };
         SqlError {
             message: format!(
-                "a claim is a SELECT, UPDATE, DELETE, INSERT … SELECT or MERGE whose rows the \
-                 fence gates; `#[fenced]` cannot check a `{}` statement, which may change rows: \
-                 send it outside the `#[fenced]` function",
-                statement_name(kind)
+                "`#[fenced]` cannot check a `{name}` statement: it cannot be fenced\n\
+                 note: {why}\n\
+                 help: {help}"
             ),
             at: None,
         }
@@ -68,8 +113,11 @@ impl<'s> Messages<'s> {
 
     pub fn select_into(&self) -> SqlError {
         SqlError {
-            message: "`SELECT … INTO` creates a table, which a claim may not do: select the rows \
-                      without `INTO`"
+            message: "`SELECT … INTO` creates a table, which a claim may not do\n\
+                      note: the new table holds the rows whatever the fence says, and is not \
+                      a claim's result\n\
+                      help: select the rows without `INTO`, or fill an existing table with a \
+                      fenced `INSERT INTO t SELECT … WHERE … AND leader_fence($1, $2)`"
                 .into(),
             at: None,
         }
@@ -111,8 +159,9 @@ impl<'s> Messages<'s> {
         SqlError {
             message: format!(
                 "`#[fenced]` cannot see what `{}(..)` does, and a function can change or lock \
-                 rows ({}): compute the value before the claim and bind it, or call only the \
-                 built-in functions listed in `leader_fence_check::KNOWN_FUNCTIONS`",
+                 rows\nnote: at {}\nhelp: compute the value before the claim and bind it, or \
+                 call only the built-in functions listed in \
+                 `leader_fence_check::KNOWN_FUNCTIONS`",
                 name.join("."),
                 self.place(&at)
             ),
@@ -129,7 +178,7 @@ impl<'s> Messages<'s> {
     ) -> SqlError {
         let place = at
             .as_ref()
-            .map_or(String::new(), |at| format!(" ({})", self.place(at)));
+            .map_or(String::new(), |at| format!("\nnote: at {}", self.place(at)));
         let when = why.map_or_else(
             || "PostgreSQL may evaluate it for a superseded leader".to_owned(),
             |why| format!("PostgreSQL may evaluate it for a superseded leader: {why}"),
@@ -143,12 +192,13 @@ impl<'s> Messages<'s> {
         };
         SqlError {
             message: format!(
-                "`{shown}` may call a function `{function}({qualifier})`: PostgreSQL reads it as \
-                 a column where the row has one and as a call otherwise (attribute notation), \
-                 which `#[fenced]` cannot tell without the schema, and a function can change or \
-                 lock rows; {when}{place}. Put `{fix}` as a top-level AND condition in the WHERE \
-                 of the query that reads those rows, which PostgreSQL evaluates once before it \
-                 reads any row{unqualified}",
+                "`{shown}` may call a function `{function}({qualifier})`\n\
+                 note: PostgreSQL reads it as a column where the row has one and as a call \
+                 otherwise (attribute notation), which `#[fenced]` cannot tell without the \
+                 schema, and a function can change or lock rows; {when}{place}\n\
+                 help: put `{fix}` as a top-level AND condition in the WHERE of the query that \
+                 reads those rows, which PostgreSQL evaluates once before it reads any \
+                 row{unqualified}",
                 fix = self.fix,
             ),
             at,
@@ -195,7 +245,7 @@ impl<'s> Messages<'s> {
             Effect::Result => "get rows back",
         };
         let reason = why.or_else(|| self.why_ungated(levels, props, level, effect));
-        let reason = reason.map_or(String::new(), |r| format!(" ({r})"));
+        let reason = reason.map_or(String::new(), |r| format!("\nnote: {r}"));
         let fix = &self.fix;
         let fix = match effect {
             Effect::Insert => format!(
@@ -218,11 +268,11 @@ impl<'s> Messages<'s> {
         };
         let place = at
             .as_ref()
-            .map_or(String::new(), |at| format!(", at {}", self.place(at)));
+            .map_or(String::new(), |at| format!("\nnote: at {}", self.place(at)));
         SqlError {
             message: format!(
                 "{node} is not gated by the fence, so a superseded leader would still \
-                 {would}{reason}: {fix}{place}"
+                 {would}{reason}{place}\nhelp: {fix}"
             ),
             at,
         }
@@ -292,7 +342,9 @@ fn misplaced(what: Fenced, under: &str) -> &'static str {
         (Fenced::SubQuery, _) => {
             "the fenced sub-query is used where an empty result does not empty the rows: only \
              `IN (…)`, `= ANY (…)`, `EXISTS (…)` and a comparison with a scalar sub-select, as \
-             top-level AND conditions, do, over a query that does not make a row from no rows"
+             top-level AND conditions, do, over a query that does not make a row from no rows \
+             (a comparison also over one that makes only a NULL: `min`, `max`, `sum` of no rows; \
+             `count(..)` makes 0 and `coalesce(..)` a value)"
         }
     }
 }

@@ -558,6 +558,56 @@ fn other_statements_are_refused() {
         let e = refused(sql);
         assert!(e.contains(&format!("cannot check a `{kind}")), "{sql}: {e}");
     }
+    // Each says why it cannot be fenced and the fenced form that does its work, never to send
+    // it elsewhere (which would only move it out of the check).
+    for (sql, help) in [
+        (
+            "COPY t FROM STDIN",
+            "help: insert with a fenced `INSERT INTO t (…) SELECT",
+        ),
+        (
+            "COPY t TO STDOUT",
+            "help: insert with a fenced `INSERT INTO t (…) SELECT",
+        ),
+        (
+            "DECLARE c CURSOR FOR SELECT id FROM t FOR UPDATE",
+            "help: claim a batch with a fenced locking `SELECT",
+        ),
+        (
+            "FETCH 10 FROM c",
+            "help: claim a batch with a fenced locking `SELECT",
+        ),
+        (
+            "TRUNCATE t",
+            "help: delete with a fenced `DELETE FROM t WHERE",
+        ),
+        (
+            "CALL do_work()",
+            "help: write each of its statements in the function",
+        ),
+        (
+            "CREATE TABLE x (id int)",
+            "help: change the schema in a migration",
+        ),
+    ] {
+        let e = refused(sql);
+        let lines: Vec<&str> = e.lines().collect();
+        assert!(
+            lines.len() == 3
+                && lines[0].ends_with("it cannot be fenced")
+                && lines[1].starts_with("note: ")
+                && lines[2].starts_with(help),
+            "{sql}: {e}"
+        );
+        assert!(!e.contains("outside"), "{sql}: {e}");
+    }
+    // The forms the help shows are accepted.
+    accepted(
+        "INSERT INTO t (id) SELECT id FROM unnest($3::bigint[]) AS v(id) WHERE leader_fence($1, $2)",
+    );
+    accepted(
+        "SELECT id FROM t WHERE leader_fence($1, $2) ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED",
+    );
     let e = refused("SELECT id INTO copy FROM t WHERE leader_fence($1, $2)");
     assert!(e.contains("`SELECT … INTO` creates a table"), "{e}");
     // Statements that touch no row of the application's tables may stand beside a claim.

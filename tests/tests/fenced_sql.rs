@@ -180,6 +180,30 @@ const CASES: &[Case] = &[
         tables: &["jobs"],
         params: &[],
     },
+    Case {
+        marker: "UPDATE tasks SET id = id",
+        setup: TASKS,
+        tables: &["tasks"],
+        params: &[],
+    },
+    Case {
+        marker: "FROM tasks WHERE id > 0 AND leader_fence($1, $2) FOR NO KEY UPDATE",
+        setup: TASKS,
+        tables: &["tasks"],
+        params: &[],
+    },
+    Case {
+        marker: "(SELECT max(id) FROM queue",
+        setup: QUEUE,
+        tables: &["queue"],
+        params: &[],
+    },
+    Case {
+        marker: "SELECT bool_and(id > 0) FROM tasks",
+        setup: TASKS,
+        tables: &["tasks"],
+        params: &[],
+    },
     // The reference application's funnels.
     Case {
         marker: "FROM subscriptions",
@@ -538,4 +562,37 @@ impl<'ast> Visit<'ast> for FencedLiterals {
             self.sql.push(lit.value());
         }
     }
+
+    /// `concat!` of literals is a claim's SQL too (`#[fenced]` reads it).
+    fn visit_macro(&mut self, mac: &'ast syn::Macro) {
+        if self.inside
+            && let Some(text) = concatenated(mac)
+        {
+            self.sql.push(text);
+        }
+        visit::visit_macro(self, mac);
+    }
+}
+
+/// The text of `concat!(..)` of literals and nested `concat!`s.
+fn concatenated(mac: &syn::Macro) -> Option<String> {
+    if mac.path.segments.last()?.ident != "concat" {
+        return None;
+    }
+    let args = mac
+        .parse_body_with(syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated)
+        .ok()?;
+    let mut text = String::new();
+    for arg in args {
+        match arg {
+            syn::Expr::Lit(lit) => match lit.lit {
+                syn::Lit::Str(s) => text.push_str(&s.value()),
+                syn::Lit::Int(i) => text.push_str(i.base10_digits()),
+                _ => return None,
+            },
+            syn::Expr::Macro(inner) => text.push_str(&concatenated(&inner.mac)?),
+            _ => return None,
+        }
+    }
+    Some(text)
 }

@@ -46,11 +46,13 @@ fn check_loose(loose: &Loose) -> Vec<syn::Error> {
     }
     vec![syn::Error::new(
         place.span(&loose.text, None),
-        "this claim is not sent where `#[fenced]` can see what is bound to it: send it where it \
-         is written, with `sqlx::query(\"…\")` (or `query_as`, `query_scalar`) and its \
-         `.bind(..)` calls in one chain, or with a `query!` macro; a claim kept in a local, \
-         passed to a helper or sent through another name for sqlx's functions \
-         (`use sqlx::query as sql;`) is not followed",
+        "this claim is not sent where `#[fenced]` can see what is bound to it\n\
+         note: a claim kept in a local, passed to a helper, or sent through a function \
+         `#[fenced]` does not know as one of sqlx's is not followed (a `use` outside the \
+         function is out of the attribute's sight)\n\
+         help: send it where it is written, with `sqlx::query(\"…\")` (or `query_as`, \
+         `query_scalar`, also renamed by a `use sqlx::query_as as rows_of;` inside the \
+         function) and its `.bind(..)` calls in one chain, or with a `query!` macro",
     )]
 }
 
@@ -177,9 +179,13 @@ fn concat_span(concat: &Concatenated, at: Option<Range<usize>>) -> Span {
 fn not_literal(send: &SqlSend, expr: &syn::Expr) -> syn::Error {
     let text = quote::ToTokens::to_token_stream(expr).to_string();
     let why = if text.contains("AssertSqlSafe") {
-        " (`AssertSqlSafe` tells sqlx the SQL was audited, but `#[fenced]` cannot see it)"
+        "\nnote: `AssertSqlSafe` tells sqlx the SQL was audited, but `#[fenced]` cannot see it"
     } else if text.contains("format !") {
-        " (SQL built at run time cannot be checked at compile time)"
+        "\nnote: SQL built at run time cannot be checked at compile time"
+    } else if matches!(expr, syn::Expr::Macro(m)
+        if m.mac.path.segments.last().is_some_and(|s| s.ident == "concat"))
+    {
+        "\nnote: `#[fenced]` reads a `concat!` only of literals and `concat!`s of literals"
     } else {
         ""
     };
@@ -193,8 +199,9 @@ fn not_literal(send: &SqlSend, expr: &syn::Expr) -> syn::Error {
     syn::Error::new_spanned(
         expr,
         format!(
-            "a claim must be literal SQL so `#[fenced]` can check its fence{why}: write the \
-             statement as a string literal, e.g. `{example}`"
+            "a claim must be literal SQL so `#[fenced]` can check its fence{why}\n\
+             help: write the statement as a string literal (or a `concat!` of literals), e.g. \
+             `{example}`"
         ),
     )
 }
