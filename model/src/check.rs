@@ -45,14 +45,24 @@ impl Report {
 
     /// The reachability properties a check of `config` cannot reach, in [`REACHABLE`]'s order:
     /// those about pausing without a pause, the overlap of a holder whose lease a failover took
-    /// away without a failover, a completed instant without a schedule, and two shards' keys
-    /// claimed at once without two shards with a key each.
+    /// away without a failover, a completed instant without a schedule, two shards' keys claimed at once without two shards with a key each, and a
+    /// takeover of a dead holder without anchors or a fault that ends one (the overlap after it
+    /// needs an anchor that ends while its process lives), and an abandoned tick without a
+    /// freeze, a delay or a drifting clock (nothing else keeps a RENEW from being answered).
     pub fn unreachable_by_design(config: &Config) -> Vec<&'static str> {
+        let anchor_outlived = config.anchors && (config.anchor_losses > 0 || config.failovers > 0);
         REACHABLE
             .into_iter()
             .filter(|&name| match name {
                 properties::PAUSE_TAKES_EFFECT | properties::LED_AFTER_UNPAUSE => !config.pause,
                 properties::REVOKED_HOLDER_OVERLAPS => config.failovers == 0,
+                properties::DEAD_HOLDER_TAKEN_OVER => {
+                    !(anchor_outlived || config.anchors && config.crashes > 0)
+                }
+                properties::TAKEN_OVER_HOLDER_OVERLAPS => !anchor_outlived,
+                properties::ABANDONS => {
+                    config.freezes == 0 && config.delays == 0 && config.clock_drift_every.is_none()
+                }
                 properties::INSTANT_COMPLETES => config.schedule.is_none(),
                 properties::SHARDS_CLAIMED_AT_ONCE => config.shards < 2 || config.keys < 2,
                 _ => false,

@@ -97,11 +97,24 @@ pub enum Bug {
     /// `s + 1 mod count` (`leader_shard_of(key, count) = s + 1`), which that shard's holder claims
     /// too. (Were every claim filtered so, each key would still have one holder at a time.)
     ClaimFiltersAnotherShard,
+    /// ACQUIRE takes over a live lease that has an anchor recorded without checking that the
+    /// anchor session has ended (`holder_anchor_pid IS NOT NULL` in place of "no live session has
+    /// the recorded identity").
+    TakeoverWithoutAnchorCheck,
+    /// A holder that learns its anchor ended re-anchors but keeps running its tick instead of
+    /// cancelling it.
+    WorksOnAfterAnchorLost,
+    /// The anchor's identity is its `pg_backend_pid()` alone, without `backend_start`: a later
+    /// session given the same pid passes for the ended one.
+    AnchorWithoutBackendStart,
+    /// The takeover of a dead holder's lease hands it over with the old token instead of a new,
+    /// larger one.
+    TakeoverKeepsToken,
 }
 
 impl Bug {
     /// Every seeded bug.
-    pub const ALL: [Bug; 10] = [
+    pub const ALL: [Bug; 14] = [
         Bug::RenewWithoutTokenCheck,
         Bug::FenceWithoutExpiry,
         Bug::AbandonFromAnswer,
@@ -112,6 +125,10 @@ impl Bug {
         Bug::PauseWithoutFloor,
         Bug::GrantsCompletedInstant,
         Bug::ClaimFiltersAnotherShard,
+        Bug::TakeoverWithoutAnchorCheck,
+        Bug::WorksOnAfterAnchorLost,
+        Bug::AnchorWithoutBackendStart,
+        Bug::TakeoverKeepsToken,
     ];
 
     /// The name used on the command line.
@@ -127,6 +144,10 @@ impl Bug {
             Bug::PauseWithoutFloor => "pause-without-floor",
             Bug::GrantsCompletedInstant => "grants-completed-instant",
             Bug::ClaimFiltersAnotherShard => "claim-filters-another-shard",
+            Bug::TakeoverWithoutAnchorCheck => "takeover-without-anchor-check",
+            Bug::WorksOnAfterAnchorLost => "works-on-after-anchor-lost",
+            Bug::AnchorWithoutBackendStart => "anchor-without-backend-start",
+            Bug::TakeoverKeepsToken => "takeover-keeps-token",
         }
     }
 
@@ -145,6 +166,10 @@ impl Bug {
             Bug::AbandonPlusTimeoutNotBelowTtl => Config::clocks_and_delays(2),
             Bug::GrantsCompletedInstant => Config::scheduled(2),
             Bug::ClaimFiltersAnotherShard => sharded_without_faults,
+            Bug::TakeoverWithoutAnchorCheck
+            | Bug::WorksOnAfterAnchorLost
+            | Bug::AnchorWithoutBackendStart
+            | Bug::TakeoverKeepsToken => Config::dead_holders(2),
             _ => Config::operator_and_failover(2),
         }
         .with_bug(self)
@@ -164,6 +189,10 @@ impl Bug {
             Bug::PauseWithoutFloor => p::OWN_CLOCK_EXCLUSIVE,
             Bug::GrantsCompletedInstant => p::INSTANT_ONCE,
             Bug::ClaimFiltersAnotherShard => p::KEY_CLAIMED_ONCE,
+            Bug::TakeoverWithoutAnchorCheck => p::OWN_CLOCK_EXCLUSIVE,
+            Bug::WorksOnAfterAnchorLost => p::OWN_CLOCK_EXCLUSIVE,
+            Bug::AnchorWithoutBackendStart => p::TAKEOVER_AT_FIRST_ASK,
+            Bug::TakeoverKeepsToken => p::NO_WRITE_AFTER_TAKEOVER,
         }
     }
 
@@ -225,6 +254,16 @@ pub struct Config {
     /// `k mod shards`, which claims take and the property
     /// [`KEY_CLAIMED_ONCE`](crate::properties::KEY_CLAIMED_ONCE) watches (0: claims take none).
     pub keys: u8,
+    /// Whether each replica holds an anchor session (`crate::anchor`), records its identity
+    /// with each lease it is granted, and ACQUIRE takes over a live lease whose holder's anchor
+    /// has ended. Without anchors no row records one, and only expiry frees a lease.
+    pub anchors: bool,
+    /// Crashes in one run: a replica's process dies (SIGKILL) and its anchor with it; it takes
+    /// no step again, but what it sent may still run.
+    pub crashes: u8,
+    /// Anchors lost in one run while their process lives (a network blip the server noticed,
+    /// `pg_terminate_backend`): the replica learns of it at any later moment.
+    pub anchor_losses: u8,
     /// The seeded bug, if any.
     pub bug: Option<Bug>,
 }
@@ -248,6 +287,9 @@ impl Config {
             schedule: None,
             shards: 1,
             keys: 0,
+            anchors: false,
+            crashes: 0,
+            anchor_losses: 0,
             bug: None,
         }
     }
@@ -269,6 +311,9 @@ impl Config {
             schedule: None,
             shards: 1,
             keys: 0,
+            anchors: false,
+            crashes: 0,
+            anchor_losses: 0,
             bug: None,
         }
     }
@@ -291,6 +336,9 @@ impl Config {
             schedule: None,
             shards: 1,
             keys: 0,
+            anchors: false,
+            crashes: 0,
+            anchor_losses: 0,
             bug: None,
         }
     }
@@ -322,6 +370,9 @@ impl Config {
             schedule: Some(2),
             shards: 1,
             keys: 0,
+            anchors: false,
+            crashes: 0,
+            anchor_losses: 0,
             bug: None,
         }
     }
@@ -346,8 +397,25 @@ impl Config {
             schedule: None,
             shards: 2,
             keys: 4,
+            anchors: false,
+            crashes: 0,
+            anchor_losses: 0,
             bug: None,
         }
+    }
+
+    /// Dead holders and their takeover (issue 33): anchors, one crash (process and anchor die
+    /// together), one anchor lost while its process lives, one frozen replica and one delayed (or
+    /// lost) statement, database-rate clocks. Horizon 6 ticks. (With a failover too, which ends
+    /// every anchor, it takes 3 minutes; the tests check the failover without the delay.)
+    pub const fn dead_holders(replicas: u8) -> Config {
+        let mut config = Config::operator_and_failover(replicas);
+        config.pause = false;
+        config.failovers = 0;
+        config.anchors = true;
+        config.crashes = 1;
+        config.anchor_losses = 1;
+        config
     }
 
     /// The same check with `bug` seeded (and, for the timing bug, a ttl of 3).

@@ -16,6 +16,7 @@
 //! assert!(trace.contains("fails over"));
 //! ```
 
+pub mod anchor;
 pub mod check;
 pub mod config;
 pub mod guards;

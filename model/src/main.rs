@@ -9,8 +9,8 @@ use leader_model::{Bug, Config, check};
 fn usage() -> String {
     let bugs: Vec<&str> = Bug::ALL.iter().map(|b| b.name()).collect();
     format!(
-        "usage: leader-model [--replicas 1|2|3] [--threads N] [--clocks | --all-faults | --late-answers | --scheduled | --sharded] [--shards N] [--keys N] [--horizon T] [--delays N] [--no-freeze] \
-         [--no-failover] [--no-pause | --pause] [--no-clock-drift] [--clock-drift-every N] [--fast-clocks] [--all-bugs | BUG ...]\n  BUG: {}",
+        "usage: leader-model [--replicas 1|2|3] [--threads N] [--clocks | --all-faults | --late-answers | --scheduled | --sharded | --dead-holders] [--shards N] [--keys N] [--anchors] [--crashes N] [--anchor-losses N] [--horizon T] [--delays N] [--no-freeze] \
+         [--no-failover | --failover] [--no-pause | --pause] [--no-clock-drift] [--clock-drift-every N] [--fast-clocks] [--all-bugs | BUG ...]\n  BUG: {}",
         bugs.join(", ")
     )
 }
@@ -50,6 +50,22 @@ fn main() -> ExitCode {
             "--all-faults" => base = Config::all_faults(base.replicas),
             "--scheduled" => base = Config::scheduled(base.replicas),
             "--sharded" => base = Config::sharded(base.replicas),
+            "--dead-holders" => base = Config::dead_holders(base.replicas),
+            "--anchors" => base.anchors = true,
+            "--crashes" => match number(args.next()) {
+                Some(n @ 0..=3) => base.crashes = n as u8,
+                _ => {
+                    eprintln!("--crashes takes 0 to 3\n{}", usage());
+                    return ExitCode::from(2);
+                }
+            },
+            "--anchor-losses" => match number(args.next()) {
+                Some(n @ 0..=3) => base.anchor_losses = n as u8,
+                _ => {
+                    eprintln!("--anchor-losses takes 0 to 3\n{}", usage());
+                    return ExitCode::from(2);
+                }
+            },
             "--shards" => match number(args.next()) {
                 Some(n) if (1..=MAX_SHARDS).contains(&n) => base.shards = n as u8,
                 _ => {
@@ -77,6 +93,7 @@ fn main() -> ExitCode {
                 }
             },
             "--no-failover" => base.failovers = 0,
+            "--failover" => base.failovers = 1,
             "--no-pause" => base.pause = false,
             "--pause" => base.pause = true,
             "--no-clock-drift" => base.clock_drift_every = None,

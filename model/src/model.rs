@@ -23,6 +23,7 @@
 
 use stateright::{Model, Property};
 
+use crate::anchor::{self, NewPid, Session};
 use crate::config::{Bug, Config, Time};
 use crate::guards::{Guards, Subject, all_hold};
 use crate::properties;
@@ -91,7 +92,15 @@ pub enum Action {
     /// An operator runs `leader_unpause`.
     Unpause,
     /// The primary fails; the standby, which lacks the last grant, is promoted (taking a tick).
+    /// With anchors, every anchor ends with the old primary.
     Failover,
+    /// A replica's process dies, and its anchor with it.
+    Crash(ReplicaId),
+    /// A replica's anchor ends while its process lives on.
+    LoseAnchor(ReplicaId),
+    /// A replica learns that its anchor ended, cancels the tick granted under it, and opens a new
+    /// anchor with this pid.
+    NoticeAnchorLost(ReplicaId, NewPid),
 }
 
 /// The lease protocol as a Stateright model.
@@ -156,8 +165,8 @@ impl LeaseModel {
         let t = self.config.timings;
         let c = r.clock(state.now);
         match r.phase {
-            Phase::Idle => false,
-            Phase::Acquiring(sent, _, _) | Phase::Releasing(sent, _, _) => {
+            Phase::Idle | Phase::Crashed => false,
+            Phase::Acquiring(sent, _, _, _) | Phase::Releasing(sent, _, _) => {
                 c >= sent + t.statement_timeout
             }
             Phase::Working(tick) => {
@@ -181,7 +190,7 @@ impl LeaseModel {
         let c = r.clock(state.now);
         // The server's steps, whether or not the replica is frozen.
         match r.phase {
-            Phase::Acquiring(_, _, Reply::Pending) => actions.push(Action::RunAcquire(id)),
+            Phase::Acquiring(_, _, _, Reply::Pending) => actions.push(Action::RunAcquire(id)),
             Phase::Working(Tick {
                 renew: Some((_, Reply::Pending)),
                 ..
@@ -194,6 +203,9 @@ impl LeaseModel {
         }
         if r.orphan.is_some() {
             actions.push(Action::RunOrphan(id));
+        }
+        if r.phase == Phase::Crashed {
+            return;
         }
         if r.frozen {
             actions.push(Action::Resume(id));
@@ -212,7 +224,7 @@ impl LeaseModel {
                     }
                 }
             }
-            Phase::Acquiring(sent, _, reply) => {
+            Phase::Acquiring(sent, _, _, reply) => {
                 if matches!(reply, Reply::Ran(_)) && c <= sent + t.statement_timeout {
                     actions.push(Action::AnswerAcquire(id));
                 }
@@ -228,6 +240,7 @@ impl LeaseModel {
                     actions.push(Action::GiveUpWaiting(id));
                 }
             }
+            Phase::Crashed => {}
             Phase::Working(tick) if tick.cancelled == Some(Cause::HeartbeatTimeout) => {
                 actions.push(Action::WorkStops(id, Delivery::Prompt));
             }
@@ -292,18 +305,34 @@ impl LeaseModel {
         }
     }
 
-    /// ACQUIRE by replica `id` of `shard`, for the instant the replica asks for.
-    fn run_acquire(&self, state: &mut State, id: ReplicaId, shard: ShardIndex) -> Acquired {
+    /// ACQUIRE by replica `id` of `shard`, naming its anchor `session`, for the instant the
+    /// replica asks for. With anchors, it also takes over a live lease whose holder's anchor has
+    /// ended (`anchor.rs`).
+    fn run_acquire(
+        &self,
+        state: &mut State,
+        id: ReplicaId,
+        shard: ShardIndex,
+        session: Option<Session>,
+    ) -> Acquired {
         let instant = state.replicas[usize::from(id)].asks;
+        let row = state.rows[usize::from(shard)];
         let subject = Subject {
+            row: &row,
+            now: state.now,
+            token: 0,
+            interval: self.config.timings.interval,
+            calendar: self.config.schedule.is_some(),
             instant,
-            ..self.subject(state, Fence { shard, token: 0 })
         };
-        if !all_hold(&self.guards.acquire, subject) {
+        if !self.anchor_lives(state, session) {
+            return Acquired::Refused;
+        }
+        let takeover = !all_hold(&self.guards.acquire, subject);
+        if takeover && !self.takes_over(state, subject) {
             return Acquired::Refused;
         }
         let now = state.now;
-        let row = state.rows[usize::from(shard)];
         if self.config.schedule.is_some() {
             state.history.granted_early |= instant.is_none_or(|i| i > now);
         }
@@ -313,7 +342,11 @@ impl LeaseModel {
             // greatest(holder_token + 1, clock in ms)
             (row.token + 1).max(Token::from(now) * TOKEN_TICK)
         };
-        let token = congruent_to_shard(base, shard, self.config.shards);
+        let mut token = congruent_to_shard(base, shard, self.config.shards);
+        if takeover {
+            token = self.takeover_token(&row, token);
+            self.record_takeover(state, shard, &row);
+        }
         let h = &mut state.history;
         let issued = &mut h.max_issued[usize::from(shard)];
         h.token_reissued |= token <= *issued;
@@ -328,6 +361,7 @@ impl LeaseModel {
             holder: Some(id),
             expires: Some(now + self.config.timings.ttl),
             tick_instant: instant,
+            anchor: session,
             ..row
         };
         Acquired::Granted(token)
@@ -364,6 +398,7 @@ impl LeaseModel {
         let row = &mut state.rows[usize::from(fence.shard)];
         row.holder = None;
         row.expires = None;
+        row.anchor = None;
         if stamps {
             row.last_tick_ended = Some(now);
             state.history.stamped_incomplete |= !completed;
@@ -414,6 +449,9 @@ impl LeaseModel {
             && row.expires.is_some_and(|e| e > now);
         state.history.claimed = true;
         state.history.claim_outside_lease |= !inside;
+        state.history.write_after_takeover |= state.replicas[usize::from(id)].taken_over
+            [usize::from(fence.shard)]
+        .is_some_and(|taken| fence.token <= taken);
         for key in 0..self.config.keys {
             if key % self.config.shards != claim.filter {
                 continue;
@@ -429,8 +467,8 @@ impl LeaseModel {
 
     fn run(&self, state: &mut State, id: ReplicaId, statement: Statement) {
         match statement {
-            Statement::Acquire(shard) => {
-                self.run_acquire(state, id, shard);
+            Statement::Acquire(shard, session) => {
+                self.run_acquire(state, id, shard, session);
             }
             Statement::Renew(fence) => {
                 self.run_renew(state, fence);
@@ -456,7 +494,9 @@ impl LeaseModel {
         for r in &mut state.replicas {
             let (shard, token) = match r.phase {
                 Phase::Working(tick) => (tick.shard, tick.token),
-                Phase::Acquiring(_, shard, Reply::Ran(Acquired::Granted(token))) => (shard, token),
+                Phase::Acquiring(_, shard, _, Reply::Ran(Acquired::Granted(token))) => {
+                    (shard, token)
+                }
                 _ => continue,
             };
             if lost(shard, token) {
@@ -465,9 +505,17 @@ impl LeaseModel {
         }
     }
 
-    /// The phase after ACQUIRE of `shard` sent at `sent` answered `answer`: the ACQUIRE is the
-    /// tick's first acknowledgement, counted from its send.
-    fn acquired(&self, sent: Time, shard: ShardIndex, answer: Acquired) -> Phase {
+    /// The phase of replica `r` after its ACQUIRE of `shard`, naming anchor `session`, sent at
+    /// `sent`, answered `answer`: the ACQUIRE is the tick's first acknowledgement, counted from
+    /// its send. A tick granted under an anchor the replica knows has ended starts cancelled.
+    fn acquired(
+        &self,
+        r: &Replica,
+        sent: Time,
+        shard: ShardIndex,
+        session: Option<Session>,
+        answer: Acquired,
+    ) -> Phase {
         match answer {
             Acquired::Granted(token) => Phase::Working(Tick {
                 shard,
@@ -475,7 +523,10 @@ impl LeaseModel {
                 anchor: sent,
                 next_beat: sent + self.config.timings.heartbeat,
                 renew: None,
-                cancelled: None,
+                cancelled: self
+                    .granted_under_ended_anchor(r, session)
+                    .then_some(Cause::AnchorLost),
+                session,
             }),
             Acquired::Refused => Phase::Idle,
         }
@@ -521,6 +572,8 @@ impl LeaseModel {
         let past = |row: &mut Row| {
             if row.expires.is_some_and(|e| e <= now) {
                 row.expires = Some(0);
+                // Only a live lease can be taken over: the anchor no longer matters.
+                row.anchor = None;
             }
             row.not_before = row.not_before.filter(|&t| t > now);
             row.cooldown_until = row.cooldown_until.filter(|&t| t > now);
@@ -546,10 +599,13 @@ impl LeaseModel {
         }
         let cap = self.config.clock_drift_every.unwrap_or(1).saturating_sub(1);
         for r in &mut state.replicas {
-            if r.phase == Phase::Idle {
+            if matches!(r.phase, Phase::Idle | Phase::Crashed) {
                 r.lag = 0;
                 r.since_drift = cap;
             }
+        }
+        if self.config.anchors {
+            anchor::compact_sessions(state);
         }
     }
 
@@ -587,7 +643,7 @@ fn congruent_to_shard(base: Token, shard: ShardIndex, shards: u8) -> Token {
 }
 
 /// Parks `statement` as `r`'s orphan: the server may still run it. A second one is lost.
-fn orphan(r: &mut Replica, statement: Statement) {
+pub(crate) fn orphan(r: &mut Replica, statement: Statement) {
     if r.orphan.is_none() {
         r.orphan = Some(statement);
     }
@@ -605,7 +661,7 @@ impl Model for LeaseModel {
 
     fn init_states(&self) -> Vec<State> {
         let cap = self.config.clock_drift_every.unwrap_or(1).saturating_sub(1);
-        let replica = Replica {
+        let replica = |id: ReplicaId| Replica {
             lag: 0,
             since_drift: cap,
             frozen: false,
@@ -614,6 +670,8 @@ impl Model for LeaseModel {
             orphan: None,
             revoked: None,
             asks: None,
+            anchor: self.first_anchor(id),
+            taken_over: [None; MAX_SHARDS],
         };
         let row = Row {
             token: 0,
@@ -626,17 +684,20 @@ impl Model for LeaseModel {
             tick_instant: None,
             last_completed_instant: None,
             completed_instants: 0,
+            anchor: None,
         };
         vec![State {
             now: 1,
             rows: Rows::new(row, self.config.shards),
             standby: None,
-            replicas: vec![replica; usize::from(self.config.replicas)],
+            replicas: (0..self.config.replicas).map(replica).collect(),
             operator: Operator::Idle,
             freezes_left: self.config.freezes,
             delays_left: self.config.delays,
             failovers_left: self.config.failovers,
             shutdowns_left: self.config.shutdowns,
+            crashes_left: self.config.crashes,
+            anchor_losses_left: self.config.anchor_losses,
             history: History::new(self.config.shards, self.config.keys),
         }]
     }
@@ -644,6 +705,7 @@ impl Model for LeaseModel {
     fn actions(&self, state: &State, actions: &mut Vec<Action>) {
         for id in 0..self.config.replicas {
             self.replica_actions(state, id, actions);
+            self.anchor_actions(state, id, actions);
         }
         match state.operator {
             Operator::Idle if self.config.pause => actions.push(Action::Pause),
@@ -705,6 +767,7 @@ impl Model for LeaseModel {
                     }
                     row.holder = None;
                     row.expires = None;
+                    row.anchor = None;
                     row.paused = true;
                 }
                 state.operator = Operator::Paused;
@@ -718,6 +781,7 @@ impl Model for LeaseModel {
             Action::Failover => {
                 let standby = state.standby.take()?;
                 Self::revoke_lost_leases(&mut state, &standby);
+                anchor::failover(&mut state, &standby);
                 state.rows = standby;
                 state.failovers_left -= 1;
                 self.advance_clock(&mut state, 0, 0);
@@ -727,15 +791,18 @@ impl Model for LeaseModel {
                 state.replicas[usize::from(id)].frozen = true;
             }
             Action::Resume(id) => state.replicas[usize::from(id)].frozen = false,
+            Action::Crash(id) => self.crash(&mut state, id),
+            Action::LoseAnchor(id) => self.lose_anchor(&mut state, id),
+            Action::NoticeAnchorLost(id, pid) => self.notice_anchor_lost(&mut state, id, pid),
             Action::RunAcquire(id) => {
-                let Phase::Acquiring(sent, shard, Reply::Pending) =
+                let Phase::Acquiring(sent, shard, session, Reply::Pending) =
                     state.replicas[usize::from(id)].phase
                 else {
                     return None;
                 };
-                let answer = self.run_acquire(&mut state, id, shard);
+                let answer = self.run_acquire(&mut state, id, shard, session);
                 state.replicas[usize::from(id)].phase =
-                    Phase::Acquiring(sent, shard, Reply::Ran(answer));
+                    Phase::Acquiring(sent, shard, session, Reply::Ran(answer));
             }
             Action::RunRenew(id) => {
                 let Phase::Working(mut tick) = state.replicas[usize::from(id)].phase else {
@@ -769,21 +836,24 @@ impl Model for LeaseModel {
             Action::SendAcquire(id, delivery, instant, shard) => {
                 let r = &mut state.replicas[usize::from(id)];
                 r.asks = instant;
+                let session = r.anchor.map(|a| a.session);
                 if delivery == Delivery::Delayed {
                     state.delays_left -= 1;
-                    r.phase = Phase::Acquiring(r.clock(now), shard, Reply::Pending);
+                    r.phase = Phase::Acquiring(r.clock(now), shard, session, Reply::Pending);
                 } else {
-                    let answer = self.run_acquire(&mut state, id, shard);
-                    let r = &mut state.replicas[usize::from(id)];
-                    r.phase = self.acquired(r.clock(now), shard, answer);
+                    let answer = self.run_acquire(&mut state, id, shard, session);
+                    let r = &state.replicas[usize::from(id)];
+                    let phase = self.acquired(r, r.clock(now), shard, session, answer);
+                    state.replicas[usize::from(id)].phase = phase;
                 }
             }
             Action::AnswerAcquire(id) => {
-                let r = &mut state.replicas[usize::from(id)];
-                let Phase::Acquiring(sent, shard, Reply::Ran(answer)) = r.phase else {
+                let r = &state.replicas[usize::from(id)];
+                let Phase::Acquiring(sent, shard, session, Reply::Ran(answer)) = r.phase else {
                     return None;
                 };
-                r.phase = self.acquired(sent, shard, answer);
+                let phase = self.acquired(r, sent, shard, session, answer);
+                state.replicas[usize::from(id)].phase = phase;
             }
             Action::SendRenew(id, delivery) => {
                 let c = state.replicas[usize::from(id)].clock(now);
@@ -815,9 +885,9 @@ impl Model for LeaseModel {
             Action::GiveUpWaiting(id) => {
                 let r = &mut state.replicas[usize::from(id)];
                 match r.phase {
-                    Phase::Acquiring(_, shard, reply) => {
+                    Phase::Acquiring(_, shard, session, reply) => {
                         if reply == Reply::Pending {
-                            orphan(r, Statement::Acquire(shard));
+                            orphan(r, Statement::Acquire(shard, session));
                         }
                         end_tick(r, Phase::Idle);
                     }
@@ -834,7 +904,7 @@ impl Model for LeaseModel {
                         }
                         end_tick(r, Phase::Idle);
                     }
-                    Phase::Idle => return None,
+                    Phase::Idle | Phase::Crashed => return None,
                 }
             }
             Action::Abandon(id) => {
@@ -899,7 +969,7 @@ impl Model for LeaseModel {
                         end_tick(r, Phase::Idle);
                     }
                     Cause::HeartbeatTimeout => return None,
-                    Cause::Lost | Cause::Paused => {
+                    Cause::Lost | Cause::Paused | Cause::AnchorLost => {
                         let release = Statement::Release {
                             fence: tick.fence(),
                             outcome: Outcome::Lost,

@@ -14,7 +14,9 @@ pub const CLAIMS_INSIDE_LEASE: &str = "a claim succeeds only inside its own leas
 /// `anchor + abandon_after + statement_timeout`: its abandon point plus one statement in flight),
 /// no other lease is live. A replica whose lease an operator pause took away is counted (the
 /// pause's floor keeps ACQUIRE off until that lease's expiry); one whose lease a failover took
-/// away is not, until its next acknowledged RENEW (see the README's "Outside the model").
+/// away is not, until its next acknowledged RENEW (see the README's "Outside the model"). Nor,
+/// with anchors, is one whose lease ACQUIRE took over because its anchor had ended, while it has
+/// not heard of that end (it cancels the moment it does): only the fence stops its claims then.
 pub const OWN_CLOCK_EXCLUSIVE: &str =
     "no lease is granted while an earlier holder may still work by its own clock";
 /// Every grant's token is above every token issued before it to its shard's row, on any
@@ -46,7 +48,8 @@ pub const TICK_COMPLETES: &str = "a tick completes";
 /// a new holder leads while the holder whose lease the failover took away may still work by its
 /// own clock, until its next RENEW tells it. Only the fence stops its claims then. A pause cannot
 /// reach this: its floor holds ACQUIRE off until the paused lease's expiry, and
-/// [`OWN_CLOCK_EXCLUSIVE`] counts the paused holder.
+/// [`OWN_CLOCK_EXCLUSIVE`] counts the paused holder. (A holder whose lease a takeover took is
+/// [`TAKEN_OVER_HOLDER_OVERLAPS`]'s.)
 pub const REVOKED_HOLDER_OVERLAPS: &str =
     "after a failover, a new holder leads while the old one may still work by its own clock";
 
@@ -58,6 +61,25 @@ pub const INSTANT_ONCE: &str =
 /// A calendar role's scheduled instant completes.
 pub const INSTANT_COMPLETES: &str = "a scheduled instant completes";
 
+/// No claim passes the fence for a replica with the token of a lease that ACQUIRE took over from
+/// it because its anchor had ended, or an older token of its. (It follows from the fence and the
+/// new, larger token a takeover issues; checked on its own.)
+pub const NO_WRITE_AFTER_TAKEOVER: &str =
+    "no fenced write by a holder after its lease was taken over on its anchor's end";
+/// The takeover promise of issue 33, checked as an invariant over every ACQUIRE: an ACQUIRE that
+/// finds a live lease whose holder's anchor session has ended, and that no other guard refuses,
+/// is granted. With the watchers' notice (which the model abstracts as "any replica may ACQUIRE
+/// at any moment"), that is a takeover within a notice's delay of a death, whatever the TTL.
+pub const TAKEOVER_AT_FIRST_ASK: &str =
+    "a lease whose holder's anchor has ended goes to the first replica that asks";
+/// ACQUIRE takes over a live lease because its holder's anchor ended (the branch is reachable).
+pub const DEAD_HOLDER_TAKEN_OVER: &str =
+    "a lease is taken over before it expires, its holder's anchor gone";
+/// The gap [`NO_WRITE_AFTER_TAKEOVER`] covers is real: after a takeover, the new holder leads
+/// while the old one, not yet told that its anchor ended, may still work by its own clock.
+pub const TAKEN_OVER_HOLDER_OVERLAPS: &str =
+    "after a takeover, the new holder leads while the old one may still work by its own clock";
+
 /// A sharded role's keys: no claim takes a key while another lease's claim on it may still hold,
 /// that is, while the lease under which that claim passed its fence is live. A claim's fence
 /// names one shard's row and its filter selects the keys of that shard, so keys change hands only
@@ -68,7 +90,7 @@ pub const KEY_CLAIMED_ONCE: &str = "no key is claimed by two holders at once";
 pub const SHARDS_CLAIMED_AT_ONCE: &str = "the keys of two shards are claimed at once";
 
 /// The safety properties.
-pub const SAFETY: [&str; 7] = [
+pub const SAFETY: [&str; 9] = [
     CLAIMS_INSIDE_LEASE,
     OWN_CLOCK_EXCLUSIVE,
     TOKENS_NEVER_REISSUED,
@@ -76,10 +98,12 @@ pub const SAFETY: [&str; 7] = [
     COOLDOWN_RESPECTED,
     INSTANT_ONCE,
     KEY_CLAIMED_ONCE,
+    NO_WRITE_AFTER_TAKEOVER,
+    TAKEOVER_AT_FIRST_ASK,
 ];
 
 /// The reachability properties.
-pub const REACHABLE: [&str; 10] = [
+pub const REACHABLE: [&str; 12] = [
     LED,
     TAKEOVER,
     CLAIMED,
@@ -90,6 +114,8 @@ pub const REACHABLE: [&str; 10] = [
     REVOKED_HOLDER_OVERLAPS,
     INSTANT_COMPLETES,
     SHARDS_CLAIMED_AT_ONCE,
+    DEAD_HOLDER_TAKEN_OVER,
+    TAKEN_OVER_HOLDER_OVERLAPS,
 ];
 
 fn led(state: &State) -> bool {
@@ -106,8 +132,17 @@ fn led(state: &State) -> bool {
 /// (`revoked`), or among the others (`!revoked`), a replica whose lease a pause took away
 /// included.
 fn overlapping(model: &LeaseModel, state: &State, revoked: bool) -> Option<(usize, Tick)> {
+    overlaps(model, state, revoked).next()
+}
+
+/// Every replica [`overlapping`] may return, in order.
+fn overlaps<'a>(
+    model: &'a LeaseModel,
+    state: &'a State,
+    revoked: bool,
+) -> impl Iterator<Item = (usize, Tick)> + 'a {
     let t = model.config.timings;
-    state.replicas.iter().enumerate().find_map(|(i, r)| {
+    state.replicas.iter().enumerate().filter_map(move |(i, r)| {
         let Phase::Working(tick) = r.phase else {
             return None;
         };
@@ -204,6 +239,16 @@ pub fn explain(model: &LeaseModel, property: &str, state: &State) -> String {
                 .tick_instant
                 .map_or("-".into(), |i| i.to_string()))
         ),
+        NO_WRITE_AFTER_TAKEOVER => {
+            "the last claim passed the fence with a token of a lease that ACQUIRE had taken over \
+             from its replica"
+                .into()
+        }
+        TAKEOVER_AT_FIRST_ASK => {
+            "the last ACQUIRE was refused a lease whose holder's anchor session had ended, though \
+             no other guard refused it: the server took another session for that anchor"
+                .into()
+        }
         KEY_CLAIMED_ONCE => match state.history.key_claimed_twice {
             Some((key, had, took)) => format!(
                 "key {key} (shard {}) was claimed under shard {}'s lease (token {}), still live, \
@@ -246,6 +291,12 @@ pub fn all() -> Vec<Property<LeaseModel>> {
         Property::always(KEY_CLAIMED_ONCE, |_, s: &State| {
             s.history.key_claimed_twice.is_none()
         }),
+        Property::always(NO_WRITE_AFTER_TAKEOVER, |_, s: &State| {
+            !s.history.write_after_takeover
+        }),
+        Property::always(TAKEOVER_AT_FIRST_ASK, |_, s: &State| {
+            !s.history.takeover_missed
+        }),
         Property::sometimes(LED, |_, s: &State| led(s)),
         Property::sometimes(TAKEOVER, |_, s: &State| s.history.took_over),
         Property::sometimes(CLAIMED, |_, s: &State| s.history.claimed),
@@ -267,7 +318,9 @@ pub fn all() -> Vec<Property<LeaseModel>> {
             })
         }),
         Property::sometimes(REVOKED_HOLDER_OVERLAPS, |m, s: &State| {
-            overlapping(m, s, true).is_some()
+            overlaps(m, s, true).any(|(i, tick)| {
+                s.replicas[i].taken_over[usize::from(tick.shard)] != Some(tick.token)
+            })
         }),
         Property::sometimes(INSTANT_COMPLETES, |_, s: &State| {
             s.rows
@@ -276,6 +329,14 @@ pub fn all() -> Vec<Property<LeaseModel>> {
         }),
         Property::sometimes(SHARDS_CLAIMED_AT_ONCE, |_, s: &State| {
             shards_claimed_at_once(s)
+        }),
+        Property::sometimes(DEAD_HOLDER_TAKEN_OVER, |_, s: &State| {
+            s.history.dead_holder_taken_over
+        }),
+        Property::sometimes(TAKEN_OVER_HOLDER_OVERLAPS, |m, s: &State| {
+            overlaps(m, s, true).any(|(i, tick)| {
+                s.replicas[i].taken_over[usize::from(tick.shard)] == Some(tick.token)
+            })
         }),
     ]
 }

@@ -1,6 +1,7 @@
 //! The model's state: the lease row, the database clock, the replicas, and what the properties
 //! remember.
 
+use crate::anchor::{Anchor, Session};
 use crate::config::Time;
 use crate::inline::InlineList;
 
@@ -49,6 +50,9 @@ pub struct Row {
     /// Not a column: the scheduled instants whose ticks this database recorded as completed (bit
     /// `i` for instant `i`), so that a failover rolls them back with the row.
     pub completed_instants: u32,
+    /// `holder_anchor_pid` and `holder_anchor_start`: the identity of the anchor session the
+    /// holder named with its ACQUIRE (`None`: no anchor, or no holder).
+    pub anchor: Option<Session>,
 }
 
 /// The role's lease rows, one per shard, by shard index.
@@ -88,6 +92,9 @@ pub enum Cause {
     Paused,
     /// No RENEW acknowledged for `abandon_after`.
     HeartbeatTimeout,
+    /// The anchor session the tick was granted under ended (issue 33): the holder cancels at
+    /// once, as on a lost lease, and leads again only through ACQUIRE.
+    AnchorLost,
 }
 
 /// A statement's answer, as far as the server has got with it.
@@ -150,8 +157,8 @@ pub struct Claim {
 /// A statement the server may run, named with what it carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Statement {
-    /// ACQUIRE of this shard.
-    Acquire(ShardIndex),
+    /// ACQUIRE of this shard, naming this anchor session.
+    Acquire(ShardIndex, Option<Session>),
     /// RENEW of this lease.
     Renew(Fence),
     /// RELEASE of this lease with this outcome; `completed` is whether the work really completed.
@@ -180,6 +187,8 @@ pub struct Tick {
     pub renew: Option<(Time, Reply<Renewed>)>,
     /// Set once the tick is cancelled.
     pub cancelled: Option<Cause>,
+    /// The anchor session its ACQUIRE named, which the row records.
+    pub session: Option<Session>,
 }
 
 impl Tick {
@@ -197,12 +206,15 @@ impl Tick {
 pub enum Phase {
     /// Between polls.
     Idle,
-    /// ACQUIRE of this shard sent at this time (replica clock).
-    Acquiring(Time, ShardIndex, Reply<Acquired>),
+    /// ACQUIRE of this shard, naming this anchor session, sent at this time (replica clock).
+    Acquiring(Time, ShardIndex, Option<Session>, Reply<Acquired>),
     /// Running a granted tick.
     Working(Tick),
     /// RELEASE sent at this time (replica clock).
     Releasing(Time, Statement, Reply<()>),
+    /// The process died (SIGKILL, a crash), and its anchor with it: it takes no step again. What
+    /// it sent before may still run on the server.
+    Crashed,
 }
 
 /// One replica.
@@ -228,6 +240,15 @@ pub struct Replica {
     pub revoked: Option<(Token, Time)>,
     /// The scheduled instant its last ACQUIRE asked for (a calendar role's; `None` otherwise).
     pub asks: Option<Time>,
+    /// Its anchor session, and whether the server still has it (`None`: the check runs
+    /// without anchors).
+    pub anchor: Option<Anchor>,
+    /// Not the replica's: for each shard, the highest token of its leases that ACQUIRE gave to
+    /// another because its anchor had ended, for
+    /// [`NO_WRITE_AFTER_TAKEOVER`](crate::properties::NO_WRITE_AFTER_TAKEOVER). Kept for the
+    /// whole run (a claim it sent may land after its tick ended), unless a failover loses the
+    /// takeover.
+    pub taken_over: [Option<Token>; MAX_SHARDS],
 }
 
 impl Replica {
@@ -276,6 +297,13 @@ pub struct History {
     /// The first claim that took a key another live lease had claimed: the key, the lease that
     /// had it, and the lease that took it.
     pub key_claimed_twice: Option<(u8, Fence, Fence)>,
+    /// ACQUIRE took over a live lease because its holder's anchor had ended.
+    pub dead_holder_taken_over: bool,
+    /// A claim passed the fence with a token of its replica's that a takeover had given to
+    /// another (or an older one).
+    pub write_after_takeover: bool,
+    /// ACQUIRE refused a lease whose holder's anchor had ended, though nothing else refused it.
+    pub takeover_missed: bool,
 }
 
 impl History {
@@ -293,6 +321,9 @@ impl History {
             granted_early: false,
             key_claims: InlineList::new(None, keys),
             key_claimed_twice: None,
+            dead_holder_taken_over: false,
+            write_after_takeover: false,
+            takeover_missed: false,
         }
     }
 }
@@ -318,6 +349,10 @@ pub struct State {
     pub failovers_left: u8,
     /// Shutdown releases left in this run.
     pub shutdowns_left: u8,
+    /// Crashes left in this run.
+    pub crashes_left: u8,
+    /// Anchor losses (the process living on) left in this run.
+    pub anchor_losses_left: u8,
     /// What the properties remember.
     pub history: History,
 }
@@ -327,11 +362,18 @@ impl State {
     /// are interchangeable, so states that differ only in their numbering are explored once).
     pub fn representative(&self) -> State {
         let mut out = self.clone();
-        if self.replicas.is_sorted() {
+        if self
+            .replicas
+            .iter()
+            .map(|&r| crate::anchor::unnamed(r))
+            .is_sorted()
+        {
+            crate::anchor::name_sessions(&mut out);
             return out;
         }
         let mut order: Vec<usize> = (0..self.replicas.len()).collect();
-        order.sort_by_key(|&i| self.replicas[i]);
+        // Sessions are names: order the replicas without them, then name them afresh.
+        order.sort_by_key(|&i| crate::anchor::unnamed(self.replicas[i]));
         let renumber = |id: Option<ReplicaId>| {
             id.map(|old| {
                 order
@@ -347,6 +389,7 @@ impl State {
         for row in out.rows.iter_mut().chain(standby) {
             row.holder = renumber(row.holder);
         }
+        crate::anchor::name_sessions(&mut out);
         out
     }
 }
@@ -365,6 +408,8 @@ mod tests {
             orphan: None,
             revoked: None,
             asks: None,
+            anchor: None,
+            taken_over: [None; MAX_SHARDS],
         }
     }
 
@@ -377,6 +422,7 @@ mod tests {
             next_beat: 2,
             renew: None,
             cancelled: None,
+            session: None,
         }));
         let row = Row {
             token: 16,
@@ -389,6 +435,7 @@ mod tests {
             tick_instant: None,
             last_completed_instant: None,
             completed_instants: 0,
+            anchor: None,
         };
         let state = State {
             now: 1,
@@ -406,6 +453,8 @@ mod tests {
             delays_left: 0,
             failovers_left: 0,
             shutdowns_left: 0,
+            crashes_left: 0,
+            anchor_losses_left: 0,
             history: History::new(1, 0),
         };
         let swapped = State {

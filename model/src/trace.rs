@@ -5,6 +5,7 @@ use std::fmt::Write;
 use stateright::Model;
 use stateright::Path;
 
+use crate::anchor::{NewPid, Session};
 use crate::model::{Action, Delivery, LeaseModel};
 use crate::state::{Acquired, Fence, Phase, Renewed, Reply, Row, ShardIndex, State, Statement};
 
@@ -97,6 +98,15 @@ pub fn action(action: &Action, shards: u8) -> String {
         Action::Failover => {
             "the primary fails over to a standby that lacks the last grant (one tick)".into()
         }
+        Action::Crash(r) => format!("r{r}'s process dies (SIGKILL), and its anchor with it"),
+        Action::LoseAnchor(r) => format!("r{r}'s anchor session ends; its process lives on"),
+        Action::NoticeAnchorLost(r, pid) => format!(
+            "r{r} learns its anchor ended: it cancels a tick granted under it and re-anchors{}",
+            match pid {
+                NewPid::Fresh => String::new(),
+                NewPid::Reuse(pid) => format!(" (the server gives it pid {pid} again)"),
+            }
+        ),
     }
 }
 
@@ -106,7 +116,7 @@ fn opt(t: Option<u8>) -> String {
 
 fn statement(s: &Statement, shards: usize) -> String {
     match *s {
-        Statement::Acquire(shard) => format!("ACQUIRE{}", of_shard(shard, shards)),
+        Statement::Acquire(shard, _) => format!("ACQUIRE{}", of_shard(shard, shards)),
         Statement::Renew(f) => format!("RENEW({})", fence(f, shards)),
         Statement::Release {
             fence: f, outcome, ..
@@ -123,11 +133,18 @@ fn reply<T: std::fmt::Debug>(reply: &Reply<T>) -> String {
     }
 }
 
+/// An anchor session's identity: its pid and, standing for `backend_start`, its serial.
+fn session(s: Session) -> String {
+    format!("pid {} start #{}", s.pid, s.serial)
+}
+
 fn row(row: &Row, now: u8) -> String {
     format!(
-        "token {}, holder {}, expires {}, not_before {}, last tick {}{}",
+        "token {}, holder {}{}, expires {}, not_before {}, last tick {}{}",
         row.token,
         row.holder.map_or("-".into(), |h| format!("r{h}")),
+        row.anchor
+            .map_or(String::new(), |s| format!(" (anchor {})", session(s))),
         match row.expires {
             Some(e) if e <= now => "passed".into(),
             other => opt(other),
@@ -157,11 +174,11 @@ pub fn state(state: &State) -> String {
     for (i, r) in state.replicas.iter().enumerate() {
         let phase = match &r.phase {
             Phase::Idle => "idle".to_string(),
-            Phase::Acquiring(sent, shard, Reply::Ran(Acquired::Granted(token))) => format!(
+            Phase::Acquiring(sent, shard, _, Reply::Ran(Acquired::Granted(token))) => format!(
                 "ACQUIRE{} sent at {sent}, granted token {token} (answer on its way)",
                 of_shard(*shard, shards)
             ),
-            Phase::Acquiring(sent, shard, answer) => format!(
+            Phase::Acquiring(sent, shard, _, answer) => format!(
                 "ACQUIRE{} sent at {sent}, {}",
                 of_shard(*shard, shards),
                 reply(answer)
@@ -189,10 +206,16 @@ pub fn state(state: &State) -> String {
             Phase::Releasing(sent, s, answer) => {
                 format!("{} sent at {sent}, {}", statement(s, shards), reply(answer))
             }
+            Phase::Crashed => "CRASHED".to_string(),
+        };
+        let anchor = match r.anchor {
+            Some(a) if a.alive => format!(", anchor {}", session(a.session)),
+            Some(a) => format!(", anchor {} ENDED", session(a.session)),
+            None => String::new(),
         };
         let _ = write!(
             out,
-            "\n    r{i} (clock {}{}): {phase}",
+            "\n    r{i} (clock {}{}{anchor}): {phase}",
             r.clock(state.now),
             if r.frozen { ", FROZEN" } else { "" }
         );

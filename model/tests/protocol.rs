@@ -2,8 +2,8 @@
 //! state a property needs (so no `always` holds vacuously); each seeded bug breaks its property.
 
 use leader_model::properties::{
-    INSTANT_COMPLETES, LED_AFTER_UNPAUSE, PAUSE_TAKES_EFFECT, REVOKED_HOLDER_OVERLAPS,
-    SHARDS_CLAIMED_AT_ONCE,
+    ABANDONS, DEAD_HOLDER_TAKEN_OVER, INSTANT_COMPLETES, LED_AFTER_UNPAUSE, PAUSE_TAKES_EFFECT,
+    REVOKED_HOLDER_OVERLAPS, SHARDS_CLAIMED_AT_ONCE, TAKEN_OVER_HOLDER_OVERLAPS,
 };
 use leader_model::{Bug, Config, Report, Timings, check};
 
@@ -16,11 +16,16 @@ fn proves(config: Config) -> Report {
         report.render()
     );
     // Pausing needs a pause; a holder that may work on after its lease was taken away needs a
-    // failover (a pause's floor keeps ACQUIRE off until it has stopped).
+    // failover (a pause's floor keeps ACQUIRE off until it has stopped), or with anchors a
+    // takeover after its anchor ended while it lived; abandoning needs a RENEW left unanswered.
     let mut expected_unreached = Vec::new();
     if !config.pause {
         expected_unreached.extend([PAUSE_TAKES_EFFECT, LED_AFTER_UNPAUSE]);
     }
+    if config.freezes == 0 && config.delays == 0 && config.clock_drift_every.is_none() {
+        expected_unreached.push(ABANDONS);
+    }
+    let anchor_outlived = config.anchors && (config.anchor_losses > 0 || config.failovers > 0);
     if config.failovers == 0 {
         expected_unreached.push(REVOKED_HOLDER_OVERLAPS);
     }
@@ -29,6 +34,12 @@ fn proves(config: Config) -> Report {
     }
     if config.shards < 2 || config.keys < 2 {
         expected_unreached.push(SHARDS_CLAIMED_AT_ONCE);
+    }
+    if !(anchor_outlived || config.anchors && config.crashes > 0) {
+        expected_unreached.push(DEAD_HOLDER_TAKEN_OVER);
+    }
+    if !anchor_outlived {
+        expected_unreached.push(TAKEN_OVER_HOLDER_OVERLAPS);
     }
     assert_eq!(report.unreached, expected_unreached, "{}", report.render());
     report
@@ -108,6 +119,45 @@ fn two_replicas_over_two_shards_under_pause_and_freeze() {
     proves(config);
 }
 
+/// Dead holders (issue 33): a crash ends a process and its anchor at once, an anchor ends while
+/// its process lives on and is told late, and ACQUIRE takes over a live lease whose holder's
+/// anchor has ended; with a frozen replica and a delayed (or lost) statement, so that a taken-over
+/// holder's claims and RENEWs may land late.
+#[test]
+fn two_replicas_with_dead_holders_under_crash_anchor_loss_freeze_and_a_delay() {
+    proves(Config::dead_holders(2));
+}
+
+/// A failover ends every anchor, and may lose a takeover (the lease taken over is then live
+/// again on the promoted server).
+#[test]
+fn two_replicas_with_dead_holders_across_a_failover() {
+    let mut config = Config::dead_holders(2);
+    config.failovers = 1;
+    config.delays = 0;
+    proves(config);
+}
+
+#[test]
+fn three_replicas_with_dead_holders_under_crash_anchor_loss_and_freeze() {
+    let mut config = Config::dead_holders(3);
+    config.horizon = 5;
+    config.delays = 0;
+    proves(config);
+}
+
+/// Each shard row records its holder's anchor and is taken over on its own.
+#[test]
+fn two_replicas_with_dead_holders_over_two_shards() {
+    let mut config = Config::sharded(2);
+    config.failovers = 0;
+    config.freezes = 0;
+    config.anchors = true;
+    config.crashes = 1;
+    config.anchor_losses = 1;
+    proves(config);
+}
+
 fn breaks(bug: Bug) {
     let report = check(bug.scenario(), 1, Some(bug.breaks())).expect("the model builds");
     let trace = report.counterexample(bug.breaks()).unwrap_or_else(|| {
@@ -182,4 +232,27 @@ fn an_acquire_without_the_instant_guard_completes_an_instant_twice() {
 #[test]
 fn a_claim_filtered_by_another_shards_index_is_caught() {
     breaks(Bug::ClaimFiltersAnotherShard);
+}
+
+#[test]
+fn a_takeover_without_the_anchor_check_is_caught() {
+    breaks(Bug::TakeoverWithoutAnchorCheck);
+}
+
+#[test]
+fn a_holder_working_on_after_its_anchor_ended_is_caught() {
+    breaks(Bug::WorksOnAfterAnchorLost);
+}
+
+/// A liveness failure, not a safety one: a pid given again makes an ended anchor look alive, so
+/// the takeover waits for the lease's expiry. Caught by the takeover promise, checked as an
+/// invariant over every ACQUIRE.
+#[test]
+fn an_anchor_identity_without_backend_start_is_caught() {
+    breaks(Bug::AnchorWithoutBackendStart);
+}
+
+#[test]
+fn a_takeover_that_keeps_the_token_is_caught() {
+    breaks(Bug::TakeoverKeepsToken);
 }
