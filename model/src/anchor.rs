@@ -10,7 +10,7 @@
 //! | a network blip the server noticed, `pg_terminate_backend` | `LoseAnchor`: the anchor ends, the process lives on |
 //! | the holder hears its anchor's connection close (at once, or late after a blip) | `NoticeAnchorLost`, at any later moment: it cancels a tick granted under that anchor and opens a new anchor, whose pid may be an ended session's |
 //! | a server restart or failover ends every session | `Failover` ends every anchor |
-//! | ACQUIRE's takeover branch: no live session has the recorded identity, read in its own statement | [`LeaseModel::takes_over`], on the server's state in the step that runs the ACQUIRE |
+//! | ACQUIRE's takeover branch: no live session has the recorded identity, read in its own statement | `LeaseModel::takes_over`, on the server's state in the step that runs the ACQUIRE |
 //! | the ring of watchers and the NOTIFY that wakes the others | not modelled: any idle replica may send ACQUIRE at any moment, which covers every moment a notice can wake it |
 //! | a frozen process, or a partition the server has not noticed: the session lives on | a freeze or a delayed statement leaves the anchor alive; expiry frees the lease, as before |
 //!
