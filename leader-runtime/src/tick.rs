@@ -485,17 +485,9 @@ mod tests {
             "{panic:?}"
         );
         assert_eq!(releases(&fake), [ReleaseOutcome::Panicked]);
-        let panicked = snapshotter
-            .snapshot()
-            .into_vec()
-            .into_iter()
-            .find(|(key, ..)| {
-                key.key().name() == crate::metrics::LEASE_LOST_TOTAL
-                    && key.key().labels().any(|l| l.value() == "panicked")
-            });
-        assert!(
-            matches!(panicked, Some((_, _, _, DebugValue::Counter(1)))),
-            "{panicked:?}"
+        assert_eq!(
+            lost_count(&snapshotter, "panicked"),
+            Some(DebugValue::Counter(1))
         );
     }
 
