@@ -590,8 +590,9 @@ M = [
     # The job on the tick's own task, as it was: blocked in place, the heartbeat stops with it.
     ("tick polls its job in place of its heartbeat",
      [edit("leader-runtime/src/tick.rs",
-           "let mut job = JobTask(tokio::spawn(job.in_current_span()));",
-           "let mut job = JobTask(tokio::spawn(std::future::ready(tokio::task::block_in_place(|| "
+           "let mut job = AbortOnDropHandle::new(tokio::spawn(job.in_current_span()));",
+           "let mut job = AbortOnDropHandle::new(tokio::spawn(std::future::ready("
+           "tokio::task::block_in_place(|| "
            "tokio::runtime::Handle::current().block_on(job.in_current_span())))));")],
      "-p leader-tests --test blocking_job"),
     ("a tick's tasks are not ended when its job returns",

@@ -8,6 +8,7 @@ use leader_core::{ReleaseOutcome, Timings};
 use sqlx::PgPool;
 use tokio::time::{Instant, sleep_until};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument;
 
 use crate::cancel::{CancelCause, TickCancellation};
@@ -212,7 +213,9 @@ async fn run_job(
         }
         Ok(job) => CatchPanic::new(job),
     };
-    let mut job = JobTask(tokio::spawn(job.in_current_span()));
+    // Aborted when dropped: a tick that gives up on its job does not leave it running (a job
+    // blocked in its thread ends when it next yields).
+    let mut job = AbortOnDropHandle::new(tokio::spawn(job.in_current_span()));
     let heartbeat = keep_alive(
         env.statements,
         fence,
@@ -229,7 +232,7 @@ async fn run_job(
     let mut give_up_at: Option<Instant> = None;
     loop {
         tokio::select! {
-            result = &mut job.0, if ended.is_none() => {
+            result = &mut job, if ended.is_none() => {
                 ended = Some(job_end(result));
                 tasks.end();
                 give_up_at.get_or_insert(Instant::now() + env.grace);
@@ -255,16 +258,6 @@ async fn run_job(
                 return ended.unwrap_or(TickEnd::Abandoned);
             }
         }
-    }
-}
-
-/// The job's task, aborted when dropped: a tick that gives up on its job does not leave it
-/// running (a job blocked in its thread ends when it next yields).
-struct JobTask(tokio::task::JoinHandle<Result<Result<(), JobError>, CaughtPanic>>);
-
-impl Drop for JobTask {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }
 
