@@ -69,14 +69,30 @@ impl std::error::Error for RoleCheckError {
     }
 }
 
-/// Finds the last migration in `dir` that defines the role constraint.
+/// One up (or plain) migration of a folder, read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MigrationFile {
+    /// The file's name, e.g. `20260101000000_jobs.sql`.
+    pub name: String,
+    /// The file, absolute when the folder was given absolute (for `include_bytes!`).
+    pub path: PathBuf,
+    /// The file relative to `manifest_dir`, `/`-separated (for messages).
+    pub shown: String,
+    /// The file's text.
+    pub sql: String,
+}
+
+/// The up and plain migrations of `dir` (`*.sql` but not `*.down.sql`), in the order they run
+/// (file-name order); `Ok(None)` when the folder does not exist.
 ///
-/// `Ok(None)` when the folder does not exist or no migration defines the constraint: there is
-/// then nothing to pin at compile time (the runtime's start-up check still runs).
-pub fn find_role_check(
+/// # Errors
+///
+/// [`RoleCheckError::Read`] when the folder or a file in it cannot be read.
+pub fn migration_files(
     dir: &Path,
     manifest_dir: &Path,
-) -> Result<Option<RoleCheck>, RoleCheckError> {
+) -> Result<Option<Vec<MigrationFile>>, RoleCheckError> {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -94,18 +110,13 @@ pub fn find_role_check(
         .filter(|(name, _)| name.ends_with(".sql") && !name.ends_with(".down.sql"))
         .collect();
     files.sort();
-
-    let mut found = None;
-    for (name, path) in files {
-        let sql = fs::read_to_string(&path).map_err(|source| RoleCheckError::Read {
-            what: format!("`{name}`"),
-            source,
-        })?;
-        let roles = roles_in_sql(&sql).map_err(|message| RoleCheckError::Scan {
-            file: name.clone(),
-            message,
-        })?;
-        if let Some(roles) = roles {
+    files
+        .into_iter()
+        .map(|(name, path)| {
+            let sql = fs::read_to_string(&path).map_err(|source| RoleCheckError::Read {
+                what: format!("`{name}`"),
+                source,
+            })?;
             let shown = path
                 .strip_prefix(manifest_dir)
                 .unwrap_or(&path)
@@ -113,7 +124,37 @@ pub fn find_role_check(
                 .map(|c| c.as_os_str().to_string_lossy())
                 .collect::<Vec<_>>()
                 .join("/");
-            found = Some(RoleCheck { path, shown, roles });
+            Ok(MigrationFile {
+                name,
+                path,
+                shown,
+                sql,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
+/// Finds the last migration in `dir` that defines the role constraint.
+///
+/// `Ok(None)` when the folder does not exist or no migration defines the constraint: there is
+/// then nothing to pin at compile time (the runtime's start-up check still runs).
+pub fn find_role_check(
+    dir: &Path,
+    manifest_dir: &Path,
+) -> Result<Option<RoleCheck>, RoleCheckError> {
+    let mut found = None;
+    for file in migration_files(dir, manifest_dir)?.unwrap_or_default() {
+        let roles = roles_in_sql(&file.sql).map_err(|message| RoleCheckError::Scan {
+            file: file.name.clone(),
+            message,
+        })?;
+        if let Some(roles) = roles {
+            found = Some(RoleCheck {
+                path: file.path,
+                shown: file.shown,
+                roles,
+            });
         }
     }
     Ok(found)
