@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use crate::functions;
+use crate::schema::Schema;
 use crate::tree::enums::*;
 use crate::tree::{Fields, child, children, has, int, location, node, text};
 
@@ -81,8 +82,9 @@ pub struct Item {
 /// What a visible name stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
-    /// A table or a view: its columns are unknown here.
-    Table,
+    /// A table or a view, given by its index in [`Levels::tables`]: its columns are the
+    /// schema's, if it has them.
+    Table(usize),
     /// A sub-select, whose level is given.
     Subquery(usize),
     /// A `WITH` query, whose level is given (`None` for a recursive one while it is defined).
@@ -147,6 +149,8 @@ pub struct Level<'a> {
     /// A sub-select in `FROM` without `LATERAL`, which does not see the names of the `FROM`
     /// it stands in.
     pub unlateral: bool,
+    /// `(…) AS s (a, b)`: the names a sub-select's first columns go by in the query around it.
+    pub renamed: Vec<String>,
 }
 
 /// How a level hangs off its parent.
@@ -165,15 +169,31 @@ pub struct Levels<'a> {
     pub by_node: HashMap<*const Fields, usize>,
     /// What each `RangeVar` in a `FROM` stands for, by the address of its fields.
     pub range_vars: HashMap<*const Fields, Source>,
+    /// The tables and views the statement names, for [`Source::Table`].
+    pub tables: Vec<Table>,
+    /// The columns of the application's relations, where the caller knows them.
+    pub schema: Option<&'a Schema>,
+}
+
+/// A table or view named in a statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Table {
+    /// The schema written before it, if any.
+    pub namespace: Option<String>,
+    pub name: String,
+    /// `AS t (a, b)`: the names its first columns go by.
+    pub renamed: Vec<String>,
 }
 
 impl<'a> Levels<'a> {
     /// Builds the levels of a statement of one of the [`QUERY_KINDS`].
-    pub fn build(kind: &str, fields: &'a Fields) -> Levels<'a> {
+    pub fn build(kind: &str, fields: &'a Fields, schema: Option<&'a Schema>) -> Levels<'a> {
         let mut levels = Levels {
             levels: Vec::new(),
             by_node: HashMap::new(),
             range_vars: HashMap::new(),
+            tables: Vec::new(),
+            schema,
         };
         levels.level(kind, fields, None);
         levels
@@ -219,6 +239,7 @@ impl<'a> Levels<'a> {
             aggregates: Vec::new(),
             locking: Vec::new(),
             unlateral: false,
+            renamed: Vec::new(),
         });
         self.by_node.insert(fields as *const Fields, id);
         self.with_clause(id, fields);
@@ -288,12 +309,14 @@ impl<'a> Levels<'a> {
                 self.expr(at, fields.get("returning_list"));
             }
             Kind::Insert => {
-                self.target(id, fields);
-                self.levels[id].items.push(Item {
-                    name: "excluded".into(),
-                    source: Source::Table,
-                    visible: true,
-                });
+                // `excluded` is the row proposed for insertion: the target's columns.
+                if let Some(target) = self.target(id, fields) {
+                    self.levels[id].items.push(Item {
+                        name: "excluded".into(),
+                        source: target,
+                        visible: true,
+                    });
+                }
                 if let Some((kind, source)) = child(fields, "select_stmt")
                     && QUERY_KINDS.contains(&kind)
                 {
@@ -422,15 +445,33 @@ impl<'a> Levels<'a> {
     }
 
     /// The relation an `UPDATE`, `DELETE`, `INSERT` or `MERGE` changes.
-    fn target(&mut self, id: usize, fields: &'a Fields) {
-        let Some(relation) = fields.get("relation").and_then(Value::as_object) else {
-            return;
-        };
+    fn target(&mut self, id: usize, fields: &'a Fields) -> Option<Source> {
+        let relation = fields.get("relation").and_then(Value::as_object)?;
+        let source = self.table(relation);
         self.levels[id].items.push(Item {
             name: alias_or(relation, text(relation, "relname")),
-            source: Source::Table,
+            source,
             visible: true,
         });
+        Some(source)
+    }
+
+    /// Records the table or view of a `RangeVar`.
+    fn table(&mut self, relation: &Fields) -> Source {
+        let namespace = Some(text(relation, "schemaname"))
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned);
+        let renamed = relation
+            .get("alias")
+            .and_then(Value::as_object)
+            .map(|alias| strings(alias.get("colnames")))
+            .unwrap_or_default();
+        self.tables.push(Table {
+            namespace,
+            name: text(relation, "relname").to_owned(),
+            renamed,
+        });
+        Source::Table(self.tables.len() - 1)
     }
 
     fn sources(&mut self, id: usize, list: Option<&'a Value>) {
@@ -457,6 +498,11 @@ impl<'a> Levels<'a> {
                         let sub = self.child(kind, query, id, Pos::Input, None);
                         self.levels[sub].unlateral =
                             fields.get("lateral") != Some(&Value::Bool(true));
+                        self.levels[sub].renamed = fields
+                            .get("alias")
+                            .and_then(Value::as_object)
+                            .map(|alias| strings(alias.get("colnames")))
+                            .unwrap_or_default();
                         Source::Subquery(sub)
                     }
                     _ => Source::Function,
@@ -510,10 +556,10 @@ impl<'a> Levels<'a> {
             match self.cte(id, relname) {
                 Some(cte) if cte.level == usize::MAX => Source::Cte(None),
                 Some(cte) => Source::Cte(Some(cte.level)),
-                None => Source::Table,
+                None => self.table(fields),
             }
         } else {
-            Source::Table
+            self.table(fields)
         };
         self.range_vars.insert(fields as *const Fields, source);
         self.levels[id].items.push(Item {

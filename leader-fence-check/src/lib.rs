@@ -65,10 +65,14 @@
 //! 4. **Calls.** A function can change or lock rows, so a statement may call only the built-ins
 //!    in [`KNOWN_FUNCTIONS`] and `leader_fence` (bare or schema-qualified). PostgreSQL also calls
 //!    a function without a call in the text: `t.f` and `(t).f` are the column `f` of `t` where
-//!    `t` has one, and a call `f(t)` otherwise (attribute notation). Without the schema that
-//!    cannot be told apart, so such a reference is refused wherever PostgreSQL may evaluate it
-//!    for a superseded leader, except where `t` is a sub-select or `WITH` query that names `f`
-//!    among its columns.
+//!    `t` has one, and a call `f(t)` otherwise (attribute notation). PostgreSQL decides by the
+//!    table's columns, and so does this rule: `t.f` is a column where `t` is a table or view the
+//!    [`Schema`] gives a column `f` (every table of that name, where the name is unqualified and
+//!    several schemas define one; an alias's column names `AS t (a, b)` rename the first ones),
+//!    or a sub-select or `WITH` query that names `f` among its columns. Any other such reference
+//!    (no schema, a table the schema does not define, a column it does not list, `(expr).f`) is
+//!    refused wherever PostgreSQL may evaluate it for a superseded leader, with a message that
+//!    says which table and column were looked for and where.
 //! 5. **Fence arguments.** `leader_fence` takes two bind parameters (`$i`, `$j`, optionally
 //!    cast), or four for a shard's fence (`$i`, `$k`, `$c`, `$j`), never literals; the caller
 //!    checks what is bound to them ([`FenceCall`]).
@@ -83,7 +87,9 @@
 //!    literals, under `OR` or `NOT`, or in another level, is refused. `leader_shard_of` is the
 //!    framework's immutable SQL helper and may be called anywhere.
 //!
-//! What lies outside: triggers (a statement-level trigger fires even when no row qualifies),
+//! What lies outside: a schema that is not the database's (columns changed by hand, or by SQL
+//! the migrations run dynamically, in a `DO` block or a function, which [`Schema::read`] does
+//! not see), triggers (a statement-level trigger fires even when no row qualifies),
 //! rules, user-defined operators and casts with side effects, a `leader_fence` that is not the
 //! framework's (earlier on the `search_path`, or in the schema named), functions that lie about
 //! their volatility in C, and the SQL of the functions the caller's code calls.
@@ -122,12 +128,14 @@ mod names;
 mod position;
 mod props;
 mod rules;
+mod schema;
 mod shards;
 mod tree;
 
 use std::ops::Range;
 
 pub use functions::KNOWN_FUNCTIONS;
+pub use schema::Schema;
 
 /// One `leader_fence($role, $token)` or `leader_fence($role, $index, $count, $token)` call: the
 /// numbers of its bind parameters.
@@ -185,26 +193,39 @@ pub fn check(sql: &str) -> Checked {
     check_with(sql, &Hints::default())
 }
 
-/// What the caller knows of the SQL's binds, so the messages can show the fix that fits them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// What the caller knows of the SQL's binds and of the schema it runs on.
+#[derive(Debug, Clone, Copy, Default)]
 #[non_exhaustive]
-pub struct Hints {
+pub struct Hints<'s> {
     /// The placeholders already bound to the fence's role and token, `(i, j)` for `$i` and
     /// `$j`: a missing fence is then suggested as `leader_fence($i, $j)`.
     pub fence_binds: Option<(usize, usize)>,
+    /// The columns of the application's tables and views, so that a qualified column (`t.f`)
+    /// is told from a call of a function `f(t)` (rule 4).
+    pub schema: Option<&'s Schema>,
 }
 
-impl Hints {
+impl<'s> Hints<'s> {
     /// Hints with the placeholders bound to the fence's role and token.
-    pub fn fence_binds(role: usize, token: usize) -> Hints {
+    pub fn fence_binds(role: usize, token: usize) -> Hints<'s> {
         Hints {
             fence_binds: Some((role, token)),
+            schema: None,
+        }
+    }
+
+    /// These hints, with the schema's columns.
+    #[must_use]
+    pub fn with_schema(self, schema: &'s Schema) -> Hints<'s> {
+        Hints {
+            schema: Some(schema),
+            ..self
         }
     }
 }
 
-/// [`check`], with what the caller knows of the binds.
-pub fn check_with(sql: &str, hints: &Hints) -> Checked {
+/// [`check`], with what the caller knows of the binds and the schema.
+pub fn check_with(sql: &str, hints: &Hints<'_>) -> Checked {
     match tree::parse(sql) {
         Ok(statements) => {
             let mut checked = Checked {

@@ -7,6 +7,7 @@ use std::ops::Range;
 use serde_json::Value;
 
 use crate::levels::{Levels, QUERY_KINDS};
+use crate::names::PossibleCall;
 use crate::props::Props;
 use crate::rules::fence_params;
 use crate::tree::enums::*;
@@ -172,7 +173,7 @@ impl<'s> Messages<'s> {
     pub fn possible_call(
         &self,
         shown: &str,
-        function: &str,
+        call: &PossibleCall,
         at: Option<Range<usize>>,
         why: Option<String>,
     ) -> SqlError {
@@ -183,23 +184,24 @@ impl<'s> Messages<'s> {
             || "PostgreSQL may evaluate it for a superseded leader".to_owned(),
             |why| format!("PostgreSQL may evaluate it for a superseded leader: {why}"),
         );
-        let (qualifier, unqualified) = match shown.rsplit_once('.') {
-            Some((qualifier, _)) if !shown.starts_with("(…)") => (
-                qualifier.to_owned(),
-                format!(", or, where it is unambiguous, write `{function}` without `{qualifier}.`"),
-            ),
-            _ => ("the row".to_owned(), String::new()),
+        let function = call.function;
+        let qualifier = match shown.rsplit_once('.') {
+            Some((qualifier, _)) if !shown.starts_with("(…)") => qualifier,
+            _ => "the row",
         };
         SqlError {
             message: format!(
                 "`{shown}` may call a function `{function}({qualifier})`\n\
                  note: PostgreSQL reads it as a column where the row has one and as a call \
-                 otherwise (attribute notation), which `#[fenced]` cannot tell without the \
-                 schema, and a function can change or lock rows; {when}{place}\n\
+                 otherwise (attribute notation), and a function can change or lock rows; {why}\n\
+                 note: {when}{place}\n\
                  help: put `{fix}` as a top-level AND condition in the WHERE of the query that \
-                 reads those rows, which PostgreSQL evaluates once before it reads any \
-                 row{unqualified}",
+                 reads those rows, which PostgreSQL evaluates once before it reads any row{declare}",
+                why = call.why,
                 fix = self.fix,
+                declare = call
+                    .declare
+                    .map_or_else(String::new, |how| format!("\nhelp: {how}")),
             ),
             at,
         }

@@ -3,13 +3,15 @@
 //! sub-select or `WITH` query gives, and which references PostgreSQL may read as a call.
 //!
 //! PostgreSQL reads `t.f` (and `(t).f`) as the column `f` of `t` when `t` has one, and
-//! otherwise as a call of a function `f(t)` (attribute notation). Without the schema, `t.f` on a
-//! table or view may be either, so it is a *possible call*; on a sub-select or `WITH` query
-//! whose columns the SQL names, it is a column when `f` is one of them.
+//! otherwise as a call of a function `f(t)` (attribute notation). `t.f` on a table or view is a
+//! column where the [`Schema`](crate::Schema) says the table has one (through an alias's column
+//! names too), and otherwise a *possible call*; on a sub-select or `WITH` query whose columns
+//! the SQL names, it is a column when `f` is one of them.
 
 use serde_json::Value;
 
 use crate::levels::{Kind, Level, Levels, Pos, Ref, Source, strings};
+use crate::schema::Column;
 use crate::tree::{child, children, node, text};
 
 /// The level and item a name resolves to, searching from `level` outwards.
@@ -60,12 +62,33 @@ fn outer_may_give(levels: &Levels, level: usize, name: &str) -> bool {
     false
 }
 
+/// A reference PostgreSQL may read as a call of a function (attribute notation).
+pub struct PossibleCall<'r> {
+    /// The function's name.
+    pub function: &'r str,
+    /// Why the reference is not known to be a column.
+    pub why: String,
+    /// How to tell `#[fenced]` the columns of a table its schema does not define.
+    pub declare: Option<&'r str>,
+}
+
 /// Whether PostgreSQL may read `r`, written in `level`, as a call of a function (attribute
-/// notation), and if so the function's name.
-pub fn possible_call<'r>(levels: &Levels, level: usize, r: &'r Ref) -> Option<&'r str> {
+/// notation), and if so the function's name and why it is not known to be a column.
+pub fn possible_call<'r>(
+    levels: &Levels<'r>,
+    level: usize,
+    r: &'r Ref,
+) -> Option<PossibleCall<'r>> {
     let last = r.names.last()?;
+    let call = |why: String| {
+        Some(PossibleCall {
+            function: last,
+            why,
+            declare: None,
+        })
+    };
     if r.selection {
-        return Some(last);
+        return call("the value it is selected from is not a table's row".to_owned());
     }
     if last == "*" {
         return None;
@@ -73,21 +96,72 @@ pub fn possible_call<'r>(levels: &Levels, level: usize, r: &'r Ref) -> Option<&'
     match r.names.as_slice() {
         [_] => None,
         [qualifier, column] => {
-            let known = resolve(levels, level, qualifier)
-                .and_then(|(l, item)| item_columns(levels, &levels.levels[l].items[item].source));
-            match known {
+            let Some((l, item)) = resolve(levels, level, qualifier) else {
+                return call(format!("`{qualifier}` names no table of the query"));
+            };
+            let source = &levels.levels[l].items[item].source;
+            if let Source::Table(table) = *source {
+                return match table_column(levels, table, column) {
+                    Column::Known => None,
+                    Column::Unknown(why) => call(why),
+                    Column::NoRelation(why) => Some(PossibleCall {
+                        function: last,
+                        why,
+                        declare: levels.schema.and_then(|s| s.declare_hint()),
+                    }),
+                };
+            }
+            match item_columns(levels, source) {
                 Some(columns) if columns.iter().any(|c| c == column) => None,
-                _ => Some(column),
+                Some(_) => call(format!("`{qualifier}` has no column `{column}`")),
+                None => call(format!("the columns of `{qualifier}` are not known")),
             }
         }
-        _ => Some(last),
+        _ => call("a name of three parts may select a field of a column".to_owned()),
     }
 }
 
-/// The columns a `FROM` item gives, where the SQL names them all.
+/// What the query and the schema say of column `column` of a table the query names.
+fn table_column(levels: &Levels, table: usize, column: &str) -> Column {
+    let table = &levels.tables[table];
+    if table.renamed.iter().any(|c| c == column) {
+        return Column::Known;
+    }
+    match levels.schema {
+        // A column renamed by the alias no longer goes by its own name.
+        Some(schema) if table.renamed.is_empty() => {
+            schema.column(table.namespace.as_deref(), &table.name, column)
+        }
+        Some(schema) => match schema.columns(table.namespace.as_deref(), &table.name) {
+            Some(columns)
+                if columns[table.renamed.len().min(columns.len())..]
+                    .contains(&column.to_owned()) =>
+            {
+                Column::Known
+            }
+            _ => Column::Unknown(format!(
+                "the columns of `{}` past those its alias renames are not known",
+                table.name
+            )),
+        },
+        None => Column::Unknown(
+            "`#[fenced]` was given no schema to tell the table's columns".to_owned(),
+        ),
+    }
+}
+
+/// The columns a `FROM` item gives, where the SQL and the schema name them all.
 fn item_columns(levels: &Levels, source: &Source) -> Option<Vec<String>> {
     match *source {
-        Source::Subquery(level) => outputs(levels, level),
+        Source::Subquery(level) => {
+            let mut columns = outputs(levels, level)?;
+            for (n, name) in levels.levels[level].renamed.iter().enumerate() {
+                if let Some(column) = columns.get_mut(n) {
+                    column.clone_from(name);
+                }
+            }
+            Some(columns)
+        }
         Source::Cte(Some(level)) => {
             let cte = levels
                 .levels
@@ -96,6 +170,18 @@ fn item_columns(levels: &Levels, source: &Source) -> Option<Vec<String>> {
                 .find(|c| c.level == level)?;
             let mut columns = outputs(levels, level)?;
             for (n, name) in cte.columns.iter().enumerate() {
+                if let Some(column) = columns.get_mut(n) {
+                    column.clone_from(name);
+                }
+            }
+            Some(columns)
+        }
+        Source::Table(table) => {
+            let table = &levels.tables[table];
+            let mut columns = levels
+                .schema?
+                .columns(table.namespace.as_deref(), &table.name)?;
+            for (n, name) in table.renamed.iter().enumerate() {
                 if let Some(column) = columns.get_mut(n) {
                     column.clone_from(name);
                 }
@@ -135,7 +221,7 @@ pub fn outputs(levels: &Levels, level: usize) -> Option<Vec<String>> {
 }
 
 /// The names of a target list, or `None` if one is unknown (a star).
-fn target_names(list: Option<&Value>) -> Option<Vec<String>> {
+pub fn target_names(list: Option<&Value>) -> Option<Vec<String>> {
     let mut names = Vec::new();
     for item in list.and_then(Value::as_array).into_iter().flatten() {
         let (_, target) = node(item)?;

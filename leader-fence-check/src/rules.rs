@@ -50,7 +50,7 @@ pub fn check(sql: &str, statement: &Statement, hints: &crate::Hints) -> Outcome 
             errors,
         };
     }
-    let levels = Levels::build(kind, fields);
+    let levels = Levels::build(kind, fields, hints.schema);
     let props = Props::new(&levels);
     let mut rules = Rules {
         sql,
@@ -159,7 +159,7 @@ impl Rules<'_, '_, '_> {
     fn possible_calls(&mut self, level: usize) {
         let reached = self.props.reached(level);
         for r in &self.levels.levels[level].refs {
-            let Some(function) = possible_call(self.levels, level, r) else {
+            let Some(call) = possible_call(self.levels, level, r) else {
                 continue;
             };
             self.claim = true;
@@ -176,7 +176,7 @@ impl Rules<'_, '_, '_> {
             let at = r.at.map(|start| self.reference_range(start, r));
             let why = self.why_evaluated(level, r.pos);
             self.errors
-                .push(self.messages.possible_call(&shown(r), function, at, why));
+                .push(self.messages.possible_call(&shown(r), &call, at, why));
         }
     }
 
@@ -258,7 +258,7 @@ impl Rules<'_, '_, '_> {
                     continue;
                 }
                 let found = match item.source {
-                    Source::Table => (!self.reads_nothing(level)).then_some((level, None)),
+                    Source::Table(_) => (!self.reads_nothing(level)).then_some((level, None)),
                     Source::Subquery(sub) => self.pushed_lock(sub, &item.name),
                     _ => None,
                 };
@@ -287,7 +287,7 @@ impl Rules<'_, '_, '_> {
         let s = &self.levels.levels[sub];
         for item in &s.items {
             let found = match item.source {
-                Source::Table => Some((sub, Some(name.to_owned()))),
+                Source::Table(_) => Some((sub, Some(name.to_owned()))),
                 Source::Subquery(deeper) => self.pushed_lock(deeper, name),
                 _ => None,
             };

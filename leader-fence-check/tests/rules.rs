@@ -103,7 +103,7 @@ fn cte_that_locks_then_update_from_it() {
          UPDATE outbox o SET status = 'sending' FROM c WHERE o.id = c.id RETURNING o.id",
     );
     assert!(e.contains("`o.id` may call a function `id(o)`"), "{e}");
-    assert!(e.contains("write `id` without `o.`"), "{e}");
+    assert!(e.contains("given no schema"), "{e}");
     assert!(!e.contains("`c.id` may call"), "{e}");
 }
 

@@ -9,6 +9,7 @@ mod errors;
 mod fenced;
 mod interval;
 mod leader_role;
+mod migrations_folder;
 mod unfenced;
 
 use proc_macro::TokenStream;

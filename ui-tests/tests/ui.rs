@@ -17,8 +17,9 @@ fn ui() {
 
 /// trybuild compiles the test files as binaries of a crate it generates at
 /// `<target>/tests/trybuild/ui-tests/`, and that is the `CARGO_MANIFEST_DIR` the macros see. So
-/// that `#[leader_role]` reads migrations from where it would in a real crate (its default
-/// `migrations/`, and `migrations = "db/migrations"`), copy this crate's fixtures there.
+/// that `#[leader_role]` and `#[fenced]` read migrations from where they would in a real crate
+/// (the default `migrations/`, `migrations = "db/migrations"`, and `leader-tables.sql`), copy
+/// this crate's fixtures there.
 fn place_migrations() {
     let source = Path::new(env!("CARGO_MANIFEST_DIR"));
     // Cargo gives integration tests `<target>/tmp`; trybuild builds under `<target>/tests`.
@@ -29,6 +30,12 @@ fn place_migrations() {
     for folder in ["migrations", "db/migrations"] {
         copy_dir(&source.join(folder), &project.join(folder));
     }
+    // The tables `#[fenced]` reads besides the migrations' (`leader-tables.sql`).
+    fs::copy(
+        source.join("leader-tables.sql"),
+        project.join("leader-tables.sql"),
+    )
+    .expect("copy leader-tables.sql");
 }
 
 fn copy_dir(from: &Path, to: &Path) {

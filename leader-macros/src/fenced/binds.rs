@@ -148,7 +148,7 @@ pub fn check(
 
 /// The placeholders `send` already binds to the fence's role and token, for the fix the
 /// messages suggest.
-pub fn hints(send: &SqlSend, fence: &Ident) -> leader_fence_check::Hints {
+pub fn hints(send: &SqlSend, fence: &Ident) -> leader_fence_check::Hints<'static> {
     let Binds::Known(binds) = &send.binds else {
         return leader_fence_check::Hints::default();
     };

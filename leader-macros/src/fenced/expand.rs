@@ -6,13 +6,15 @@
 //! The macro never rewrites what the function does. On errors the function is still emitted
 //! beside them, so the rest of the crate (and an IDE) keeps seeing it.
 
+use std::path::PathBuf;
+
 use proc_macro2::TokenStream;
 use quote::{ToTokens, quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use super::parse::Fenced;
 
-pub fn expand(fenced: Fenced, checked: syn::Result<()>) -> TokenStream {
+pub fn expand(fenced: Fenced, schema_files: &[PathBuf], checked: syn::Result<()>) -> TokenStream {
     let Fenced {
         mut func,
         fence_name,
@@ -32,6 +34,17 @@ pub fn expand(fenced: Fenced, checked: syn::Result<()>) -> TokenStream {
     func.block
         .stmts
         .insert(0, syn::parse2(assertion).expect("a statement"));
+    // Including the files the schema was read from makes Cargo rebuild the crate, and so
+    // re-run the check, when one of them changes.
+    for path in schema_files.iter().rev() {
+        let path = path.to_string_lossy();
+        let include = quote!(
+            const _: &[u8] = ::core::include_bytes!(#path);
+        );
+        func.block
+            .stmts
+            .insert(0, syn::parse2(include).expect("an item"));
+    }
     let errors = checked.err().map(|e| e.to_compile_error());
     let func = func.into_token_stream();
     quote! { #func #errors }

@@ -11,17 +11,22 @@ mod binds;
 mod expand;
 mod fence_use;
 mod parse;
+mod schema;
 mod sends;
 mod validate;
 
 use proc_macro2::TokenStream;
 
 pub fn fenced(args: TokenStream, item: TokenStream) -> TokenStream {
-    let read = parse::no_args(args).and_then(|()| parse::parse(item.clone()));
+    let read = parse::args(args).and_then(|args| {
+        let fenced = parse::parse(item.clone())?;
+        let schema = schema::read(args.migrations.as_ref(), fenced.fence_name.span())?;
+        Ok((fenced, schema))
+    });
     match read {
-        Ok(fenced) => {
-            let checked = validate::validate(&fenced);
-            expand::expand(fenced, checked)
+        Ok((fenced, schema)) => {
+            let checked = validate::validate(&fenced, schema.schema.as_ref());
+            expand::expand(fenced, &schema.files, checked)
         }
         Err(error) => expand::fallback(item, error),
     }
@@ -37,7 +42,7 @@ mod tests {
             Ok(fenced) => fenced,
             Err(e) => return e.into_iter().map(|e| e.to_string()).collect(),
         };
-        match super::validate::validate(&fenced) {
+        match super::validate::validate(&fenced, None) {
             Ok(()) => Vec::new(),
             Err(e) => e.into_iter().map(|e| e.to_string()).collect(),
         }
@@ -193,7 +198,7 @@ mod tests {
     }
 
     #[test]
-    fn fenced_takes_no_arguments() {
+    fn fenced_takes_only_the_migrations_folder() {
         let out = super::fenced(
             quote!(strict),
             quote!(
@@ -201,7 +206,10 @@ mod tests {
             ),
         )
         .to_string();
-        assert!(out.contains("takes no arguments"), "{out}");
+        assert!(
+            out.contains("unknown `#[fenced]` argument `strict`: it takes only `migrations"),
+            "{out}"
+        );
         assert!(
             out.starts_with("fn f"),
             "the function is still emitted: {out}"

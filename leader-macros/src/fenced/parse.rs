@@ -4,7 +4,7 @@
 use proc_macro2::TokenStream;
 use syn::parse::{Parse, ParseStream, Parser};
 use syn::punctuated::Punctuated;
-use syn::{Expr, FnArg, Ident, ItemFn, Macro, Pat, Token, Type};
+use syn::{Expr, FnArg, Ident, ItemFn, LitStr, Macro, Pat, Token, Type};
 
 use super::fence_use;
 use super::sends::{self, Loose, SqlSend};
@@ -101,17 +101,42 @@ pub fn macro_exprs(mac: &Macro) -> Option<Vec<Expr>> {
         .map(|args| args.into_iter().collect())
 }
 
-/// Parses `#[fenced]`'s arguments: there are none.
-pub fn no_args(args: TokenStream) -> syn::Result<()> {
-    struct Empty;
-    impl Parse for Empty {
-        fn parse(input: ParseStream) -> syn::Result<Self> {
-            if input.is_empty() {
-                Ok(Empty)
-            } else {
-                Err(input.error("`#[fenced]` takes no arguments: write `#[fenced]`"))
+/// `#[fenced]`'s arguments.
+#[derive(Default)]
+pub struct Args {
+    /// `migrations = "db/migrations"`: the folder the tables' columns are read from.
+    pub migrations: Option<LitStr>,
+}
+
+/// Parses `#[fenced]`'s arguments: none, or `migrations = "…"`.
+pub fn args(args: TokenStream) -> syn::Result<Args> {
+    syn::parse2::<Args>(args)
+}
+
+impl Parse for Args {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let mut args = Args::default();
+        while !input.is_empty() {
+            let key: Ident = input.parse()?;
+            if key != "migrations" {
+                return Err(syn::Error::new(
+                    key.span(),
+                    format!(
+                        "unknown `#[fenced]` argument `{key}`: it takes only \
+                         `migrations = \"db/migrations\"` (the folder its tables' columns are \
+                         read from; `migrations/` when absent)"
+                    ),
+                ));
+            }
+            input.parse::<Token![=]>()?;
+            let value: LitStr = input.parse()?;
+            if args.migrations.replace(value).is_some() {
+                return Err(syn::Error::new(key.span(), "`migrations` is given twice"));
+            }
+            if !input.is_empty() {
+                input.parse::<Token![,]>()?;
             }
         }
+        Ok(args)
     }
-    syn::parse2::<Empty>(args).map(|_| ())
 }

@@ -3,6 +3,7 @@
 
 use std::ops::Range;
 
+use leader_fence_check::{Hints, Schema};
 use proc_macro2::Span;
 use syn::LitStr;
 
@@ -12,22 +13,26 @@ use super::sends::{Concatenated, Loose, Sql, SqlSend, Via};
 use crate::errors::Errors;
 
 /// Checks every send; every problem is reported at once.
-pub fn validate(fenced: &Fenced) -> syn::Result<()> {
+pub fn validate(fenced: &Fenced, schema: Option<&Schema>) -> syn::Result<()> {
     let mut errors = Errors::new();
     errors.extend(fenced.problems.iter().cloned());
     for send in &fenced.sends {
-        errors.extend(check_send(send, &fenced.fence_name, fenced.sharded));
+        errors.extend(check_send(send, &fenced.fence_name, fenced.sharded, schema));
     }
     for loose in &fenced.loose {
-        errors.extend(check_loose(loose));
+        errors.extend(check_loose(loose, schema));
     }
     errors.finish()
 }
 
 /// A string no recognised send takes: if it parses as a claim, the macro cannot follow what is
 /// bound to it, or whether and how it is sent.
-fn check_loose(loose: &Loose) -> Vec<syn::Error> {
-    let checked = leader_fence_check::check(&loose.text);
+fn check_loose(loose: &Loose, schema: Option<&Schema>) -> Vec<syn::Error> {
+    let hints = match schema {
+        Some(schema) => Hints::default().with_schema(schema),
+        None => Hints::default(),
+    };
+    let checked = leader_fence_check::check_with(&loose.text, &hints);
     if checked.statements == 0 || checked.claims == 0 {
         return Vec::new();
     }
@@ -56,7 +61,12 @@ fn check_loose(loose: &Loose) -> Vec<syn::Error> {
     )]
 }
 
-fn check_send(send: &SqlSend, fence: &syn::Ident, sharded: bool) -> Vec<syn::Error> {
+fn check_send(
+    send: &SqlSend,
+    fence: &syn::Ident,
+    sharded: bool,
+    schema: Option<&Schema>,
+) -> Vec<syn::Error> {
     let (text, place): (String, Place) = match &send.sql {
         Sql::Literal(lit) => (lit.value(), Place::Literal(lit)),
         Sql::Concat(concat) => (concat.text.clone(), Place::Concat(concat)),
@@ -78,7 +88,11 @@ fn check_send(send: &SqlSend, fence: &syn::Ident, sharded: bool) -> Vec<syn::Err
             )];
         }
     };
-    let checked = leader_fence_check::check_with(&text, &binds::hints(send, fence));
+    let mut hints = binds::hints(send, fence);
+    if let Some(schema) = schema {
+        hints = hints.with_schema(schema);
+    }
+    let checked = leader_fence_check::check_with(&text, &hints);
     let mut errors: Vec<syn::Error> = checked
         .errors
         .iter()

@@ -1,6 +1,6 @@
 //! Checks a `#[leader_role]` job: role name, interval, signature, and the database's role list.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use syn::{FnArg, Ident, LitStr, ReturnType, Type};
 
@@ -316,22 +316,8 @@ fn state_type(arg: &FnArg) -> Option<Type> {
 /// Checks the role is listed by the migrations' role constraint, when a migration defines it.
 /// The migration read, if any.
 fn pin_to_migrations(role: &LitStr, dir: Option<&LitStr>) -> syn::Result<Option<PathBuf>> {
-    // Cargo sets it for every crate it compiles; without it (a build system other than Cargo)
-    // there is nothing to resolve against, and the runtime's start-up check still runs.
-    let Some(manifest_dir) = std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from) else {
+    let Some((manifest_dir, folder)) = crate::migrations_folder::resolve(dir)? else {
         return Ok(None);
-    };
-    let folder = match dir {
-        Some(dir) if Path::new(&dir.value()).is_absolute() => {
-            return Err(syn::Error::new(
-                dir.span(),
-                "the migrations folder must be relative to the crate's directory \
-                 (CARGO_MANIFEST_DIR), e.g. `migrations = \"db/migrations\"`, so the build \
-                 works on every machine",
-            ));
-        }
-        Some(dir) => manifest_dir.join(dir.value()),
-        None => manifest_dir.join("migrations"),
     };
     let at = dir.map_or_else(|| role.span(), LitStr::span);
     let check = migrations::find_role_check(&folder, &manifest_dir)
@@ -354,7 +340,7 @@ fn pin_to_migrations(role: &LitStr, dir: Option<&LitStr>) -> syn::Result<Option<
     } else {
         format!("{listed}, '{name}'")
     };
-    let dir = dir.map_or_else(|| "migrations".to_owned(), LitStr::value);
+    let dir = crate::migrations_folder::shown(dir);
     Err(syn::Error::new(
         role.span(),
         format!(

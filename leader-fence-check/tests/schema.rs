@@ -1,0 +1,136 @@
+//! Rule 4 with the schema: a qualified name is a column where the application's DDL says the
+//! table has one, and a possible call everywhere else. The accepted shapes are also run against
+//! PostgreSQL with a superseded token in `tests/tests/fenced_sql.rs`.
+
+use leader_fence_check::{Hints, Schema, check, check_with};
+
+const MIGRATIONS: &str = "
+CREATE TABLE jobs (id bigint PRIMARY KEY, owner text, runs int NOT NULL DEFAULT 0, due timestamptz);
+CREATE TABLE batch (id bigint, note text);
+CREATE TABLE webhooks (id bigint PRIMARY KEY, endpoint_id bigint, status text);
+CREATE VIEW due_jobs AS SELECT id, due FROM jobs;
+";
+
+fn schema() -> Schema {
+    let mut schema = Schema::new("the migrations in `migrations/`")
+        .with_declare_hint("declare it in `leader-tables.sql`");
+    schema
+        .read("migrations/0001_tables.sql", MIGRATIONS)
+        .unwrap();
+    schema
+}
+
+fn errors(sql: &str, schema: &Schema) -> Vec<String> {
+    check_with(sql, &Hints::default().with_schema(schema))
+        .errors
+        .into_iter()
+        .map(|e| e.message)
+        .collect()
+}
+
+/// Everyday claims that name columns through their table's alias where PostgreSQL evaluates
+/// them before the gate: refused without the schema (each name may be a call), accepted with it.
+const EVERYDAY: [&str; 5] = [
+    "UPDATE jobs j SET owner = $3
+       FROM (SELECT id FROM batch WHERE leader_fence($1, $2)) b WHERE j.id = b.id",
+    "MERGE INTO jobs t USING (SELECT id FROM batch WHERE leader_fence($1, $2)) s ON t.id = s.id
+     WHEN MATCHED THEN UPDATE SET runs = t.runs + 1",
+    "WITH c AS (SELECT d.id FROM due_jobs d WHERE d.due < now() AND leader_fence($1, $2))
+     UPDATE jobs o SET runs = o.runs + 1 FROM c WHERE o.id = c.id RETURNING o.id",
+    "DELETE FROM jobs j USING (SELECT id FROM batch WHERE leader_fence($1, $2)) AS b (bid)
+      WHERE j.id = b.bid",
+    MERGE_ON,
+];
+
+/// A `MERGE` whose join condition reads both tables' columns before its gated `WHEN`.
+const MERGE_ON: &str = "MERGE INTO jobs t USING batch s ON t.id = s.id
+                        WHEN MATCHED AND leader_fence($1, $2) THEN UPDATE SET runs = t.runs + 1";
+
+#[test]
+fn everyday_qualified_columns_are_columns_where_the_schema_says_so() {
+    let schema = schema();
+    for sql in EVERYDAY {
+        assert!(
+            !check(sql).errors.is_empty(),
+            "refused without the schema: {sql}"
+        );
+        assert_eq!(errors(sql, &schema), Vec::<String>::new(), "{sql}");
+    }
+}
+
+#[test]
+fn a_name_the_schema_does_not_give_is_still_a_possible_call() {
+    let schema = schema();
+    // No such column: PostgreSQL calls `take_budget(j)`, before the fence.
+    let e = errors(
+        "UPDATE jobs j SET owner = $3
+           FROM (SELECT id FROM batch WHERE leader_fence($1, $2)) b WHERE j.take_budget = b.id",
+        &schema,
+    );
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(
+        e[0].starts_with("`j.take_budget` may call a function `take_budget(j)`"),
+        "{e:?}"
+    );
+    assert!(
+        e[0].contains(
+            "`jobs`, as `migrations/0001_tables.sql` leaves it, has no column `take_budget`"
+        ),
+        "{e:?}"
+    );
+    // A table the migrations do not define: the message says where it looked and how to declare it.
+    let e = errors(
+        "UPDATE audit a SET seen = true
+           FROM (SELECT id FROM batch WHERE leader_fence($1, $2)) b WHERE a.id = b.id",
+        &schema,
+    );
+    assert!(
+        e[0].contains(
+            "`#[fenced]` found no table, view or type `audit` in the migrations in `migrations/`"
+        ) && e[0].ends_with("\nhelp: declare it in `leader-tables.sql`"),
+        "{e:?}"
+    );
+    // An alias's column names replace the first columns' own names, of a sub-select too.
+    let e = errors(
+        "DELETE FROM jobs j USING (SELECT id FROM batch WHERE leader_fence($1, $2)) AS b (bid)
+          WHERE j.id = b.id",
+        &schema,
+    );
+    assert!(e[0].contains("`b.id` may call a function `id(b)`"), "{e:?}");
+    let e = errors(&MERGE_ON.replace("batch s", "batch AS s (bid)"), &schema);
+    assert!(e[0].contains("`s.id` may call a function `id(s)`"), "{e:?}");
+    // Another schema's table of the same name is not this one.
+    let e = errors(
+        &MERGE_ON.replace("USING batch", "USING archive.batch"),
+        &schema,
+    );
+    assert!(
+        e.is_empty(),
+        "an unqualified CREATE TABLE may be in any schema: {e:?}"
+    );
+    let mut two = schema.clone();
+    two.read("0002.sql", "CREATE TABLE archive.batch (old_id bigint);")
+        .unwrap();
+    let e = errors(MERGE_ON, &two);
+    assert!(
+        e[0].contains("`batch`, as `0002.sql` leaves it, has no column `id`"),
+        "unqualified, `batch` may be either table: {e:?}"
+    );
+}
+
+#[test]
+fn a_column_dropped_later_is_no_column() {
+    let mut schema = schema();
+    schema
+        .read(
+            "migrations/0002_drop.sql",
+            "ALTER TABLE batch DROP COLUMN id;",
+        )
+        .unwrap();
+    let e = errors(MERGE_ON, &schema);
+    assert!(e[0].contains("`s.id` may call a function `id(s)`"), "{e:?}");
+    assert!(
+        e[0].contains("as `migrations/0002_drop.sql` leaves it"),
+        "{e:?}"
+    );
+}

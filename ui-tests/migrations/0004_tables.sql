@@ -1,0 +1,6 @@
+-- The application's tables the `#[fenced]` cases name: `#[fenced]` reads their columns from here
+-- to tell `j.id` (a column) from a call `id(j)`. `outbox` is left out on purpose.
+CREATE TABLE jobs (id bigint PRIMARY KEY, owner text, runs int NOT NULL DEFAULT 0, due timestamptz);
+CREATE TABLE runs (job_id bigint NOT NULL, started_at timestamptz);
+CREATE TABLE batch (id bigint NOT NULL);
+CREATE TABLE queue (id bigint NOT NULL);
