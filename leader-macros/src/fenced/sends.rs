@@ -1,19 +1,24 @@
 //! Finds every way the body of a `#[fenced]` function sends SQL (rules 2 and 3).
 //!
-//! Recognised: sqlx's `query`, `query_as`, `query_scalar` and their `.bind(..)` chains; their
-//! `_with` forms; `raw_sql`; the `query!` family, `query_file!` included; a string handed
-//! straight to an `Executor` method (`pool.execute("…")`, `Executor::fetch_all(&pool, "…")`);
-//! and a query kept in a local and bound further with `let q = q.bind(..)` or
-//! `q = q.bind(..)` at the block level it was declared at. Their SQL is a string literal or a
-//! `concat!` of literals (nested `concat!` included). sqlx's query functions are also followed
-//! under another name given by a `use sqlx::query_as as rows_of;` in the function's body (a `use`
-//! outside the function is out of the attribute's sight, and a name it does not know is never
-//! taken for a send).
+//! What sqlx sends, and how, is one table, [`sqlx_api`]: each function, method and macro of
+//! sqlx 0.9 that takes SQL, with how its SQL and binds are found or why it is refused. Followed
+//! and checked: the query functions (`query`, `query_as`, `query_scalar`, their `_with` forms,
+//! `raw_sql`) and their `.bind(..)` chains; the `query!` family, `query_file!` included; a
+//! string or a query made here handed to a method that sends it, by any receiver or by path
+//! (`pool.execute("…")`, `E::execute(ex, q)`, `pool.begin_with("BEGIN …")`); and a query kept in
+//! a local and bound further with `let q = q.bind(..)` or `q = q.bind(..)` at the block level it
+//! was declared at. Their SQL is a string literal or a `concat!` of literals (nested `concat!`
+//! included). sqlx's query functions are also followed under another name given by a
+//! `use sqlx::query_as as rows_of;` in the function's body (a `use` outside the function is out
+//! of the attribute's sight, and a name it does not know is never taken for a send).
 //!
-//! Everything the macro cannot follow is a problem, never a silent pass: `QueryBuilder`
-//! (assembled at run time), an `Executor` method given something other than a recognised query,
-//! a query local that is passed on or bound in a nested block, and a macro whose arguments do
-//! not parse as expressions but mention sqlx.
+//! Everything the macro cannot follow is a problem, never a silent pass: `copy_in_raw` and
+//! `copy_out_raw`, `prepare`, `prepare_with`, `describe` and `query_statement`, `QueryBuilder`
+//! (assembled at run time), a method that sends SQL given something other than a literal or a
+//! query made here, a query local that is passed on or bound in a nested block, and a macro
+//! whose arguments do not parse as expressions but mention sqlx. SQL the macro cannot read
+//! ([`unreadable`]) is refused where it reaches any of those sends; `AssertSqlSafe`, and a
+//! `format!` or a `concat!` whose text reads as SQL, wherever they are.
 
 use std::path::PathBuf;
 
@@ -23,46 +28,17 @@ use syn::visit::{self, Visit};
 use syn::{Expr, ExprCall, ExprMethodCall, Ident, LitStr, Macro, Pat, Type};
 
 use super::parse::macro_exprs;
+use sqlx_api::Handling;
+use unreadable::Unreadable;
 
-/// Query functions whose SQL is the first argument and whose binds are `.bind(..)` calls.
-const QUERY_FNS: &[&str] = &["query", "query_as", "query_scalar"];
-/// The same, taking their binds as `PgArguments` in a second argument.
-const QUERY_WITH_FNS: &[&str] = &["query_with", "query_as_with", "query_scalar_with"];
-/// Sends its string over the simple query protocol: several statements, no binds.
-const RAW_SQL_FN: &str = "raw_sql";
-/// Query macros whose SQL (or SQL file) is the first argument and whose binds follow it.
-const QUERY_MACROS: &[&str] = &[
-    "query",
-    "query_scalar",
-    "query_unchecked",
-    "query_scalar_unchecked",
-    "query_file",
-    "query_file_scalar",
-    "query_file_unchecked",
-    "query_file_scalar_unchecked",
-];
-/// The same, with a row type before the SQL.
-const TYPED_QUERY_MACROS: &[&str] = &[
-    "query_as",
-    "query_as_unchecked",
-    "query_file_as",
-    "query_file_as_unchecked",
-];
+// Declared here rather than in `fenced/mod.rs`: both serve only the send finder.
+#[path = "sqlx_api.rs"]
+mod sqlx_api;
+#[path = "unreadable.rs"]
+mod unreadable;
+
 /// Macros that read a file into the source: what they read cannot be checked here.
 const INCLUDE_MACROS: &[&str] = &["include_str", "include", "include_bytes"];
-/// `Executor`'s methods: what they are given is sent.
-const EXECUTOR_METHODS: &[&str] = &[
-    "execute",
-    "execute_many",
-    "fetch",
-    "fetch_many",
-    "fetch_all",
-    "fetch_one",
-    "fetch_optional",
-    "prepare",
-    "prepare_with",
-    "describe",
-];
 
 /// One way the body sends SQL.
 pub struct SqlSend {
@@ -224,17 +200,25 @@ impl Finder {
             Some(arg) => sql_arg(arg),
             None => Sql::Missing,
         };
-        let (binds, via) = if QUERY_WITH_FNS.contains(&name) {
-            let at = call
-                .args
-                .iter()
-                .nth(1)
-                .map_or(call.func.span(), Spanned::span);
-            (Binds::Unseen(at), Via::Prepared)
-        } else if name == RAW_SQL_FN {
-            (Binds::Known(Vec::new()), Via::Simple)
-        } else {
-            (Binds::Known(Vec::new()), Via::Prepared)
+        let Some(Handling::Query {
+            protocol,
+            arguments,
+        }) = sqlx_api::query_fn(name).map(|api| &api.handling)
+        else {
+            unreachable!("`constructor_name` names a query function of the table")
+        };
+        let binds = match arguments {
+            Some(at) => Binds::Unseen(
+                call.args
+                    .iter()
+                    .nth(*at)
+                    .map_or(call.func.span(), Spanned::span),
+            ),
+            None => Binds::Known(Vec::new()),
+        };
+        let via = match protocol {
+            sqlx_api::Protocol::Prepared => Via::Prepared,
+            sqlx_api::Protocol::Simple => Via::Simple,
         };
         self.sends.push(SqlSend {
             sql,
@@ -281,16 +265,26 @@ impl Finder {
         };
         for method in &methods {
             let arg = method.args.first();
-            match send {
-                Some(send) if is_bind(method) => {
+            let name = method.method.to_string();
+            let api = sqlx_api::method(&name, method.args.len());
+            match (send, api.map(|api| &api.handling)) {
+                (Some(send), _) if is_bind(method) => {
                     if let (Some(arg), Binds::Known(binds)) = (arg, &mut self.sends[send].binds) {
                         binds.push(arg.clone());
                     }
                 }
-                None if EXECUTOR_METHODS.contains(&method.method.to_string().as_str())
-                    && !built_from_literal(base) =>
-                {
-                    self.sent_to_executor(arg, &method.method.to_string(), method.method.span());
+                (None, Some(Handling::Sends { sql })) if !built_from_literal(base) => {
+                    let sql = sql - 1;
+                    self.sent_to_executor(method.args.iter().nth(sql), &name, method.method.span());
+                    for (i, arg) in method.args.iter().enumerate() {
+                        if i != sql {
+                            self.visit_expr(arg);
+                        }
+                    }
+                    continue;
+                }
+                (_, Some(Handling::Refused { .. })) => {
+                    self.refuse(api.expect("matched"), &method.method);
                     continue;
                 }
                 _ => {}
@@ -302,10 +296,24 @@ impl Finder {
         send
     }
 
+    /// A call of sqlx's API that `#[fenced]` refuses wherever it is: the table's reason. Its
+    /// arguments are not looked into: the call goes either way.
+    fn refuse(&mut self, api: &sqlx_api::Api, at: &dyn quote::ToTokens) {
+        if let Handling::Refused { why, note, help } = &api.handling {
+            self.problems.push(syn::Error::new_spanned(
+                at,
+                format!("{why}\nnote: {note}\nhelp: {help}"),
+            ));
+        }
+    }
+
     /// An `Executor` method was given `arg`: it must be a query the macro follows, or a literal
     /// (which it checks).
     fn sent_to_executor(&mut self, arg: Option<&Expr>, method: &str, span: Span) {
         let Some(arg) = arg else { return };
+        let Some(arg) = statement_of(arg) else {
+            return;
+        };
         if let Expr::Lit(syn::ExprLit {
             lit: syn::Lit::Str(lit),
             ..
@@ -340,15 +348,26 @@ impl Finder {
             self.chain(query);
             return;
         }
+        let unreadable = unreadable::classify(arg);
+        let note = unreadable.map_or(
+            "a query is followed only when it is made in this function from literal SQL, by \
+             `sqlx::query` (or `query_as`, `query_scalar`, `raw_sql`) or a `query!` macro",
+            Unreadable::note,
+        );
         self.problems.push(syn::Error::new_spanned(
             arg,
             format!(
-                "`#[fenced]` cannot see the SQL this `.{method}(..)` sends: give it a query \
-                 built here from literal SQL, e.g. `sqlx::query(\"… AND leader_fence($1, $2)\")\
-                 .bind(fence.role()).bind(fence.token())`"
+                "`#[fenced]` cannot see the SQL this `.{method}(..)` sends\n\
+                 note: {note}\n\
+                 help: give it a query built here from literal SQL, e.g. \
+                 `sqlx::query(\"… AND leader_fence($1, $2)\").bind(fence.role())\
+                 .bind(fence.token())`"
             ),
         ));
-        self.visit_expr(arg);
+        // What cannot be read is not looked into again (it would be refused twice).
+        if unreadable.is_none() {
+            self.visit_expr(arg);
+        }
     }
 
     /// A local declared or assigned from `init`: tracks it if it holds a query (not the rows
@@ -379,7 +398,12 @@ impl Finder {
     }
 
     fn query_macro(&mut self, mac: &Macro, name: &str) {
-        let typed = TYPED_QUERY_MACROS.contains(&name);
+        let Some(Handling::Macro { typed, file }) =
+            sqlx_api::query_macro_by_name(name).map(|api| &api.handling)
+        else {
+            unreachable!("`query_macro_name` names a query macro of the table")
+        };
+        let (typed, file) = (*typed, *file);
         let parser = |input: syn::parse::ParseStream| {
             if typed {
                 input.parse::<Type>()?;
@@ -400,7 +424,7 @@ impl Finder {
         };
         let mut args = args.into_iter();
         let sql = match args.next() {
-            Some(arg) if name.contains("_file") => match strip(&arg) {
+            Some(arg) if file => match strip(&arg) {
                 Expr::Lit(syn::ExprLit {
                     lit: syn::Lit::Str(path),
                     ..
@@ -437,26 +461,47 @@ impl<'ast> Visit<'ast> for Finder {
                 self.chain(expr);
             }
             Expr::Call(call) => {
-                if let Some(name) = builder_name(call) {
+                let name = last_segment(&call.func).unwrap_or_default();
+                if name == "AssertSqlSafe" {
                     self.problems.push(syn::Error::new_spanned(
                         &call.func,
-                        format!(
-                            "`{name}` assembles SQL at run time, which `#[fenced]` cannot check: \
-                             write the claim as one literal, \
-                             `sqlx::query(\"… AND leader_fence($1, $2)\").bind(fence.role())\
-                             .bind(fence.token())`"
-                        ),
+                        "`#[fenced]` cannot read SQL wrapped in `AssertSqlSafe`\n\
+                         note: `AssertSqlSafe` hands sqlx SQL that is not a literal, and whatever \
+                         sends it (a query, an `Executor` method, a helper) may send a claim \
+                         whose fence `#[fenced]` never saw\n\
+                         help: write the statement as a string literal (or a `concat!` of \
+                         literals) where it is sent, e.g. \
+                         `sqlx::query(\"… WHERE … AND leader_fence($1, $2)\")`",
                     ));
-                } else if let Some(method) = executor_path_call(call) {
-                    self.visit_expr(&call.func);
-                    if let Some(first) = call.args.first() {
-                        self.visit_expr(first);
-                    }
-                    self.sent_to_executor(call.args.iter().nth(1), &method, call.func.span());
-                    for arg in call.args.iter().skip(2) {
-                        self.visit_expr(arg);
-                    }
                     return;
+                }
+                if builder_name(call).is_some() {
+                    self.refuse(sqlx_api::entry("QueryBuilder::new"), &call.func);
+                } else if let Some(api) = sqlx_api::path_call(&name, call.args.len()) {
+                    match &api.handling {
+                        Handling::Sends { sql } => {
+                            let arg = call.args.iter().nth(*sql);
+                            // A literal given to something other than `Executor` may not be
+                            // sqlx's: it is checked as a string the body holds.
+                            let by_executor =
+                                owner_segment(&call.func).as_deref() == Some("Executor");
+                            if by_executor || !arg.is_some_and(is_literal_sql) {
+                                self.visit_expr(&call.func);
+                                for (i, other) in call.args.iter().enumerate() {
+                                    if i != *sql {
+                                        self.visit_expr(other);
+                                    }
+                                }
+                                self.sent_to_executor(arg, &name, call.func.span());
+                                return;
+                            }
+                        }
+                        Handling::Refused { .. } => {
+                            self.refuse(api, &call.func);
+                            return;
+                        }
+                        _ => {}
+                    }
                 }
                 visit::visit_expr_call(self, call);
             }
@@ -586,6 +631,26 @@ impl<'ast> Visit<'ast> for Finder {
             });
             return;
         }
+        if let Some(sql) = unreadable::reads_as_sql(mac) {
+            let made_by = if name == "concat" {
+                "a `concat!` of something other than literals"
+            } else {
+                "`format!`"
+            };
+            self.problems.push(syn::Error::new_spanned(
+                mac,
+                format!(
+                    "`#[fenced]` cannot read SQL built with `{name}!`\n\
+                     note: with its holes filled, this reads as SQL (`{sql}`) made by {made_by} \
+                     at run time: wherever it is sent, it may be a claim whose fence \
+                     `#[fenced]` never saw\n\
+                     help: write the statement as a string literal with bind parameters for \
+                     what changes, e.g. `sqlx::query(\"… WHERE id = $3 AND leader_fence($1, \
+                     $2)\")`"
+                ),
+            ));
+            return;
+        }
         if INCLUDE_MACROS.contains(&name.as_str()) {
             self.problems.push(syn::Error::new_spanned(
                 &mac.path,
@@ -653,12 +718,7 @@ impl Finder {
 
 /// sqlx's query constructor called `name`.
 fn constructor(name: &str) -> Option<&'static str> {
-    QUERY_FNS
-        .iter()
-        .chain(QUERY_WITH_FNS)
-        .chain([&RAW_SQL_FN])
-        .find(|known| **known == name)
-        .copied()
+    sqlx_api::query_fn(name).map(sqlx_api::Api::name)
 }
 
 /// The names a `use` tree gives sqlx's query constructors: `use sqlx::query_as as rows_of;`,
@@ -685,9 +745,7 @@ fn sqlx_aliases(tree: &syn::UseTree, in_sqlx: bool, out: &mut Vec<(Ident, &'stat
 /// `query_as` for a call of one of sqlx's query macros.
 fn query_macro_name(mac: &Macro) -> Option<String> {
     let name = mac.path.segments.last()?.ident.to_string();
-    let known =
-        QUERY_MACROS.contains(&name.as_str()) || TYPED_QUERY_MACROS.contains(&name.as_str());
-    known.then_some(name)
+    sqlx_api::query_macro_by_name(&name).map(|_| name)
 }
 
 /// `QueryBuilder` for `QueryBuilder::new(..)` and its other constructors.
@@ -702,20 +760,46 @@ fn builder_name(call: &ExprCall) -> Option<&'static str> {
         .then_some("QueryBuilder")
 }
 
-/// `execute` for `Executor::execute(ex, sql)` (any path ending in `Executor::<method>`).
-fn executor_path_call(call: &ExprCall) -> Option<String> {
-    let Expr::Path(p) = &*call.func else {
+/// `Executor` for `sqlx::Executor::execute`: the segment before the last.
+fn owner_segment(func: &Expr) -> Option<String> {
+    let Expr::Path(p) = func else {
         return None;
     };
     let segments: Vec<&syn::PathSegment> = p.path.segments.iter().collect();
     match segments.as_slice() {
-        [.., owner, method]
-            if owner.ident == "Executor"
-                && EXECUTOR_METHODS.contains(&method.ident.to_string().as_str()) =>
-        {
-            Some(method.ident.to_string())
-        }
+        [.., owner, _] => Some(owner.ident.to_string()),
         _ => None,
+    }
+}
+
+/// Whether `expr` is SQL the macro reads: a string literal or a `concat!` of literals.
+fn is_literal_sql(expr: &Expr) -> bool {
+    match strip(expr) {
+        Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(_),
+            ..
+        }) => true,
+        Expr::Macro(m) => is_concat(&m.mac) && concatenated(&m.mac).is_some(),
+        _ => false,
+    }
+}
+
+/// The statement a send is given, seen through `Some(..)`, `SqlStr::from_static(..)` and
+/// `.into_sql_str()`, which keep its text; `None` for `None` (no statement: nothing to check).
+fn statement_of(arg: &Expr) -> Option<&Expr> {
+    match strip(arg) {
+        Expr::Path(p) if p.path.is_ident("None") => None,
+        Expr::Call(call)
+            if call.args.len() == 1
+                && last_segment(&call.func)
+                    .is_some_and(|name| name == "Some" || name == "from_static") =>
+        {
+            statement_of(call.args.first().expect("one argument"))
+        }
+        Expr::MethodCall(call) if call.method == "into_sql_str" && call.args.is_empty() => {
+            statement_of(&call.receiver)
+        }
+        _ => Some(arg),
     }
 }
 
@@ -728,8 +812,7 @@ fn is_bind(method: &ExprMethodCall) -> bool {
 fn holds_query(expr: &Expr) -> bool {
     match expr {
         Expr::MethodCall(call) => {
-            !EXECUTOR_METHODS.contains(&call.method.to_string().as_str())
-                && holds_query(&call.receiver)
+            !sqlx_api::sends_named(&call.method.to_string()) && holds_query(&call.receiver)
         }
         Expr::Paren(p) => holds_query(&p.expr),
         Expr::Group(g) => holds_query(&g.expr),
@@ -867,12 +950,7 @@ fn mentions_sqlx(tokens: TokenStream) -> bool {
     tokens.into_iter().any(|token| match token {
         TokenTree::Ident(ident) => {
             let name = ident.to_string();
-            name == "sqlx"
-                || name == "QueryBuilder"
-                || name == RAW_SQL_FN
-                || QUERY_FNS.contains(&name.as_str())
-                || QUERY_WITH_FNS.contains(&name.as_str())
-                || EXECUTOR_METHODS.contains(&name.as_str())
+            name == "sqlx" || name == "QueryBuilder" || sqlx_api::is_send_name(&name)
         }
         TokenTree::Group(group) => mentions_sqlx(group.stream()),
         _ => false,
@@ -884,4 +962,172 @@ fn read_sql_file(path: &str) -> Result<String, String> {
     let dir = std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(PathBuf::new, PathBuf::from);
     let full = dir.join(path);
     std::fs::read_to_string(&full).map_err(|e| format!("cannot read {}: {e}", full.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use quote::quote;
+
+    /// The errors `#[fenced]` gives for a function `claim(ex: E, fence: Fence)` with `body`:
+    /// the messages of the `compile_error!`s in its expansion.
+    fn errors(body: proc_macro2::TokenStream) -> Vec<String> {
+        let item = quote! {
+            async fn claim<'e, E: sqlx::PgExecutor<'e>>(ex: E, pool: &PgPool, fence: Fence, t: &str) -> sqlx::Result<()> { #body Ok(()) }
+        };
+        let mut messages = Vec::new();
+        compile_errors(super::super::fenced(quote!(), item), &mut messages);
+        messages
+    }
+
+    fn compile_errors(tokens: proc_macro2::TokenStream, out: &mut Vec<String>) {
+        let mut after_compile_error = false;
+        for token in tokens {
+            match token {
+                proc_macro2::TokenTree::Ident(ident) => {
+                    after_compile_error = ident == "compile_error";
+                }
+                proc_macro2::TokenTree::Group(group) if after_compile_error => {
+                    let message: syn::LitStr = syn::parse2(group.stream()).expect("a message");
+                    out.push(message.value());
+                    after_compile_error = false;
+                }
+                proc_macro2::TokenTree::Group(group) => compile_errors(group.stream(), out),
+                proc_macro2::TokenTree::Punct(_) | proc_macro2::TokenTree::Literal(_) => {}
+            }
+        }
+    }
+
+    /// Asserts that `body` gives exactly one error, which starts with `first_line`.
+    fn refused(body: proc_macro2::TokenStream, first_line: &str) {
+        let errors = errors(body.clone());
+        assert!(
+            errors.len() == 1 && errors[0].starts_with(first_line),
+            "{body}\nexpected one error starting with {first_line:?}, got {errors:#?}"
+        );
+    }
+
+    #[test]
+    fn copy_is_refused_whatever_it_is_given_and_however_it_is_called() {
+        for body in [
+            quote! { let mut conn = pool.acquire().await?; conn.copy_in_raw("COPY jobs (id) FROM STDIN").await?; },
+            quote! { let mut conn = pool.acquire().await?; let sql = t.to_owned(); conn.copy_in_raw(&sql).await?; },
+            quote! { pool.copy_in_raw(&format!("COPY {} FROM STDIN", t)).await?; },
+            quote! { sqlx::postgres::PgConnection::copy_in_raw(&mut conn, t).await?; },
+        ] {
+            refused(
+                body,
+                "`copy_in_raw` sends a `COPY … FROM STDIN`, which cannot be fenced",
+            );
+        }
+        refused(
+            quote! { let rows = pool.copy_out_raw("COPY jobs TO STDOUT").await?; },
+            "`copy_out_raw` sends a `COPY … TO STDOUT`",
+        );
+    }
+
+    #[test]
+    fn a_generic_executor_called_by_path_is_given_only_sql_the_macro_reads() {
+        refused(
+            quote! { E::execute(ex, sqlx::AssertSqlSafe(format!("DELETE FROM {} WHERE id = $1", t))).await?; },
+            "`#[fenced]` cannot see the SQL this `.execute(..)` sends\nnote: `AssertSqlSafe`",
+        );
+        refused(
+            quote! { <E as sqlx::Executor>::fetch_all(ex, CLAIM_SQL).await?; },
+            "`#[fenced]` cannot see the SQL this `.fetch_all(..)` sends\nnote: a constant",
+        );
+        refused(
+            quote! { E::fetch_optional(ex, t).await?; },
+            "`#[fenced]` cannot see the SQL this `.fetch_optional(..)` sends\nnote: a query is followed only",
+        );
+        // A query made here is followed, and checked: its binds are wrong.
+        let found = errors(quote! {
+            E::execute(ex, sqlx::query("DELETE FROM jobs WHERE leader_fence($1, $2)").bind(fence.token()).bind(fence.role())).await?;
+        });
+        assert!(
+            found.len() == 2 && found[0].contains("is the fence's role"),
+            "{found:#?}"
+        );
+        assert_eq!(
+            errors(quote! {
+                E::execute(ex, sqlx::query("DELETE FROM jobs WHERE leader_fence($1, $2)").bind(fence.role()).bind(fence.token())).await?;
+                sqlx::Executor::fetch_all(&mut *ex, sqlx::query_as::<_, (i64,)>("SELECT id FROM jobs WHERE leader_fence($1, $2) FOR UPDATE").bind(fence.role()).bind(fence.token())).await?;
+            }),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn sql_the_macro_cannot_read_is_refused_on_its_way_to_any_send() {
+        // Whatever receives it: an unknown method, a helper.
+        refused(
+            quote! { ex.run(sqlx::AssertSqlSafe(t.to_owned())).await?; },
+            "`#[fenced]` cannot read SQL wrapped in `AssertSqlSafe`",
+        );
+        refused(
+            quote! { let sql = format!("UPDATE {t} SET taken = true WHERE id = $1"); helper(ex, &sql).await?; },
+            "`#[fenced]` cannot read SQL built with `format!`",
+        );
+        refused(
+            quote! { helper(ex, concat!("DELETE FROM ", TABLE, " WHERE done")).await?; },
+            "`#[fenced]` cannot read SQL built with `concat!`",
+        );
+        // Once, where it is sent: not again for what it wraps.
+        refused(
+            quote! { sqlx::query(sqlx::AssertSqlSafe(format!("DELETE FROM {t}"))).execute(pool).await?; },
+            "a claim must be literal SQL",
+        );
+        refused(
+            quote! { pool.execute(sqlx::AssertSqlSafe(format!("DELETE FROM {t}"))).await?; },
+            "`#[fenced]` cannot see the SQL this `.execute(..)` sends\nnote: `AssertSqlSafe`",
+        );
+        // Text that does not read as SQL is no statement.
+        assert_eq!(
+            errors(quote! {
+                let message = format!("claimed {} rows from {t}", 3);
+                tracing::info!("{message}");
+                let label = format!("{}", t);
+            }),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn prepared_statements_are_refused() {
+        refused(
+            quote! { let stmt = (&mut *conn).prepare(sqlx::SqlStr::from_static("DELETE FROM jobs WHERE leader_fence($1, $2)")).await?; },
+            "`#[fenced]` cannot follow a statement prepared here to where it runs",
+        );
+        refused(
+            quote! { let stmt = E::prepare_with(ex, sql, &[]).await?; },
+            "`#[fenced]` cannot follow a statement prepared here to where it runs",
+        );
+        refused(
+            quote! { let q = sqlx_core::query::query_statement(&stmt); },
+            "`#[fenced]` cannot see the SQL of a statement prepared elsewhere",
+        );
+        refused(
+            quote! { stmt.query().bind(fence.role()).bind(fence.token()).execute(pool).await?; },
+            "`#[fenced]` cannot see the SQL this `.execute(..)` sends",
+        );
+    }
+
+    #[test]
+    fn a_transaction_begun_with_a_literal_statement_is_checked() {
+        assert_eq!(
+            errors(quote! {
+                let mut tx = pool.begin_with("BEGIN ISOLATION LEVEL SERIALIZABLE").await?;
+                let tx2 = sqlx::Transaction::begin(&mut *conn, None).await?;
+                let tx3 = sqlx::Transaction::begin(&mut *conn, Some(sqlx::SqlStr::from_static("BEGIN READ WRITE"))).await?;
+            }),
+            Vec::<String>::new()
+        );
+        refused(
+            quote! { let mut tx = pool.begin_with("BEGIN; DELETE FROM jobs").await?; },
+            "`DELETE FROM jobs` is not gated",
+        );
+        refused(
+            quote! { let mut tx = pool.begin_with(sqlx::AssertSqlSafe(t.to_owned())).await?; },
+            "`#[fenced]` cannot see the SQL this `.begin_with(..)` sends",
+        );
+    }
 }
