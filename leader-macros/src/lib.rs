@@ -97,13 +97,26 @@ pub fn leader_role(args: TokenStream, item: TokenStream) -> TokenStream {
 ///   their `.bind(..)` chains (also through a local rebound at the same block level, and under
 ///   another name given by a `use sqlx::query_as as rows_of;` inside the function: a `use`
 ///   outside it is out of the attribute's sight), and the `query!` family with `query_file!`.
-///   The SQL is a string literal or a `concat!` of literals. `$i` and `$j` of each `leader_fence($i, $j)` must be
-///   bound to the fence parameter's `.role()` and `.token()`. A claim whose binds cannot be
-///   traced (sent through another name for sqlx's functions, a helper, a local passed on, a
-///   generic executor, `PgArguments`) is an error.
-/// * **SQL that is not a literal** (a variable, `format!`, `AssertSqlSafe`, `QueryBuilder`, a
-///   `const` defined elsewhere) is an error where sqlx's functions, macros and `Executor`
-///   methods are called by name; the macro cannot see SQL written outside the function.
+///   The SQL is a string literal or a `concat!` of literals. `$i` and `$j` of each
+///   `leader_fence($i, $j)` must be bound to the fence parameter's `.role()` and `.token()`. A
+///   claim whose binds cannot be traced (sent through another name for sqlx's functions, a
+///   helper, a local passed on, a string given to a generic executor, `PgArguments`) is an
+///   error.
+/// * **Every way sqlx 0.9 sends SQL is in one table** in the macro, each entry saying how its
+///   SQL and binds are found or why it is refused, and a test fails when the pinned sqlx
+///   declares a function that takes SQL and the table lacks it. A method that sends SQL
+///   (`Executor`'s, on a pool, a connection, a transaction, a `PgListener` or a generic executor,
+///   by method or by path as in `E::execute(ex, q)`; `begin_with`) is given a query made in the
+///   function or a literal, which is checked; anything else is an error. `copy_in_raw` and
+///   `copy_out_raw` (a `COPY` cannot be fenced), `prepare`, `prepare_with`, `describe` and
+///   `query_statement` (a prepared statement runs where its binds cannot be traced), and
+///   `QueryBuilder` are errors wherever they are called.
+/// * **SQL that is not a literal** (a variable, `format!`, `AssertSqlSafe`, `include_str!`, a
+///   `const` defined elsewhere, a `concat!` of anything but literals) is an error where it
+///   reaches any of those sends, whatever they are called on. `AssertSqlSafe`, and a `format!`
+///   or `concat!` whose text reads as SQL once its holes are filled, are errors wherever they
+///   are. The macro cannot see SQL written outside the function: a constant handed to a function
+///   it does not know as a send is not seen.
 /// * **The fence parameter** is found by its type's name and confirmed by the compiler to be
 ///   `leader_runtime::Fence` (or `&Fence`): a type of your own named `Fence` does not compile. It
 ///   is never shadowed (except `let fence = fence;`, which `#[async_trait]` writes), reassigned
