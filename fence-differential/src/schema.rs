@@ -2,10 +2,12 @@
 //! migrations, the test roles, the tables and views the grammar names, and the role `alpha`
 //! granted first to a holder that is then superseded, then to the live holder.
 
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use leader_core::lease::{self, Acquired};
 use leader_core::{Fence, Role, Shard, Timings};
+use leader_fence_check::Schema;
 use leader_testkit::TestDb;
 
 use crate::Res;
@@ -53,6 +55,15 @@ ALTER TABLE sink SET (autovacuum_enabled = false);
 ALTER TABLE budget SET (autovacuum_enabled = false);
 ANALYZE q, r, sink, budget;
 ";
+
+/// The columns of [`SCHEMA`]'s tables and views, read as `#[fenced]` reads a crate's migrations.
+pub static COLUMNS: LazyLock<Schema> = LazyLock::new(|| {
+    let mut columns = Schema::new("the differential's schema");
+    columns
+        .read("fence-differential/src/schema.rs", SCHEMA)
+        .expect("the differential's schema parses");
+    columns
+});
 
 /// The database and the two fence tokens of [`ROLE`].
 #[derive(Debug)]

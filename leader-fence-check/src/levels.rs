@@ -106,6 +106,9 @@ pub struct Cte {
 #[derive(Debug, Clone)]
 pub struct Call<'a> {
     pub fields: &'a Fields,
+    pub pos: Pos,
+    /// The aggregate (index into the level's `aggregates`) this call sits in.
+    pub aggregate: Option<usize>,
 }
 
 /// A column reference (`a`, `t.a`, `s.t.a`, `t.*`) or a field selection (`(expr).f`) written
@@ -616,7 +619,11 @@ impl<'a> Levels<'a> {
                 }
             }
             "FuncCall" => {
-                level.calls.push(Call { fields });
+                level.calls.push(Call {
+                    fields,
+                    pos: at.pos,
+                    aggregate: at.aggregate,
+                });
                 if is_aggregate(fields) {
                     let n = level.aggregates.len();
                     level.aggregates.push(Aggregate { pos: at.pos });

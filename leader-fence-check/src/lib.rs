@@ -51,8 +51,10 @@
 //! 1. **Changes.** An `UPDATE`, `DELETE`, `INSERT … SELECT` or `MERGE` (at the top or in a `WITH`
 //!    query, which PostgreSQL runs to completion whatever the rest of the statement does) is
 //!    gated on its rows: it changes only rows that pass every condition of its level.
-//!    `INSERT … SELECT` is gated when its `SELECT` returns no row; `MERGE` when its source is
-//!    empty and it has no `WHEN NOT MATCHED BY SOURCE`, or when every `WHEN` condition is gated.
+//!    `INSERT … SELECT` is gated when its `SELECT` returns no row; `MERGE` when every `WHEN`
+//!    clause acts on no row: it is `DO NOTHING`, its own condition is gated, it is `WHEN
+//!    MATCHED` and the source is empty or the join condition `ON` is gated (no target row is
+//!    then matched), or it is `WHEN NOT MATCHED [BY TARGET]` and the source is empty.
 //!    `INSERT … VALUES` never is.
 //! 2. **Locks, where PostgreSQL takes them.** A locking clause locks the rows of the tables of
 //!    its level as the level reads them, and pushes itself into each sub-select of its `FROM`,
@@ -60,10 +62,18 @@
 //!    them; a table may be a view PostgreSQL cannot flatten, locked the same way. So every level
 //!    a lock lands in must read no row for a superseded leader: it has a one-time fence, or it
 //!    is never evaluated (an enclosing level's one-time fence covers it). A gate on rows (`IN`, a
-//!    join) is too late for a lock.
+//!    join) is too late for such a lock. On a relation the [`Schema`] knows as a table
+//!    (`CREATE TABLE`, not a view, a foreign table or a table with rules), PostgreSQL locks the
+//!    rows the level returns, after every condition of it, so there a gate on rows is in time.
 //! 3. **The result.** A claim returns no row to a superseded leader.
-//! 4. **Calls.** A function can change or lock rows, so a statement may call only the built-ins
-//!    in [`KNOWN_FUNCTIONS`] and `leader_fence` (bare or schema-qualified). PostgreSQL also calls
+//! 4. **Calls.** A function can change or lock rows, so a statement may call anywhere only the
+//!    built-ins in [`KNOWN_FUNCTIONS`], `leader_fence` (bare or schema-qualified), and the
+//!    functions the [`Schema`] creates `STABLE` or `IMMUTABLE` (PostgreSQL refuses to change or
+//!    lock rows in those). A `VOLATILE` function the schema creates (and no aggregate of that
+//!    name) may stand only where PostgreSQL does not evaluate it for a superseded leader: on the
+//!    rows of a gated level, as a column reference may. Any other function (one the schema does
+//!    not create, which may be an aggregate, evaluated once even on no rows) is refused.
+//!    PostgreSQL also calls
 //!    a function without a call in the text: `t.f` and `(t).f` are the column `f` of `t` where
 //!    `t` has one, and a call `f(t)` otherwise (attribute notation). PostgreSQL decides by the
 //!    table's columns, and so does this rule: `t.f` is a column where `t` is a table or view the

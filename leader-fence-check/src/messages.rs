@@ -156,15 +156,29 @@ impl<'s> Messages<'s> {
         }
     }
 
-    pub fn unknown_function(&self, name: &[String], at: Range<usize>) -> SqlError {
+    pub fn unknown_function(
+        &self,
+        name: &[String],
+        at: Range<usize>,
+        what: &str,
+        why: Option<String>,
+    ) -> SqlError {
+        let when = why.map_or_else(
+            || "PostgreSQL may evaluate it for a superseded leader".to_owned(),
+            |why| format!("PostgreSQL may evaluate it for a superseded leader: {why}"),
+        );
         SqlError {
             message: format!(
                 "`#[fenced]` cannot see what `{}(..)` does, and a function can change or lock \
-                 rows\nnote: at {}\nhelp: compute the value before the claim and bind it, or \
-                 call only the built-in functions listed in \
-                 `leader_fence_check::KNOWN_FUNCTIONS`",
+                 rows\nnote: {what}\nnote: {when}\nnote: at {}\nhelp: call a VOLATILE function \
+                 of your migrations only where the fence has already held, on the rows of a \
+                 query whose WHERE has `{}` as a top-level AND condition (its select list, SET, \
+                 RETURNING, or a condition that reads its columns), or compute the value before \
+                 the claim and bind it; STABLE and IMMUTABLE functions, and the built-ins in \
+                 `leader_fence_check::KNOWN_FUNCTIONS`, may stand anywhere",
                 name.join("."),
-                self.place(&at)
+                self.place(&at),
+                self.fix.trim_start_matches("AND "),
             ),
             at: Some(at),
         }

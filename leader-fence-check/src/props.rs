@@ -117,19 +117,31 @@ impl<'l, 'a> Props<'l, 'a> {
                 None => false,
             },
             Kind::Merge => {
-                let (source_empty, by_source) = self.merge_source(level);
+                let (source_empty, _) = self.merge_source(level);
+                let gates = |condition: Option<&Value>| {
+                    let mut conjuncts = Vec::new();
+                    if let Some(condition) = condition {
+                        crate::levels::split_and(condition, &mut conjuncts);
+                    }
+                    conjuncts.iter().any(|c| self.conjunct_gates(c))
+                };
+                // A join condition false for every pair leaves no target row matched.
+                let on_gates = gates(fields.get("join_condition"));
                 let whens: Vec<&Fields> = children(fields, "merge_when_clauses")
                     .map(|(_, w)| w)
                     .collect();
-                let every_when = !whens.is_empty()
+                // Every clause acts on no row: it does nothing, its own condition gates it, or
+                // the rows it acts on are gone (a matched or source row, when the source is
+                // empty; a matched row, when the join condition gates). A `WHEN NOT MATCHED BY
+                // SOURCE` acts on target rows whatever the source holds.
+                !whens.is_empty()
                     && whens.iter().all(|when| {
-                        let mut conjuncts = Vec::new();
-                        if let Some(condition) = when.get("condition") {
-                            crate::levels::split_and(condition, &mut conjuncts);
-                        }
-                        conjuncts.iter().any(|c| self.conjunct_gates(c))
-                    });
-                (source_empty && !by_source) || every_when
+                        let kind = int(when, "match_kind");
+                        int(when, "command_type") == CMD_NOTHING
+                            || gates(when.get("condition"))
+                            || (kind == MERGE_WHEN_MATCHED && (on_gates || source_empty))
+                            || (kind == MERGE_WHEN_NOT_MATCHED_BY_TARGET && source_empty)
+                    })
             }
         }
     }

@@ -10,6 +10,7 @@ use crate::levels::{Kind, Levels, Pos, Source};
 use crate::messages::{Effect, Messages};
 use crate::names::{possible_call, shown};
 use crate::props::Props;
+use crate::schema::Routine;
 use crate::tree::{Fields, Statement, child, children, function_name, has, int, location, node};
 use crate::{FenceCall, ShardParams, SqlError, functions, position, shards};
 
@@ -144,10 +145,47 @@ impl Rules<'_, '_, '_> {
             } else if shards::is_shard_of(&name) {
                 // The framework's shard helper: IMMUTABLE SQL that reads no table.
             } else if functions::known(&name).is_none() {
-                self.claim = true;
-                self.errors.push(self.messages.unknown_function(&name, at));
+                let routine = match (self.levels.schema, name.split_last()) {
+                    (Some(schema), Some((last, namespace))) => {
+                        schema.routine(namespace.last().map(String::as_str), last)
+                    }
+                    _ => Routine::Unknown(
+                        "`#[fenced]` was given no schema to tell what it is".to_owned(),
+                    ),
+                };
+                match routine {
+                    Routine::ReadOnly => {}
+                    // It may change rows for the live leader, so the statement is a claim, and
+                    // it is refused where PostgreSQL may evaluate it for a superseded leader.
+                    Routine::Volatile(what) => {
+                        self.claim = true;
+                        if self.evaluated(level, call.pos, call.aggregate) {
+                            let why = self.why_evaluated(level, call.pos);
+                            self.errors
+                                .push(self.messages.unknown_function(&name, at, &what, why));
+                        }
+                    }
+                    Routine::Unknown(what) => {
+                        self.claim = true;
+                        self.errors
+                            .push(self.messages.unknown_function(&name, at, &what, None));
+                    }
+                }
             }
         }
+    }
+
+    /// Whether PostgreSQL may evaluate an expression at `pos` of `level` (inside aggregate
+    /// `aggregate` of it, if any) for a superseded leader.
+    fn evaluated(&self, level: usize, pos: Pos, aggregate: Option<usize>) -> bool {
+        if self.props.hoisted(level, pos) {
+            return true;
+        }
+        self.props.reached(level)
+            && match aggregate {
+                Some(a) => self.props.aggregate_arguments_live(level, a),
+                None => self.props.live(level, pos),
+            }
     }
 
     /// A reference PostgreSQL may read as a call is refused wherever PostgreSQL may evaluate it
@@ -157,20 +195,12 @@ impl Rules<'_, '_, '_> {
     /// may call a function that changes rows, so the statement must return nothing to a
     /// superseded one.
     fn possible_calls(&mut self, level: usize) {
-        let reached = self.props.reached(level);
         for r in &self.levels.levels[level].refs {
             let Some(call) = possible_call(self.levels, level, r) else {
                 continue;
             };
             self.claim = true;
-            if !reached {
-                continue;
-            }
-            let live = match r.aggregate {
-                Some(a) => self.props.aggregate_arguments_live(level, a),
-                None => self.props.live(level, r.pos),
-            };
-            if !live {
+            if !self.evaluated(level, r.pos, r.aggregate) {
                 continue;
             }
             let at = r.at.map(|start| self.reference_range(start, r));
@@ -258,7 +288,7 @@ impl Rules<'_, '_, '_> {
                     continue;
                 }
                 let found = match item.source {
-                    Source::Table(_) => (!self.reads_nothing(level)).then_some((level, None)),
+                    Source::Table(table) => self.lock_lands(level, table).then_some((level, None)),
                     Source::Subquery(sub) => self.pushed_lock(sub, &item.name),
                     _ => None,
                 };
@@ -287,7 +317,9 @@ impl Rules<'_, '_, '_> {
         let s = &self.levels.levels[sub];
         for item in &s.items {
             let found = match item.source {
-                Source::Table(_) => Some((sub, Some(name.to_owned()))),
+                Source::Table(table) => self
+                    .lock_lands(sub, table)
+                    .then(|| (sub, Some(name.to_owned()))),
                 Source::Subquery(deeper) => self.pushed_lock(deeper, name),
                 _ => None,
             };
@@ -296,6 +328,22 @@ impl Rules<'_, '_, '_> {
             }
         }
         matches!(s.kind, Kind::SetOp(_) | Kind::Values).then(|| (sub, Some(name.to_owned())))
+    }
+
+    /// Whether a lock on a table of `level` may land on a row for a superseded leader. On a
+    /// table the schema knows as one, PostgreSQL locks the rows the level returns, after all
+    /// of its conditions, so a gate on rows is in time; on anything else (a view it may not
+    /// flatten, a foreign table) the lock may land on rows as they are read.
+    fn lock_lands(&self, level: usize, table: usize) -> bool {
+        if self.reads_nothing(level) {
+            return false;
+        }
+        let table = &self.levels.tables[table];
+        let is_table = self
+            .levels
+            .schema
+            .is_some_and(|schema| schema.is_table(table.namespace.as_deref(), &table.name));
+        !(is_table && self.props.gated(level))
     }
 
     /// Whether a level reads no row when the fence is false.

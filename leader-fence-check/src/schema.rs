@@ -14,6 +14,7 @@ use crate::names::target_names;
 use crate::tree::{self, Fields, child, children, int, node, text};
 
 /// `ObjectType` values of PostgreSQL's parse tree.
+const OBJECT_AGGREGATE: i64 = 2;
 const OBJECT_ATTRIBUTE: i64 = 5;
 const OBJECT_COLUMN: i64 = 7;
 const OBJECT_FOREIGN_TABLE: i64 = 19;
@@ -50,6 +51,11 @@ const AT_DROP_COLUMN: i64 = 14;
 #[derive(Debug, Clone, Default)]
 pub struct Schema {
     relations: Vec<Relation>,
+    /// Every function and aggregate created, one per `CREATE`, never removed (a dropped one
+    /// fails to run, and keeping it only makes a lookup more careful).
+    functions: Vec<Function>,
+    /// The first text that did not parse, after which any function may have been created.
+    unreadable: Option<String>,
     /// Where the DDL was read from, for messages: "the migrations in `migrations/`".
     read_from: String,
     /// How to declare a relation the DDL does not define, for messages.
@@ -66,6 +72,40 @@ struct Relation {
     columns: Result<Vec<String>, String>,
     /// Where the relation was last defined or changed.
     defined_in: String,
+    kind: RelationKind,
+}
+
+/// What a relation is, as far as locks go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RelationKind {
+    /// A table: a locking query locks the rows it returns, after every condition.
+    Table,
+    /// A view, a foreign table, a composite type or a table with rules: a lock may land on
+    /// rows as they are read, or somewhere else.
+    Other,
+}
+
+/// A function or aggregate the DDL creates.
+#[derive(Debug, Clone)]
+struct Function {
+    namespace: Option<String>,
+    name: String,
+    /// `VOLATILE` (the default), or changed by an `ALTER FUNCTION` the schema does not follow.
+    volatile: bool,
+    aggregate: bool,
+    defined_in: String,
+}
+
+/// What the schema says of a function the rules do not know as a built-in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Routine {
+    /// Every function of that name is `STABLE` or `IMMUTABLE`, and none is an aggregate:
+    /// PostgreSQL refuses a data-changing or row-locking statement in such a function.
+    ReadOnly,
+    /// A function, not an aggregate, that may change or lock rows where it is evaluated.
+    Volatile(String),
+    /// Nothing is known of it, or it may be an aggregate (evaluated even on no rows): why.
+    Unknown(String),
 }
 
 /// What the schema says of `t.f`.
@@ -84,6 +124,8 @@ impl Schema {
     pub fn new(read_from: impl Into<String>) -> Schema {
         Schema {
             relations: Vec::new(),
+            functions: Vec::new(),
+            unreadable: None,
             read_from: read_from.into(),
             declare: None,
         }
@@ -120,6 +162,8 @@ impl Schema {
             }
             Err(message) => {
                 let why = format!("`{origin}` does not parse ({message}), and may change it");
+                self.unreadable
+                    .get_or_insert_with(|| format!("`{origin}` does not parse ({message})"));
                 for relation in &mut self.relations {
                     relation.columns = Err(why.clone());
                     origin.clone_into(&mut relation.defined_in);
@@ -167,6 +211,52 @@ impl Schema {
         Column::Known
     }
 
+    /// What the schema says of the function `name` (in schema `namespace`, where one is
+    /// written).
+    pub(crate) fn routine(&self, namespace: Option<&str>, name: &str) -> Routine {
+        let shown = match namespace {
+            Some(namespace) => format!("{namespace}.{name}"),
+            None => name.to_owned(),
+        };
+        if let Some(why) = &self.unreadable {
+            return Routine::Unknown(format!(
+                "the functions the migrations create are not known: {why}"
+            ));
+        }
+        let found: Vec<&Function> = self
+            .functions
+            .iter()
+            .filter(|f| {
+                f.name == name
+                    && match (namespace, &f.namespace) {
+                        (Some(wanted), Some(namespace)) => wanted == namespace,
+                        _ => true,
+                    }
+            })
+            .collect();
+        if found.is_empty() {
+            return Routine::Unknown(format!(
+                "`#[fenced]` found no `CREATE FUNCTION {shown}` in {}, so it may also be an \
+                 aggregate, which PostgreSQL evaluates once even on no rows",
+                self.read_from
+            ));
+        }
+        if let Some(aggregate) = found.iter().find(|f| f.aggregate) {
+            return Routine::Unknown(format!(
+                "`{}` creates an aggregate `{shown}`, which PostgreSQL evaluates once even on \
+                 no rows",
+                aggregate.defined_in
+            ));
+        }
+        match found.iter().find(|f| f.volatile) {
+            Some(volatile) => Routine::Volatile(format!(
+                "`{}` creates `{shown}` VOLATILE (the default), so it may change or lock rows",
+                volatile.defined_in
+            )),
+            None => Routine::ReadOnly,
+        }
+    }
+
     /// The columns of relation `name`, where every relation it may be has the same known ones.
     pub(crate) fn columns(&self, namespace: Option<&str>, name: &str) -> Option<Vec<String>> {
         let mut found = self.matching(namespace, name);
@@ -198,10 +288,17 @@ impl Schema {
             .rposition(|r| r.name == name && r.namespace.as_deref() == namespace)
     }
 
+    /// Whether `name` (in schema `namespace`) is a table in every relation it may be.
+    pub(crate) fn is_table(&self, namespace: Option<&str>, name: &str) -> bool {
+        let mut found = self.matching(namespace, name).peekable();
+        found.peek().is_some() && found.all(|r| r.kind == RelationKind::Table)
+    }
+
     fn define(
         &mut self,
         origin: &str,
         relation: (Option<String>, String),
+        kind: RelationKind,
         columns: Result<Vec<String>, String>,
     ) {
         let (namespace, name) = relation;
@@ -213,6 +310,7 @@ impl Schema {
             name,
             columns,
             defined_in: origin.to_owned(),
+            kind,
         });
     }
 
@@ -236,14 +334,27 @@ impl Schema {
             "CreateStmt" => {
                 if let Some(relation) = range_var(fields.get("relation")) {
                     let columns = self.create_columns(fields);
-                    self.define(origin, relation, columns);
+                    self.define(origin, relation, RelationKind::Table, columns);
                 }
             }
             "CreateForeignTableStmt" => {
-                if let Some(("CreateStmt", base)) = child(fields, "base_stmt") {
-                    self.apply(origin, "CreateStmt", base);
-                } else if let Some(base) = fields.get("base_stmt").and_then(Value::as_object) {
-                    self.apply(origin, "CreateStmt", base);
+                let base = match child(fields, "base_stmt") {
+                    Some(("CreateStmt", base)) => Some(base),
+                    _ => fields.get("base_stmt").and_then(Value::as_object),
+                };
+                if let Some(base) = base
+                    && let Some(relation) = range_var(base.get("relation"))
+                {
+                    let columns = self.create_columns(base);
+                    self.define(origin, relation, RelationKind::Other, columns);
+                }
+            }
+            "RuleStmt" => {
+                if let Some(relation) = range_var(fields.get("relation"))
+                    && let Some(at) = self.position(relation.0.as_deref(), &relation.1)
+                {
+                    self.relations[at].kind = RelationKind::Other;
+                    origin.clone_into(&mut self.relations[at].defined_in);
                 }
             }
             "CompositeTypeStmt" => {
@@ -252,7 +363,7 @@ impl Schema {
                         .filter(|(kind, _)| *kind == "ColumnDef")
                         .map(|(_, def)| text(def, "colname").to_owned())
                         .collect();
-                    self.define(origin, relation, Ok(columns));
+                    self.define(origin, relation, RelationKind::Other, Ok(columns));
                 }
             }
             "CreateTableAsStmt" => {
@@ -260,14 +371,19 @@ impl Schema {
                 if let Some(relation) = into.and_then(|into| range_var(into.get("rel"))) {
                     let named = strings(into.and_then(|into| into.get("col_names")));
                     let columns = self.query_columns(child(fields, "query"), named);
-                    self.define(origin, relation, columns);
+                    let kind = if int(fields, "objtype") == OBJECT_MATVIEW {
+                        RelationKind::Other
+                    } else {
+                        RelationKind::Table
+                    };
+                    self.define(origin, relation, kind, columns);
                 }
             }
             "ViewStmt" => {
                 if let Some(relation) = range_var(fields.get("view")) {
                     let named = strings(fields.get("aliases"));
                     let columns = self.query_columns(child(fields, "query"), named);
-                    self.define(origin, relation, columns);
+                    self.define(origin, relation, RelationKind::Other, columns);
                 }
             }
             "AlterTableStmt" => {
@@ -297,6 +413,26 @@ impl Schema {
                 }
             }
             "RenameStmt" => self.rename(origin, fields),
+            "CreateFunctionStmt" if fields.get("is_procedure") != Some(&Value::Bool(true)) => {
+                let names = strings(fields.get("funcname"));
+                let volatile = children(fields, "options")
+                    .filter(|(kind, _)| *kind == "DefElem")
+                    .filter(|(_, option)| text(option, "defname") == "volatility")
+                    .filter_map(|(_, option)| child(option, "arg"))
+                    .all(|(_, arg)| text(arg, "sval") == "volatile");
+                self.function(origin, &names, volatile, false);
+            }
+            "DefineStmt" if int(fields, "kind") == OBJECT_AGGREGATE => {
+                let names = strings(fields.get("defnames"));
+                self.function(origin, &names, true, true);
+            }
+            "AlterFunctionStmt" => {
+                // Whatever it changes, the function is counted as VOLATILE from here.
+                if let Some(func) = fields.get("func").and_then(Value::as_object) {
+                    let names = strings(func.get("objname"));
+                    self.function(origin, &names, true, false);
+                }
+            }
             "AlterObjectSchemaStmt" => {
                 let moves_relation = matches!(
                     int(fields, "object_type"),
@@ -341,6 +477,18 @@ impl Schema {
                 }
             }
             _ => {}
+        }
+    }
+
+    fn function(&mut self, origin: &str, names: &[String], volatile: bool, aggregate: bool) {
+        if let Some((name, namespace)) = names.split_last() {
+            self.functions.push(Function {
+                namespace: namespace.last().cloned(),
+                name: name.clone(),
+                volatile,
+                aggregate,
+                defined_in: origin.to_owned(),
+            });
         }
     }
 
@@ -555,6 +703,31 @@ mod tests {
     }
 
     #[test]
+    fn tables_are_told_from_views_foreign_tables_and_types() {
+        let s = schema(
+            &["CREATE TABLE q (id int); CREATE VIEW v AS SELECT id FROM q;
+             CREATE MATERIALIZED VIEW m AS SELECT id FROM q; CREATE TABLE t2 AS SELECT id FROM q;
+             CREATE FOREIGN TABLE f (id int) SERVER remote; CREATE TYPE pair AS (a int);
+             CREATE TABLE ruled (id int);
+             CREATE RULE r AS ON UPDATE TO ruled DO INSTEAD NOTHING;
+             CREATE TABLE app.jobs (id int); CREATE VIEW jobs AS SELECT 1 AS id;"],
+        );
+        assert!(s.is_table(None, "q"));
+        assert!(s.is_table(None, "t2"));
+        for other in ["v", "m", "f", "pair", "ruled", "nowhere"] {
+            assert!(!s.is_table(None, other), "{other}");
+        }
+        assert!(
+            !s.is_table(None, "jobs"),
+            "unqualified, `jobs` may be the view"
+        );
+        assert!(
+            !s.is_table(Some("app"), "jobs"),
+            "the view's schema is not written"
+        );
+    }
+
+    #[test]
     fn schemas_drops_and_names_in_several_schemas() {
         let s = schema(&[
             "CREATE TABLE app.jobs (id bigint, a int); CREATE TABLE public.jobs (id bigint, b int);
@@ -570,6 +743,40 @@ mod tests {
             Column::NoRelation(_)
         ));
         assert_eq!(s.column(Some("archive"), "moved", "id"), Column::Known);
+    }
+
+    #[test]
+    fn functions_by_volatility_and_aggregates() {
+        let s = schema(&[
+            "CREATE FUNCTION grab(q) RETURNS int LANGUAGE sql AS $$ SELECT 1 $$;
+             CREATE FUNCTION label(int) RETURNS text STABLE LANGUAGE sql AS $$ SELECT 'x' $$;
+             CREATE OR REPLACE FUNCTION app.pure(int) RETURNS int IMMUTABLE PARALLEL SAFE
+                 LANGUAGE sql AS $$ SELECT $1 $$;
+             CREATE FUNCTION shifty(int) RETURNS int STABLE LANGUAGE sql AS $$ SELECT 1 $$;
+             ALTER FUNCTION shifty(int) VOLATILE;
+             CREATE FUNCTION total_step(int, int) RETURNS int IMMUTABLE LANGUAGE sql
+                 AS $$ SELECT $1 + $2 $$;
+             CREATE AGGREGATE total(int) (sfunc = total_step, stype = int);
+             CREATE PROCEDURE run_it() LANGUAGE sql AS $$ SELECT 1 $$;",
+        ]);
+        assert!(
+            matches!(s.routine(None, "grab"), Routine::Volatile(why) if why.contains("VOLATILE"))
+        );
+        assert_eq!(s.routine(None, "label"), Routine::ReadOnly);
+        assert_eq!(s.routine(Some("app"), "pure"), Routine::ReadOnly);
+        assert!(matches!(s.routine(None, "shifty"), Routine::Volatile(_)));
+        assert!(
+            matches!(s.routine(None, "total"), Routine::Unknown(why) if why.contains("aggregate"))
+        );
+        assert!(matches!(s.routine(None, "run_it"), Routine::Unknown(_)));
+        assert!(
+            matches!(s.routine(None, "nowhere"), Routine::Unknown(why) if why.contains("no `CREATE FUNCTION nowhere`"))
+        );
+        let mut s = s;
+        assert!(s.read("bad.sql", "CREATE FUNCTI").is_err());
+        assert!(
+            matches!(s.routine(None, "label"), Routine::Unknown(why) if why.contains("`bad.sql` does not parse"))
+        );
     }
 
     #[test]

@@ -159,7 +159,11 @@ pub mod enums {
     pub const JOIN_FULL: i64 = 3;
     pub const JOIN_RIGHT: i64 = 4;
 
+    pub const MERGE_WHEN_MATCHED: i64 = 1;
     pub const MERGE_WHEN_NOT_MATCHED_BY_SOURCE: i64 = 2;
+    pub const MERGE_WHEN_NOT_MATCHED_BY_TARGET: i64 = 3;
+
+    pub const CMD_NOTHING: i64 = 8;
 
     pub const LCS_FORKEYSHARE: i64 = 2;
     pub const LCS_FORSHARE: i64 = 3;

@@ -461,6 +461,19 @@ fn insert_select_and_merge() {
         "MERGE INTO jobs USING (SELECT id AS qid FROM queue) q ON id = q.qid
          WHEN MATCHED AND leader_fence($1, $2) THEN UPDATE SET runs = runs + 1",
     );
+    // A fenced join condition matches no target row: `WHEN MATCHED` acts on none, and a
+    // clause that does nothing needs no gate.
+    accepted(
+        "MERGE INTO jobs USING (SELECT id AS qid FROM queue) q ON id = q.qid AND leader_fence($1, $2)
+         WHEN MATCHED AND q.qid > 0 THEN UPDATE SET runs = runs + 1
+         WHEN MATCHED THEN DELETE
+         WHEN NOT MATCHED THEN DO NOTHING",
+    );
+    // But every source row is then unmatched, and every target row unmatched by the source.
+    refused(
+        "MERGE INTO jobs USING (SELECT id AS qid FROM queue) q ON id = q.qid AND leader_fence($1, $2)
+         WHEN MATCHED THEN DELETE WHEN NOT MATCHED BY SOURCE THEN DELETE",
+    );
 }
 #[test]
 fn reads_are_not_claims_but_their_result_is_gated_when_they_claim() {

@@ -134,3 +134,99 @@ fn a_column_dropped_later_is_no_column() {
         "{e:?}"
     );
 }
+
+const FUNCTIONS: &str = "
+CREATE FUNCTION notify_claimed(bigint) RETURNS void LANGUAGE sql
+    AS $$ SELECT pg_notify('claimed', $1::text) $$;
+CREATE FUNCTION price(bigint) RETURNS numeric STABLE LANGUAGE sql AS $$ SELECT 1.0 $$;
+CREATE FUNCTION add_up(bigint, bigint) RETURNS bigint IMMUTABLE LANGUAGE sql AS $$ SELECT $1 + $2 $$;
+CREATE AGGREGATE sum_up(bigint) (sfunc = add_up, stype = bigint);
+";
+
+fn with_functions() -> Schema {
+    let mut schema = schema();
+    schema
+        .read("migrations/0002_functions.sql", FUNCTIONS)
+        .unwrap();
+    schema
+}
+
+#[test]
+fn a_volatile_function_of_the_migrations_stands_where_the_fence_has_held() {
+    let schema = with_functions();
+    // On the rows of a fenced level: PostgreSQL never evaluates it for a superseded leader.
+    for sql in [
+        "UPDATE jobs SET owner = $3 WHERE leader_fence($1, $2) AND due < now()
+          RETURNING notify_claimed(id)",
+        "SELECT notify_claimed(id) FROM jobs WHERE leader_fence($1, $2) FOR UPDATE SKIP LOCKED",
+    ] {
+        assert!(
+            !check(sql).errors.is_empty(),
+            "refused without the schema: {sql}"
+        );
+        assert_eq!(errors(sql, &schema), Vec::<String>::new(), "{sql}");
+    }
+    // In a LIMIT, and in a condition that reads no column: evaluated before the fence.
+    let e = errors(
+        "SELECT id FROM jobs WHERE leader_fence($1, $2)
+          LIMIT (SELECT count(*) FROM batch WHERE notify_claimed(1) IS NULL) FOR UPDATE",
+        &schema,
+    );
+    assert!(
+        e[0].contains("cannot see what `notify_claimed(..)` does"),
+        "{e:?}"
+    );
+    assert!(e[0].contains("creates `notify_claimed` VOLATILE"), "{e:?}");
+    let e = errors(
+        "UPDATE jobs SET owner = $3 WHERE leader_fence($1, $2) AND notify_claimed(7) IS NULL",
+        &schema,
+    );
+    assert!(e[0].contains("reads no column"), "{e:?}");
+}
+
+#[test]
+fn stable_functions_stand_anywhere_and_aggregates_and_unknown_ones_nowhere() {
+    let schema = with_functions();
+    let sql = "UPDATE jobs SET owner = $3 WHERE leader_fence($1, $2) AND price(7) > 0";
+    assert!(!check(sql).errors.is_empty());
+    assert_eq!(errors(sql, &schema), Vec::<String>::new());
+    // An aggregate runs its final function once even on no rows.
+    let e = errors(
+        "SELECT sum_up(id) FROM jobs WHERE leader_fence($1, $2) GROUP BY owner",
+        &schema,
+    );
+    assert!(e[0].contains("creates an aggregate `sum_up`"), "{e:?}");
+    // A function the migrations do not create may be an aggregate.
+    let e = errors(
+        "UPDATE jobs SET owner = $3 WHERE leader_fence($1, $2) RETURNING elsewhere(id)",
+        &schema,
+    );
+    assert!(
+        e[0].contains("found no `CREATE FUNCTION elsewhere` in the migrations in `migrations/`"),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn a_gate_on_rows_is_in_time_for_a_lock_on_a_table_not_on_a_view() {
+    let schema = schema();
+    // PostgreSQL locks a table's rows as the query returns them, after the semi-join that the
+    // fenced sub-select empties.
+    let on_table = "SELECT id FROM jobs
+                     WHERE id IN (SELECT id FROM batch WHERE leader_fence($1, $2))
+                       FOR UPDATE SKIP LOCKED";
+    assert!(
+        !check(on_table).errors.is_empty(),
+        "refused without the schema"
+    );
+    assert_eq!(errors(on_table, &schema), Vec::<String>::new());
+    // A view it may not flatten runs as a query of its own, and the lock is pushed into it.
+    let e = errors(&on_table.replace("FROM jobs", "FROM due_jobs"), &schema);
+    assert!(e[0].contains("may be a view"), "{e:?}");
+    // A table the schema does not know may be such a view.
+    let e = errors(
+        &on_table.replace("FROM jobs", "FROM archived_jobs"),
+        &schema,
+    );
+    assert!(e[0].contains("may be a view"), "{e:?}");
+}
