@@ -66,6 +66,9 @@ const TASKS: &str = "CREATE TABLE tasks (id bigserial PRIMARY KEY);
 const TAKEN_JOBS: &str = "CREATE TABLE jobs (id bigserial PRIMARY KEY,
         taken boolean NOT NULL DEFAULT false);
     INSERT INTO jobs SELECT FROM generate_series(1, 5);";
+const SEND_FORMS: &str = "CREATE TABLE send_forms (id bigserial PRIMARY KEY,
+        taken boolean NOT NULL);
+    INSERT INTO send_forms (taken) SELECT i % 2 = 0 FROM generate_series(1, 10) i;";
 const BILLING: &str = concat!(
     include_str!("../../examples/migrations/20261201000200_billing.up.sql"),
     "
@@ -240,6 +243,12 @@ const CASES: &[Case] = &[
         setup: BILLING,
         tables: BILLING_TABLES,
         params: &[(5, 10)],
+    },
+    Case {
+        marker: "send_forms",
+        setup: SEND_FORMS,
+        tables: &["send_forms"],
+        params: &[],
     },
 ];
 

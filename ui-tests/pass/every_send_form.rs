@@ -6,23 +6,24 @@ use sqlx::{Executor, PgConnection, PgPool};
 
 #[fenced]
 async fn through_the_query(pool: &PgPool, fence: &Fence) -> sqlx::Result<()> {
-    sqlx::query("UPDATE jobs SET taken = true WHERE NOT taken AND leader_fence($1, $2)")
+    sqlx::query("UPDATE send_forms SET taken = true WHERE NOT taken AND leader_fence($1, $2)")
         .bind(fence.role())
         .bind(fence.token())
         .execute(pool)
         .await?;
     let _: Vec<(i64,)> =
-        sqlx::query_as("SELECT id FROM jobs WHERE leader_fence($1, $2) FOR UPDATE")
+        sqlx::query_as("SELECT id FROM send_forms WHERE leader_fence($1, $2) FOR UPDATE")
             .bind(fence.role())
             .bind(fence.token())
             .fetch_all(pool)
             .await?;
-    let _: Option<i64> =
-        sqlx::query_scalar("DELETE FROM jobs WHERE taken AND leader_fence($1, $2) RETURNING id")
-            .bind(fence.role())
-            .bind(fence.token())
-            .fetch_optional(pool)
-            .await?;
+    let _: Option<i64> = sqlx::query_scalar(
+        "DELETE FROM send_forms WHERE taken AND leader_fence($1, $2) RETURNING id",
+    )
+    .bind(fence.role())
+    .bind(fence.token())
+    .fetch_optional(pool)
+    .await?;
     Ok(())
 }
 
@@ -33,13 +34,13 @@ async fn through_executors(
     fence: &Fence,
 ) -> sqlx::Result<()> {
     pool.execute(
-        sqlx::query("UPDATE jobs SET taken = true WHERE NOT taken AND leader_fence($1, $2)")
+        sqlx::query("UPDATE send_forms SET taken = true WHERE NOT taken AND leader_fence($1, $2)")
             .bind(fence.role())
             .bind(fence.token()),
     )
     .await?;
     conn.fetch_optional(
-        sqlx::query("DELETE FROM jobs WHERE taken AND leader_fence($1, $2) RETURNING id")
+        sqlx::query("DELETE FROM send_forms WHERE taken AND leader_fence($1, $2) RETURNING id")
             .bind(fence.role())
             .bind(fence.token()),
     )
@@ -47,7 +48,7 @@ async fn through_executors(
     let mut tx = pool
         .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ")
         .await?;
-    let q = sqlx::query("UPDATE jobs SET taken = false WHERE taken AND leader_fence($1, $2)");
+    let q = sqlx::query("UPDATE send_forms SET taken = false WHERE taken AND leader_fence($1, $2)");
     let q = q.bind(fence.role()).bind(fence.token());
     sqlx::Executor::execute(&mut *tx, q).await?;
     tx.commit().await
@@ -60,7 +61,7 @@ async fn through_a_generic_executor<'e, E: sqlx::PgExecutor<'e>>(
 ) -> sqlx::Result<u64> {
     let done = E::execute(
         ex,
-        sqlx::query("DELETE FROM jobs WHERE taken AND leader_fence($1, $2)")
+        sqlx::query("DELETE FROM send_forms WHERE taken AND leader_fence($1, $2)")
             .bind(fence.role())
             .bind(fence.token()),
     )
