@@ -4,8 +4,10 @@
 //! sqlx 0.9 that takes SQL, with how its SQL and binds are found or why it is refused. Followed
 //! and checked: the query functions (`query`, `query_as`, `query_scalar`, their `_with` forms,
 //! `raw_sql`) and their `.bind(..)` chains; the `query!` family, `query_file!` included; a
-//! string or a query made here handed to a method that sends it, by any receiver or by path
-//! (`pool.execute("…")`, `E::execute(ex, q)`, `pool.begin_with("BEGIN …")`); and a query kept in
+//! string or a query made here handed to a method that sends it, on any receiver or by the path
+//! `Executor::…` (`pool.execute("…")`, `pool.begin_with("BEGIN …")`), and a query made here
+//! handed to one by any other path (`E::execute(ex, q)`, where a string literal is checked as a
+//! string the body holds, since the path may not be sqlx's); and a query kept in
 //! a local and bound further with `let q = q.bind(..)` or `q = q.bind(..)` at the block level it
 //! was declared at. Their SQL is a string literal or a `concat!` of literals (nested `concat!`
 //! included). sqlx's query functions are also followed under another name given by a

@@ -39,8 +39,9 @@ pub enum Handling {
     },
     /// Sends what parameter `sql` (counted with `self`) is given: a query made here by a
     /// [`Handling::Query`] function or a query macro is followed; a literal or `concat!` of
-    /// literals is checked as one message of the simple query protocol; anything else is
-    /// refused, since its SQL cannot be seen.
+    /// literals is checked as one message of the simple query protocol (called by a path other
+    /// than `Executor::…`, as a string the body holds: the path may not be sqlx's); anything
+    /// else is refused, since its SQL cannot be seen.
     Sends { sql: usize },
     /// A `query!`-family macro: its SQL (or, for `query_file*!`, the file it names) is read and
     /// checked, its binds are the arguments after the SQL.
