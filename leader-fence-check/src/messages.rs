@@ -156,21 +156,26 @@ impl<'s> Messages<'s> {
         }
     }
 
+    /// `evaluated`: for a function that may stand where it is not evaluated, why it may be
+    /// here (`Some(None)` when no reason is known); `None` for one refused anywhere.
     pub fn unknown_function(
         &self,
         name: &[String],
         at: Range<usize>,
         what: &str,
-        why: Option<String>,
+        evaluated: Option<Option<String>>,
     ) -> SqlError {
-        let when = why.map_or_else(
-            || "PostgreSQL may evaluate it for a superseded leader".to_owned(),
-            |why| format!("PostgreSQL may evaluate it for a superseded leader: {why}"),
-        );
+        let when = match evaluated {
+            None => String::new(),
+            Some(None) => "\nnote: PostgreSQL may evaluate it for a superseded leader".to_owned(),
+            Some(Some(why)) => {
+                format!("\nnote: PostgreSQL may evaluate it for a superseded leader: {why}")
+            }
+        };
         SqlError {
             message: format!(
                 "`#[fenced]` cannot see what `{}(..)` does, and a function can change or lock \
-                 rows\nnote: {what}\nnote: {when}\nnote: at {}\nhelp: call a VOLATILE function \
+                 rows\nnote: {what}{when}\nnote: at {}\nhelp: call a VOLATILE function \
                  of your migrations only where the fence has already held, on the rows of a \
                  query whose WHERE has `{}` as a top-level AND condition (its select list, SET, \
                  RETURNING, or a condition that reads its columns), or compute the value before \

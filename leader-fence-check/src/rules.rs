@@ -161,8 +161,12 @@ impl Rules<'_, '_, '_> {
                         self.claim = true;
                         if self.evaluated(level, call.pos, call.aggregate) {
                             let why = self.why_evaluated(level, call.pos);
-                            self.errors
-                                .push(self.messages.unknown_function(&name, at, &what, why));
+                            self.errors.push(self.messages.unknown_function(
+                                &name,
+                                at,
+                                &what,
+                                Some(why),
+                            ));
                         }
                     }
                     Routine::Unknown(what) => {

@@ -26,6 +26,31 @@ struct Found {
     file: PathBuf,
 }
 
+impl Found {
+    /// The claim checked as `#[fenced]` checks it: with the columns, functions and tables of
+    /// the migrations of the crate it is in (and the `leader-tables.sql` beside them).
+    fn check(&self) -> leader_fence_check::Checked {
+        let crate_dir = self
+            .file
+            .ancestors()
+            .find(|dir| dir.join("Cargo.toml").is_file())
+            .expect("a source file is inside a crate");
+        let mut schema = leader_fence_check::Schema::new(crate_dir.display().to_string());
+        let files = leader_role_check::migration_files(&crate_dir.join("migrations"), crate_dir)
+            .expect("read the crate's migrations");
+        for file in files.into_iter().flatten() {
+            schema.read(&file.shown, &file.sql).expect("a migration parses");
+        }
+        if let Ok(declared) = std::fs::read_to_string(crate_dir.join("leader-tables.sql")) {
+            schema.read("leader-tables.sql", &declared).expect("it parses");
+        }
+        leader_fence_check::check_with(
+            &self.sql,
+            &leader_fence_check::Hints::default().with_schema(&schema),
+        )
+    }
+}
+
 /// How to run the claims that contain `marker`: the tables to make, and the values of the
 /// placeholders that are not the fence's.
 struct Case {
@@ -92,7 +117,60 @@ const BILLING_TABLES: &[&str] = &[
     "webhook_deliveries",
 ];
 
+/// The tables and function of `ui-tests/migrations/0004_tables.sql` and
+/// `ui-tests/leader-tables.sql`, seeded so that each claim on them claims rows live.
+const SCHEMA_TABLES: &str = "CREATE TABLE jobs (id bigint PRIMARY KEY, owner text,
+        runs int NOT NULL DEFAULT 0, due timestamptz);
+    CREATE TABLE runs (job_id bigint NOT NULL, started_at timestamptz);
+    CREATE TABLE batch (id bigint NOT NULL);
+    CREATE TABLE notes (job_id bigint NOT NULL);
+    CREATE FUNCTION note_claimed(bigint) RETURNS bigint LANGUAGE sql
+        AS $$ INSERT INTO notes VALUES ($1) RETURNING job_id $$;
+    CREATE SCHEMA audit;
+    CREATE TABLE audit.events (id bigint, seen boolean);
+    INSERT INTO jobs (id, due) SELECT i, now() - interval '1 hour' FROM generate_series(1, 5) i;
+    INSERT INTO runs (job_id) VALUES (1), (2);
+    INSERT INTO batch VALUES (1), (3);
+    INSERT INTO audit.events VALUES (1, false), (3, false);";
+const SCHEMA_TABLE_NAMES: &[&str] = &["jobs", "runs", "batch", "notes", "audit.events"];
+
 const CASES: &[Case] = &[
+    Case {
+        marker: "UPDATE jobs j SET runs = $3",
+        setup: SCHEMA_TABLES,
+        tables: SCHEMA_TABLE_NAMES,
+        params: &[(3, 7)],
+    },
+    Case {
+        marker: "MERGE INTO jobs t USING runs r ON t.id = r.job_id",
+        setup: SCHEMA_TABLES,
+        tables: SCHEMA_TABLE_NAMES,
+        params: &[],
+    },
+    Case {
+        marker: "UPDATE audit.events e SET seen = true",
+        setup: SCHEMA_TABLES,
+        tables: SCHEMA_TABLE_NAMES,
+        params: &[],
+    },
+    Case {
+        marker: "RETURNING note_claimed(id)",
+        setup: SCHEMA_TABLES,
+        tables: SCHEMA_TABLE_NAMES,
+        params: &[],
+    },
+    Case {
+        marker: "WHERE id IN (SELECT job_id FROM runs WHERE started_at IS NULL AND leader_fence",
+        setup: SCHEMA_TABLES,
+        tables: SCHEMA_TABLE_NAMES,
+        params: &[],
+    },
+    Case {
+        marker: "MERGE INTO jobs AS target USING runs r",
+        setup: SCHEMA_TABLES,
+        tables: SCHEMA_TABLE_NAMES,
+        params: &[],
+    },
     Case {
         marker: "UPDATE outbox o SET status = 'sending' FROM c",
         setup: OUTBOX,
@@ -302,7 +380,8 @@ async fn run_case(claim: &Found, case: &Case) {
     let db = TestDb::new().await;
     db.exec(ROLES_UP).await;
     db.exec(case.setup).await;
-    let sharded = leader_fence_check::check(&claim.sql)
+    let sharded = claim
+        .check()
         .fences
         .iter()
         .any(|f| f.shard.is_some());
@@ -403,7 +482,7 @@ async fn effect(db: &TestDb, claim: &Found, case: &Case, proof: Proof) -> Effect
         Proof::Fence(fence) => (fence, fence.token()),
         Proof::Crossed(fence, other) => (fence, other.token()),
     };
-    let checked = leader_fence_check::check(&claim.sql);
+    let checked = claim.check();
     assert!(checked.errors.is_empty(), "{:#?}", checked.errors);
     let mut conn = sqlx::PgConnection::connect_with(&db.admin().connect_options())
         .await
@@ -528,13 +607,13 @@ fn fenced_sql(file: &Path) -> Vec<Found> {
     finder
         .sql
         .into_iter()
-        .filter(|sql| {
-            let checked = leader_fence_check::check(sql);
-            checked.statements > 0 && !checked.fences.is_empty()
-        })
         .map(|sql| Found {
             sql,
             file: file.to_owned(),
+        })
+        .filter(|found| {
+            let checked = found.check();
+            checked.statements > 0 && !checked.fences.is_empty()
         })
         .collect()
 }

@@ -4,3 +4,8 @@ CREATE TABLE jobs (id bigint PRIMARY KEY, owner text, runs int NOT NULL DEFAULT 
 CREATE TABLE runs (job_id bigint NOT NULL, started_at timestamptz);
 CREATE TABLE batch (id bigint NOT NULL);
 CREATE TABLE queue (id bigint NOT NULL);
+-- A VOLATILE function (the default): `#[fenced]` lets it stand only where PostgreSQL never
+-- evaluates it for a superseded leader.
+CREATE TABLE notes (job_id bigint NOT NULL);
+CREATE FUNCTION note_claimed(bigint) RETURNS bigint LANGUAGE sql
+    AS $$ INSERT INTO notes VALUES ($1) RETURNING job_id $$;

@@ -9,13 +9,13 @@ use sqlx::PgPool;
 async fn settle(pool: &PgPool, fence: &Fence) -> sqlx::Result<u64> {
     let mut tx = pool.begin().await?;
     let mut changed = sqlx::query(
-        "UPDATE jobs j SET owner = $3
+        "UPDATE jobs j SET runs = $3
            FROM (SELECT id FROM batch WHERE leader_fence($1, $2)) b
           WHERE j.id = b.id",
     )
     .bind(fence.role())
     .bind(fence.token())
-    .bind("settler")
+    .bind(7_i32)
     .execute(&mut *tx)
     .await?
     .rows_affected();
