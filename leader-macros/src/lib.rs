@@ -117,6 +117,21 @@ pub fn leader_role(args: TokenStream, item: TokenStream) -> TokenStream {
 ///   or `concat!` whose text reads as SQL once its holes are filled, are errors wherever they
 ///   are. The macro cannot see SQL written outside the function: a constant handed to a function
 ///   it does not know as a send is not seen.
+/// * **The schema comes from the crate's migrations.** PostgreSQL reads `t.f` as the column `f`
+///   of `t` where `t` has one, and as a call `f(t)` otherwise (attribute notation), and a call
+///   may change or lock rows. The macro decides the same way, from the tables, views and
+///   composite types the crate's `migrations/` folder creates, read in the order they run
+///   (`#[fenced(migrations = "db/migrations")]` names another folder, relative to the crate's
+///   directory), then from `leader-tables.sql` next to `Cargo.toml`, which declares the tables
+///   the migrations do not create (`CREATE TABLE audit.events (id bigint, seen boolean);`: read
+///   by the macro, never run). A qualified name whose table is in neither, or lacks the column,
+///   is refused where PostgreSQL may evaluate it for a superseded leader, with a message that
+///   names the table and the column it looked for and where. The same schema says which of the
+///   functions a claim calls are `STABLE` or `IMMUTABLE` (allowed anywhere) or `VOLATILE`
+///   (allowed where PostgreSQL never evaluates them for a superseded leader), and which locked
+///   relations are tables (locked after the query's conditions). The files read are included in the
+///   build, so editing one re-runs the check; a *new* migration file is seen when the crate
+///   rebuilds (a `build.rs` printing `cargo:rerun-if-changed=migrations` makes that automatic).
 /// * **The fence parameter** is found by its type's name and confirmed by the compiler to be
 ///   `leader_runtime::Fence` (or `&Fence`): a type of your own named `Fence` does not compile. It
 ///   is never shadowed (except `let fence = fence;`, which `#[async_trait]` writes), reassigned
@@ -150,11 +165,13 @@ pub fn leader_role(args: TokenStream, item: TokenStream) -> TokenStream {
 ///
 /// # Equivalent code without the macro
 ///
-/// The function as written, with one line at the top of its body that has the compiler confirm
-/// the fence parameter's type (it does nothing at run time):
+/// The function as written, with lines at the top of its body that include the schema's files
+/// and have the compiler confirm the fence parameter's type (they do nothing at run time):
 ///
 /// ```ignore
 /// async fn claim_batch(pool: &PgPool, fence: Fence, limit: i64) -> sqlx::Result<Vec<i64>> {
+///     // One per file the schema was read from, so that editing it re-runs the check.
+///     const _: &[u8] = ::core::include_bytes!("/path/to/crate/migrations/0001_outbox.sql");
 ///     ::leader_runtime::__private::assert_fence_parameter(&fence);
 ///     sqlx::query_scalar(/* … as written … */)
 /// }

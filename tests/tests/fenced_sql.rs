@@ -39,10 +39,14 @@ impl Found {
         let files = leader_role_check::migration_files(&crate_dir.join("migrations"), crate_dir)
             .expect("read the crate's migrations");
         for file in files.into_iter().flatten() {
-            schema.read(&file.shown, &file.sql).expect("a migration parses");
+            schema
+                .read(&file.shown, &file.sql)
+                .expect("a migration parses");
         }
         if let Ok(declared) = std::fs::read_to_string(crate_dir.join("leader-tables.sql")) {
-            schema.read("leader-tables.sql", &declared).expect("it parses");
+            schema
+                .read("leader-tables.sql", &declared)
+                .expect("it parses");
         }
         leader_fence_check::check_with(
             &self.sql,
@@ -380,11 +384,7 @@ async fn run_case(claim: &Found, case: &Case) {
     let db = TestDb::new().await;
     db.exec(ROLES_UP).await;
     db.exec(case.setup).await;
-    let sharded = claim
-        .check()
-        .fences
-        .iter()
-        .any(|f| f.shard.is_some());
+    let sharded = claim.check().fences.iter().any(|f| f.shard.is_some());
     let shard = |index| sharded.then(|| Shard::new(index, 2).unwrap());
     if sharded {
         db.exec("SELECT leader_reshard('alpha', 2)").await;
