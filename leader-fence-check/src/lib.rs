@@ -97,6 +97,17 @@
 //!    literals, under `OR` or `NOT`, or in another level, is refused. `leader_shard_of` is the
 //!    framework's immutable SQL helper and may be called anywhere.
 //!
+//!    And the filter must cover the rows the claim acts on (row provenance): the rows each
+//!    level changes, locks, inserts from or returns as the result are filtered by the shard of
+//!    their own key. A level is covered when its own `WHERE` holds the filter on a key that
+//!    reads only those rows (an `UPDATE`'s or `DELETE`'s target, qualified where it reads other
+//!    tables; a locking `SELECT`'s one table), or a conjunct `key IN (S)`, `key = ANY (S)` or
+//!    `key = (S)` whose sub-select `S` is covered so and returns just that key, with `key` the
+//!    same column on both sides; an `INSERT … SELECT` when its `SELECT` is covered. A join to a
+//!    filtered sub-select, a sub-select that returns another column than its key, a `WITH`
+//!    query in between, a lock on a joined table, a `MERGE` and a set operation are refused: two
+//!    shards' live leaders could claim the same rows through them.
+//!
 //! What lies outside: a schema that is not the database's (columns changed by hand, or by SQL
 //! the migrations run dynamically, in a `DO` block or a function, which [`Schema::read`] does
 //! not see), triggers (a statement-level trigger fires even when no row qualifies),

@@ -156,6 +156,44 @@ impl<'s> Messages<'s> {
         }
     }
 
+    /// The error for a level of a shard's claim whose rows are not shown to be the shard's.
+    pub fn shard_rows(
+        &self,
+        levels: &Levels,
+        uncovered: &crate::shards::Uncovered,
+        fence: &FenceCall,
+        shard: crate::ShardParams,
+    ) -> SqlError {
+        let fields = levels.levels[uncovered.level].fields;
+        let start = fields
+            .get("relation")
+            .and_then(Value::as_object)
+            .and_then(location)
+            .or_else(|| first_table(fields));
+        let at = start.map(|start| position::word(self.sql, start));
+        let place = at
+            .as_ref()
+            .map_or_else(String::new, |at| format!("\nnote: at {}", self.place(at)));
+        let (role, index, count, token) = (fence.role, shard.index, shard.count, fence.token);
+        SqlError {
+            message: format!(
+                "this shard's claim {does} rows no filter of the shard is shown to keep in the \
+                 shard, so two shards' live leaders could claim the same rows\n\
+                 note: the rows a shard's claim changes, locks or returns must be filtered by \
+                 the shard of their own key: `leader_shard_of(key, ${count}) = ${index}` in the \
+                 `WHERE` of the query that acts on them, on their own column, or `key IN (SELECT \
+                 key … WHERE leader_shard_of(key, ${count}) = ${index} AND …)` with the same key \
+                 column on both sides; a join to a filtered sub-select, a sub-select that returns \
+                 another column than its key, a `MERGE` and a set operation are not followed{place}\n\
+                 help: claim by the key, e.g. `UPDATE t SET … WHERE id IN (SELECT id FROM t WHERE \
+                 leader_fence(${role}, ${index}, ${count}, ${token}) AND leader_shard_of(id, \
+                 ${count}) = ${index} … FOR UPDATE SKIP LOCKED)`",
+                does = uncovered.does,
+            ),
+            at,
+        }
+    }
+
     /// `evaluated`: for a function that may stand where it is not evaluated, why it may be
     /// here (`Some(None)` when no reason is known); `None` for one refused anywhere.
     pub fn unknown_function(

@@ -88,8 +88,24 @@ impl Rules<'_, '_, '_> {
             self.changes(level);
             self.locks(level);
         }
-        for fence in shards::unfiltered(self.sql, self.levels, &self.fences) {
+        let unfiltered = shards::unfiltered(self.sql, self.levels, &self.fences);
+        for fence in &unfiltered {
             self.errors.push(self.messages.shard_filter(fence));
+        }
+        // Which rows a filter covers is asked once every shard fence has its filter.
+        let covered_asked = if unfiltered.is_empty() {
+            shards::uncovered(self.levels, &self.fences)
+        } else {
+            Vec::new()
+        };
+        for uncovered in covered_asked {
+            let shard = self.fences.iter().find_map(|f| f.shard.map(|s| (f, s)));
+            if let Some((fence, shard)) = shard {
+                let error = self
+                    .messages
+                    .shard_rows(self.levels, &uncovered, fence, shard);
+                self.errors.push(error);
+            }
         }
         let top = &self.levels.levels[0];
         if has(top.fields, "into_clause") {

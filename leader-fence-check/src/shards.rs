@@ -9,10 +9,10 @@ use std::ops::Range;
 
 use serde_json::Value;
 
-use crate::levels::{ConjunctOf, Levels};
+use crate::levels::{ConjunctOf, Kind, Levels, Source, strings};
 use crate::rules::param_number;
-use crate::tree::enums::AEXPR_OP;
-use crate::tree::{children, function_name, int, location, node, text};
+use crate::tree::enums::{AEXPR_OP, ANY_SUBLINK, EXPR_SUBLINK};
+use crate::tree::{child, children, function_name, int, location, node, text};
 use crate::{FenceCall, ShardParams, functions, position};
 
 /// Whether `name` is the shard helper: `leader_shard_of`, bare or schema-qualified.
@@ -105,4 +105,204 @@ fn reads_a_column(value: &Value) -> bool {
         Value::Array(items) => items.iter().any(reads_a_column),
         _ => false,
     }
+}
+
+/// A level of a shard's claim whose rows no filter of the shard is shown to cover.
+pub struct Uncovered {
+    pub level: usize,
+    /// What the level does with its rows, for the message: "updates", "locks", …
+    pub does: &'static str,
+}
+
+/// Rule 7's provenance: in a statement with a shard's fence, the rows each level changes,
+/// locks or returns (as the statement's result) must be its shard's rows, by the shard of their
+/// own key. A level is covered when its own `WHERE` holds the shard's filter on a key that
+/// reads only the rows it acts on, or a conjunct `key IN (…)` (`= ANY (…)`, `= (…)`) whose
+/// sub-select is covered so, returns just that filter's key, and `key` is the same column of
+/// the rows it acts on. Anything else (a join to a filtered sub-select, a sub-select that
+/// returns another column than its key, a `MERGE`, a set operation) is not shown to stay in
+/// the shard.
+pub fn uncovered(levels: &Levels<'_>, fences: &[FenceCall]) -> Vec<Uncovered> {
+    let shards: Vec<ShardParams> = fences.iter().filter_map(|f| f.shard).collect();
+    if shards.is_empty() {
+        return Vec::new();
+    }
+    let mut found = Vec::new();
+    for (n, level) in levels.levels.iter().enumerate() {
+        let does = match level.kind {
+            Kind::Update => "updates",
+            Kind::Delete => "deletes",
+            Kind::Merge => "merges",
+            Kind::Insert => "inserts",
+            Kind::Select if !level.locking.is_empty() => "locks",
+            Kind::Select | Kind::SetOp(_) | Kind::Values if n == 0 => "returns",
+            _ => continue,
+        };
+        let covered = match level.kind {
+            Kind::Merge | Kind::SetOp(_) | Kind::Values => false,
+            // The rows it inserts are made from its source's.
+            Kind::Insert => child(level.fields, "select_stmt")
+                .and_then(|(_, source)| levels.of(source))
+                .is_some_and(|source| filtered_key(levels, source, &shards).is_some()),
+            _ => filtered_key(levels, n, &shards).is_some() || funnelled(levels, n, &shards),
+        };
+        if !covered {
+            found.push(Uncovered { level: n, does });
+        }
+    }
+    found
+}
+
+/// The key of a shard filter in the level's own `WHERE` that reads only the rows the level
+/// acts on: an `UPDATE`'s or `DELETE`'s target (bare names where it reads no other table,
+/// else names qualified by the target), or a `SELECT`'s one table.
+fn filtered_key<'a>(
+    levels: &Levels<'a>,
+    level: usize,
+    shards: &[ShardParams],
+) -> Option<&'a Value> {
+    let l = &levels.levels[level];
+    let own = match l.kind {
+        Kind::Update | Kind::Delete => {
+            let target = l.items.first()?;
+            if l.items.len() == 1 {
+                None
+            } else {
+                Some(target.name.clone())
+            }
+        }
+        Kind::Select if l.items.len() == 1 && matches!(l.items[0].source, Source::Table(_)) => None,
+        _ => return None,
+    };
+    l.conjuncts
+        .iter()
+        .filter(|(of, _)| *of == ConjunctOf::Where)
+        .find_map(|(_, conjunct)| {
+            let (params, key) = filter_and_key(conjunct)?;
+            let reads_own = column_refs(key)
+                .iter()
+                .all(|names| match (&own, names.as_slice()) {
+                    (None, [_]) => true,
+                    (Some(target), [qualifier, _]) => qualifier == target,
+                    (None, [qualifier, _]) => l.items.first().is_some_and(|i| &i.name == qualifier),
+                    _ => false,
+                });
+            (shards.contains(&params) && reads_own).then_some(key)
+        })
+}
+
+/// Whether a conjunct of the level's own `WHERE` is `col IN (S)`, `col = ANY (S)` or
+/// `col = (S)`, with `S` a sub-select that returns just the key of its own shard filter, and
+/// `col` that key's column in the rows the level acts on.
+fn funnelled(levels: &Levels<'_>, level: usize, shards: &[ShardParams]) -> bool {
+    let l = &levels.levels[level];
+    let target = l.items.first().map(|item| item.name.as_str());
+    l.conjuncts
+        .iter()
+        .filter(|(of, _)| *of == ConjunctOf::Where)
+        .any(|(_, conjunct)| {
+            let Some((column, sub)) = compared_with_sub_select(conjunct) else {
+                return false;
+            };
+            let Some(sub) = levels.of(sub) else {
+                return false;
+            };
+            let Some(key) = filtered_key(levels, sub, shards) else {
+                return false;
+            };
+            let returns_key = match levels.levels[sub].fields.get("target_list") {
+                Some(Value::Array(targets)) if targets.len() == 1 => node(&targets[0])
+                    .and_then(|(_, target)| target.get("val"))
+                    .is_some_and(|val| same_column(val, key)),
+                _ => false,
+            };
+            let own_column = match column.as_slice() {
+                [_] => l.items.len() == 1,
+                [qualifier, _] => Some(qualifier.as_str()) == target,
+                _ => false,
+            };
+            let key_column = column_refs(key);
+            returns_key
+                && own_column
+                && matches!(key_column.as_slice(), [names] if names.last() == column.last())
+        })
+}
+
+/// `col IN (S)`, `col = ANY (S)` or `col = (S)` / `(S) = col`: the column's names and `S`.
+fn compared_with_sub_select(conjunct: &Value) -> Option<(Vec<String>, &crate::tree::Fields)> {
+    let (kind, fields) = node(conjunct)?;
+    let (column, link) = match kind {
+        "SubLink" if int(fields, "sub_link_type") == ANY_SUBLINK => {
+            let operator: Vec<String> = strings(fields.get("oper_name"));
+            if !(operator.is_empty() || operator == ["="]) {
+                return None;
+            }
+            (fields.get("testexpr")?, fields)
+        }
+        "A_Expr" | "AExpr" if int(fields, "kind") == AEXPR_OP => {
+            let operator: Vec<String> = strings(fields.get("name"));
+            if operator != ["="] {
+                return None;
+            }
+            let (left, right) = (fields.get("lexpr")?, fields.get("rexpr")?);
+            match (node(left)?, node(right)?) {
+                ((_, _), ("SubLink", link)) if int(link, "sub_link_type") == EXPR_SUBLINK => {
+                    (left, link)
+                }
+                (("SubLink", link), _) if int(link, "sub_link_type") == EXPR_SUBLINK => {
+                    (right, link)
+                }
+                _ => return None,
+            }
+        }
+        _ => return None,
+    };
+    let [names] = column_refs(column).try_into().ok()?;
+    let ("ColumnRef", _) = node(column)? else {
+        return None;
+    };
+    Some((names, child(link, "subselect")?.1))
+}
+
+/// `leader_shard_of(key, $count) = $index`: its placeholders and its key.
+fn filter_and_key(conjunct: &Value) -> Option<(ShardParams, &Value)> {
+    let params = filter(conjunct)?;
+    let (_, expr) = node(conjunct)?;
+    let key = [expr.get("lexpr")?, expr.get("rexpr")?]
+        .into_iter()
+        .find_map(|side| match node(side)? {
+            ("FuncCall", call) if is_shard_of(&function_name(call)) => {
+                call.get("args")?.as_array()?.first()
+            }
+            _ => None,
+        })?;
+    Some((params, key))
+}
+
+/// Whether `value` is a column reference with the same last name as `key`, itself one.
+fn same_column(value: &Value, key: &Value) -> bool {
+    matches!(node(value), Some(("ColumnRef", _)))
+        && matches!(node(key), Some(("ColumnRef", _)))
+        && match (column_refs(value).as_slice(), column_refs(key).as_slice()) {
+            ([a], [b]) => a.last() == b.last(),
+            _ => false,
+        }
+}
+
+/// The dotted names of every column reference in `value`.
+fn column_refs(value: &Value) -> Vec<Vec<String>> {
+    let mut found = Vec::new();
+    fn visit(value: &Value, found: &mut Vec<Vec<String>>) {
+        if let Some(("ColumnRef", fields)) = node(value) {
+            found.push(strings(fields.get("fields")));
+            return;
+        }
+        match value {
+            Value::Object(map) => map.values().for_each(|v| visit(v, found)),
+            Value::Array(items) => items.iter().for_each(|v| visit(v, found)),
+            _ => {}
+        }
+    }
+    visit(value, &mut found);
+    found
 }

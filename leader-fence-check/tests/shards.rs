@@ -124,3 +124,67 @@ fn a_shards_fence_with_three_arguments_or_a_literal_is_refused() {
         );
     }
 }
+
+/// Rule 7 as row provenance: the rows a shard's claim acts on are filtered by the shard of their
+/// own key. Each of these passed the filter-beside-the-fence rule, and the first two claimed the
+/// same webhooks for the live leaders of shards 0 and 1 on PostgreSQL.
+#[test]
+fn rows_claimed_by_another_column_than_the_filtered_key_are_refused() {
+    for sql in [
+        // The sub-select returns another column than its key.
+        "UPDATE webhooks SET claimed_by = $4
+          WHERE endpoint_id IN (SELECT endpoint_id FROM webhooks
+                                 WHERE leader_fence($1, $2, $3, $4) AND leader_shard_of(id, $3) = $2
+                                   FOR UPDATE SKIP LOCKED)",
+        // A join to the filtered sub-select on another column.
+        "UPDATE webhooks w SET claimed_by = $4
+           FROM (SELECT endpoint_id FROM webhooks
+                  WHERE leader_fence($1, $2, $3, $4) AND leader_shard_of(id, $3) = $2) s
+          WHERE w.endpoint_id = s.endpoint_id",
+        // The key column compared with the sub-select's other column.
+        "UPDATE webhooks SET claimed_by = $4
+          WHERE id IN (SELECT endpoint_id FROM webhooks
+                        WHERE leader_fence($1, $2, $3, $4) AND leader_shard_of(id, $3) = $2)",
+        // The key's values compared with another column.
+        "UPDATE webhooks SET claimed_by = $4
+          WHERE endpoint_id IN (SELECT id FROM webhooks
+                                 WHERE leader_fence($1, $2, $3, $4) AND leader_shard_of(id, $3) = $2)",
+        // Through a WITH query the rule does not follow.
+        "WITH mine AS (SELECT id FROM webhooks
+                        WHERE leader_fence($1, $2, $3, $4) AND leader_shard_of(id, $3) = $2)
+         UPDATE webhooks SET claimed_by = $4 WHERE id IN (SELECT id FROM mine)",
+        // A lock on a joined table, whose rows other shards share.
+        "SELECT w.id FROM webhooks w JOIN endpoints e ON e.id = w.endpoint_id
+          WHERE leader_fence($1, $2, $3, $4) AND leader_shard_of(w.id, $3) = $2 FOR UPDATE",
+        // The filter reads another table's column than the one updated.
+        "UPDATE webhooks SET claimed_by = $4 FROM endpoints e
+          WHERE e.id = webhooks.endpoint_id AND leader_fence($1, $2, $3, $4)
+            AND leader_shard_of(e.id, $3) = $2",
+    ] {
+        let message = refused(sql);
+        assert!(
+            message.contains("no filter of the shard is shown to keep in the shard"),
+            "{sql}\n{message}"
+        );
+    }
+}
+
+#[test]
+fn rows_claimed_by_their_own_filtered_key_are_accepted() {
+    for sql in [
+        "UPDATE webhooks SET claimed_by = $4
+          WHERE id = (SELECT id FROM webhooks
+                         WHERE leader_fence($1, $2, $3, $4) AND leader_shard_of(id, $3) = $2
+                         LIMIT 1 FOR UPDATE SKIP LOCKED)",
+        "DELETE FROM webhooks
+          WHERE id = ANY (SELECT id FROM webhooks
+                           WHERE leader_fence($1, $2, $3, $4) AND leader_shard_of(id, $3) = $2)",
+        "UPDATE webhooks SET claimed_by = $4 FROM endpoints e
+          WHERE e.id = webhooks.endpoint_id AND leader_fence($1, $2, $3, $4)
+            AND leader_shard_of(webhooks.id, $3) = $2",
+        "INSERT INTO deliveries (webhook_id)
+         SELECT id FROM webhooks WHERE leader_fence($1, $2, $3, $4) AND leader_shard_of(id, $3) = $2",
+    ] {
+        assert_eq!(accepted(sql), [SHARD_2_OF_3], "{sql}");
+    }
+}
