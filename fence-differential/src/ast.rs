@@ -204,6 +204,9 @@ pub enum Filter {
 #[derive(Debug, Clone, Copy)]
 pub enum Gate {
     In,
+    /// `grp IN (SELECT g.grp FROM (S) g)`: rows claimed by another column than the id the
+    /// shard filter reads, so a shard's claim of this shape takes other shards' rows too.
+    InByGroup,
     /// `= ANY (ARRAY (S))`.
     AnyArray,
     /// `= ANY (S)`.

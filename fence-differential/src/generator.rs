@@ -241,6 +241,7 @@ fn filter(d: u32) -> BoxedStrategy<Where> {
 fn gate() -> BoxedStrategy<Gate> {
     prop_oneof![
         3 => Just(Gate::In),
+        1 => Just(Gate::InByGroup),
         1 => Just(Gate::AnyArray),
         1 => Just(Gate::Any),
         1 => Just(Gate::Exists),

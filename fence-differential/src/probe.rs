@@ -14,12 +14,14 @@
 //! Two connections serve a whole run; each statement costs five round trips on the first and one
 //! on the second.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use leader_testkit::TestDb;
 use sqlx::{Connection, PgConnection, Row};
 
 use crate::Res;
+
 use crate::schema::TABLES;
 
 /// How long one statement may run before PostgreSQL cancels it (`57014`, a `pg_error`).
@@ -32,6 +34,9 @@ pub struct Effect {
     pub written: i64,
     pub deleted: i64,
     pub locked: i64,
+    /// For a shard's claim: rows that the live leaders of two shards each wrote, deleted or
+    /// locked, run one after the other.
+    pub shared: u64,
 }
 
 impl Effect {
@@ -42,7 +47,7 @@ impl Effect {
 
     /// Whether it wrote, deleted or locked any row.
     pub fn changed_or_locked(&self) -> bool {
-        self.written > 0 || self.deleted > 0 || self.locked > 0
+        self.written > 0 || self.deleted > 0 || self.locked > 0 || self.shared > 0
     }
 }
 
@@ -52,7 +57,15 @@ impl std::fmt::Display for Effect {
             f,
             "returned {}, wrote {}, deleted {}, locked {}",
             self.returned, self.written, self.deleted, self.locked
-        )
+        )?;
+        if self.shared > 0 {
+            write!(
+                f,
+                ", {} rows also claimed by another shard's leader",
+                self.shared
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -131,6 +144,70 @@ impl Probe {
             ),
             watch: format!("SELECT {watch}"),
         })
+    }
+
+    /// Runs `sql` as [`Probe::run`] does and names the rows it wrote, deleted or locked, as
+    /// `(table, id)` (the tables with an `id` column); `None` when PostgreSQL refuses it.
+    ///
+    /// # Errors
+    ///
+    /// If the connection fails, or a measuring query does.
+    pub async fn touched(
+        &mut self,
+        sql: &str,
+        fence: FenceBinds<'_>,
+    ) -> Res<Option<BTreeSet<(&'static str, i64)>>> {
+        let mut tx = self.claim.begin().await?;
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql.to_owned()))
+            .persistent(false)
+            .bind(fence.role)
+            .bind(fence.token);
+        if let Some((index, count)) = fence.shard {
+            query = query.bind(index).bind(count);
+        }
+        match query.fetch_all(&mut *tx).await {
+            Ok(_) => {}
+            Err(sqlx::Error::Database(_)) => {
+                tx.rollback().await?;
+                return Ok(None);
+            }
+            Err(e) => return Err(e.into()),
+        }
+        let mut touched = BTreeSet::new();
+        for (table, _) in TABLES.iter().filter(|(table, _)| *table != "budget") {
+            let written: Vec<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                "SELECT id FROM {table}, (SELECT xid(pg_current_xact_id_if_assigned()) AS x) x \
+                  WHERE xmin = x.x"
+            )))
+            .fetch_all(&mut *tx)
+            .await?;
+            let present: BTreeSet<i64> =
+                sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT id FROM {table}")))
+                    .fetch_all(&mut *tx)
+                    .await?
+                    .into_iter()
+                    .collect();
+            // What the watcher sees is the table before the claim: a row it cannot lock
+            // without waiting is locked (or deleted) by the claim.
+            let before: BTreeSet<i64> =
+                sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT id FROM {table}")))
+                    .fetch_all(&mut self.watcher)
+                    .await?
+                    .into_iter()
+                    .collect();
+            let free: BTreeSet<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                "SELECT id FROM {table} FOR UPDATE SKIP LOCKED"
+            )))
+            .fetch_all(&mut self.watcher)
+            .await?
+            .into_iter()
+            .collect();
+            touched.extend(written.into_iter().map(|id| (*table, id)));
+            touched.extend(before.difference(&free).map(|id| (*table, *id)));
+            touched.extend(before.difference(&present).map(|id| (*table, *id)));
+        }
+        tx.rollback().await?;
+        Ok(Some(touched))
     }
 
     /// Runs `sql` with `$1`, `$2` bound to `fence` (role, token) when given, in a transaction it

@@ -629,6 +629,7 @@ impl Writer {
         let c = &main.col;
         let tag = match gate {
             Gate::In => Tag::GateIn,
+            Gate::InByGroup => Tag::GateInByGroup,
             Gate::AnyArray => Tag::GateAnyArray,
             Gate::Any => Tag::GateAny,
             Gate::Exists => Tag::GateExists,
@@ -640,6 +641,10 @@ impl Writer {
         self.tag(tag);
         match gate {
             Gate::In => format!("{c}id IN ({})", self.query(query, Cols::Id, None, false)),
+            Gate::InByGroup => format!(
+                "{c}grp IN (SELECT g.grp FROM ({}) AS g)",
+                self.query(query, Cols::All, None, false)
+            ),
             Gate::AnyArray => format!(
                 "{c}id = ANY (ARRAY ({}))",
                 self.query(query, Cols::Id, None, false)

@@ -251,6 +251,26 @@ async fn one_case(
             stale = crossed;
         }
     }
+    // Two shards' live leaders, one after the other: a row both act on is claimed twice.
+    if let (true, Some(other), Ran::Effect(effect)) =
+        (settings.sharded, fixture.other_shard, &stale)
+        && rendered.binds_fence
+        && !acted(effect)
+    {
+        let binds = |token, index| FenceBinds {
+            role: ROLE.as_str(),
+            token,
+            shard: Some((index, SHARDS as i32)),
+        };
+        let mine = probe.touched(&rendered.sql, binds(fixture.live, 0)).await?;
+        let theirs = probe.touched(&rendered.sql, binds(other, 1)).await?;
+        if let (Some(mine), Some(theirs)) = (mine, theirs) {
+            let shared = mine.intersection(&theirs).count() as u64;
+            if shared > 0 {
+                stale = Ran::Effect(Effect { shared, ..*effect });
+            }
+        }
+    }
     let class = match (&stale, refusal.is_none()) {
         (Ran::Error { .. }, _) => Class::PgError,
         (Ran::Effect(effect), true) if acted(effect) => Class::AcceptedUnsafe,

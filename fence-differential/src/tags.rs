@@ -101,6 +101,8 @@ tags! {
     FenceInLimit = "fence:in-limit",
     /// `x IN (S)`.
     GateIn = "gate:in",
+    /// `x.grp IN (SELECT g.grp FROM (S) g)`: by another column than the shard filter's.
+    GateInByGroup = "gate:in-by-group",
     /// `x = ANY (ARRAY (S))`.
     GateAnyArray = "gate:any-array",
     /// `x = ANY (S)`.

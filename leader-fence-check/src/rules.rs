@@ -175,7 +175,7 @@ impl Rules<'_, '_, '_> {
                     // it is refused where PostgreSQL may evaluate it for a superseded leader.
                     Routine::Volatile(what) => {
                         self.claim = true;
-                        if self.evaluated(level, call.pos, call.aggregate) {
+                        if !self.protected_by_own_level(level, call.pos, call.aggregate) {
                             let why = self.why_evaluated(level, call.pos);
                             self.errors.push(self.messages.unknown_function(
                                 &name,
@@ -193,6 +193,16 @@ impl Rules<'_, '_, '_> {
                 }
             }
         }
+    }
+
+    /// Whether an expression at `pos` of `level` is kept from a superseded leader by its own
+    /// level: the level is evaluated, and its fence or gate means PostgreSQL evaluates nothing
+    /// at `pos` (its select list, `SET`, `RETURNING`, a condition that reads its columns). A
+    /// level that is never evaluated is no such protection: an uncorrelated sub-select in it
+    /// (a `LIMIT`'s, say) may be run as an init plan wherever PostgreSQL puts it, and the
+    /// differential test found a `VOLATILE` call there run for a superseded leader.
+    fn protected_by_own_level(&self, level: usize, pos: Pos, aggregate: Option<usize>) -> bool {
+        self.props.reached(level) && pos != Pos::Head && !self.evaluated(level, pos, aggregate)
     }
 
     /// Whether PostgreSQL may evaluate an expression at `pos` of `level` (inside aggregate

@@ -230,3 +230,31 @@ fn a_gate_on_rows_is_in_time_for_a_lock_on_a_table_not_on_a_view() {
     );
     assert!(e[0].contains("may be a view"), "{e:?}");
 }
+
+/// The differential test's two finds (seed 1, 100,000 statements): a VOLATILE call in the `LIMIT`
+/// of a sub-select that a fenced level reads. That level's fence did not keep PostgreSQL from
+/// running the `LIMIT`'s sub-select (an init plan) for a superseded leader.
+#[test]
+fn a_volatile_call_is_not_protected_by_a_fence_around_the_level_it_is_in() {
+    let mut schema = Schema::new("the differential's schema");
+    schema
+        .read(
+            "schema.sql",
+            "CREATE TABLE q (id bigint PRIMARY KEY, grp int, status text, owner bigint);
+             CREATE TABLE budget (spent int NOT NULL);
+             CREATE FUNCTION take_budget(q) RETURNS int LANGUAGE plpgsql VOLATILE
+             AS $$ BEGIN UPDATE budget SET spent = spent + 1; RETURN 1; END $$;",
+        )
+        .unwrap();
+    for sql in [
+        "MERGE INTO q t0 USING q t1 ON t0.id = t1.id WHEN MATCHED AND t1.id = ANY (SELECT t4.id AS id FROM (SELECT t2.id AS id, t2.grp AS grp, t2.status AS status, t2.owner AS owner FROM q t2 WHERE leader_fence($1, $2) ORDER BY 1 LIMIT (SELECT take_budget(t3) FROM q t3 ORDER BY t3.id LIMIT 1)) t4 WHERE leader_fence($1, $2)) THEN UPDATE SET status = 'm'",
+        "UPDATE q t0 SET status = 'u' WHERE t0.id IN (SELECT t3.id * take_budget(t0) AS id FROM (SELECT t1.id AS id, t1.grp AS grp, t1.status AS status, t1.owner AS owner FROM q t1 WHERE leader_fence($1, $2) ORDER BY 1 LIMIT (SELECT take_budget(t2) FROM q t2 ORDER BY t2.id LIMIT 1)) t3 WHERE leader_fence($1, $2))",
+    ] {
+        let e = errors(sql, &schema);
+        assert!(
+            e.iter()
+                .any(|e| e.contains("cannot see what `take_budget(..)` does")),
+            "{sql}\n{e:?}"
+        );
+    }
+}
