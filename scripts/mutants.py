@@ -465,6 +465,17 @@ M = [
            "if !covered {",
            "if !covered && level.kind != Kind::Update {")],
      "-p leader-fence-check --test shards rows_claimed_by_another_column_than_the_filtered_key_are_refused"),
+    # The sharded differential must find these by itself: rows both shards' live leaders act on.
+    ("fence differential: a shard's lock on a view counts as filtered",
+     [edit("leader-fence-check/src/shards.rs",
+           "Source::Table(table) if l.locking.is_empty() || is_table(levels, table) => None,",
+           "Source::Table(_) => None,")],
+     "-p fence-differential --test generated no_shard_claim"),
+    ("fence differential: a shard's claim is not asked which rows it covers",
+     [edit("leader-fence-check/src/shards.rs",
+           "if !covered {",
+           "if false {")],
+     "-p fence-differential --test generated no_shard_claim"),
     ("fence rules: a fenced MERGE join condition gates every clause",
      [edit("leader-fence-check/src/props.rs",
            "|| (kind == MERGE_WHEN_MATCHED && (on_gates || source_empty))",
@@ -681,7 +692,8 @@ M = [
 # logic, each with a single test, so the run stays short and the harness keeps being exercised;
 # and two seeded fence-rule bugs the generated differential test must find on its own.
 CI_SUBSET = ["renew ignores token", "heartbeat waits for in-flight renew",
-             "fence differential: OR counted as AND", "fence differential: <> ALL gates"]
+             "fence differential: OR counted as AND", "fence differential: <> ALL gates",
+             "fence differential: a shard's claim is not asked which rows it covers"]
 
 # cargo-nextest exit codes (nextest-metadata's NextestExitCode).
 TEST_RUN_FAILED, BUILD_FAILED, NO_TESTS_RUN = 100, 101, 4

@@ -101,7 +101,9 @@
 //!    level changes, locks, inserts from or returns as the result are filtered by the shard of
 //!    their own key. A level is covered when its own `WHERE` holds the filter on a key that
 //!    reads only those rows (an `UPDATE`'s or `DELETE`'s target, qualified where it reads other
-//!    tables; a locking `SELECT`'s one table), or a conjunct `key IN (S)`, `key = ANY (S)` or
+//!    tables; a locking `SELECT`'s one table, which the [`Schema`] must know as a table: a lock
+//!    on a view lands in the view's own query, on every shard's rows), or a conjunct
+//!    `key IN (S)`, `key = ANY (S)` or
 //!    `key = (S)` whose sub-select `S` is covered so and returns just that key, with `key` the
 //!    same column on both sides; an `INSERT … SELECT` when its `SELECT` is covered. A join to a
 //!    filtered sub-select, a sub-select that returns another column than its key, a `WITH`

@@ -175,6 +175,16 @@ impl<'s> Messages<'s> {
             .as_ref()
             .map_or_else(String::new, |at| format!("\nnote: at {}", self.place(at)));
         let (role, index, count, token) = (fence.role, shard.index, shard.count, fence.token);
+        let relation = uncovered.not_a_table.as_ref().map_or_else(String::new, |name| {
+            let declare = levels
+                .schema
+                .and_then(|schema| schema.declare_hint())
+                .map_or_else(String::new, |how| format!("\nhelp: {how}"));
+            format!(
+                "\nnote: `{name}` is not a table the schema knows, and a lock on a view lands in \
+                 the view's own query, on every shard's rows, before the filter{declare}"
+            )
+        });
         SqlError {
             message: format!(
                 "this shard's claim {does} rows no filter of the shard is shown to keep in the \
@@ -184,7 +194,8 @@ impl<'s> Messages<'s> {
                  `WHERE` of the query that acts on them, on their own column, or `key IN (SELECT \
                  key … WHERE leader_shard_of(key, ${count}) = ${index} AND …)` with the same key \
                  column on both sides; a join to a filtered sub-select, a sub-select that returns \
-                 another column than its key, a `MERGE` and a set operation are not followed{place}\n\
+                 another column than its key, a `MERGE` and a set operation are not followed\
+                 {relation}{place}\n\
                  help: claim by the key, e.g. `UPDATE t SET … WHERE id IN (SELECT id FROM t WHERE \
                  leader_fence(${role}, ${index}, ${count}, ${token}) AND leader_shard_of(id, \
                  ${count}) = ${index} … FOR UPDATE SKIP LOCKED)`",

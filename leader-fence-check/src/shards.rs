@@ -112,6 +112,8 @@ pub struct Uncovered {
     pub level: usize,
     /// What the level does with its rows, for the message: "updates", "locks", …
     pub does: &'static str,
+    /// The relation it locks, where that is not a table the schema knows.
+    pub not_a_table: Option<String>,
 }
 
 /// Rule 7's provenance: in a statement with a shard's fence, the rows each level changes,
@@ -147,7 +149,20 @@ pub fn uncovered(levels: &Levels<'_>, fences: &[FenceCall]) -> Vec<Uncovered> {
             _ => filtered_key(levels, n, &shards).is_some() || funnelled(levels, n, &shards),
         };
         if !covered {
-            found.push(Uncovered { level: n, does });
+            let not_a_table = match (level.locking.is_empty(), level.items.as_slice()) {
+                (false, [item]) => match item.source {
+                    Source::Table(table) if !is_table(levels, table) => {
+                        Some(levels.tables[table].name.clone())
+                    }
+                    _ => None,
+                },
+                _ => None,
+            };
+            found.push(Uncovered {
+                level: n,
+                does,
+                not_a_table,
+            });
         }
     }
     found
@@ -155,7 +170,8 @@ pub fn uncovered(levels: &Levels<'_>, fences: &[FenceCall]) -> Vec<Uncovered> {
 
 /// The key of a shard filter in the level's own `WHERE` that reads only the rows the level
 /// acts on: an `UPDATE`'s or `DELETE`'s target (bare names where it reads no other table,
-/// else names qualified by the target), or a `SELECT`'s one table.
+/// else names qualified by the target), or a `SELECT`'s one table (for a locking `SELECT`, one
+/// the schema knows as a table).
 fn filtered_key<'a>(
     levels: &Levels<'a>,
     level: usize,
@@ -171,7 +187,15 @@ fn filtered_key<'a>(
                 Some(target.name.clone())
             }
         }
-        Kind::Select if l.items.len() == 1 && matches!(l.items[0].source, Source::Table(_)) => None,
+        // A lock on a view, or a relation the schema does not know as a table, may land in
+        // the view's own query, on rows of every shard, before this level's filter.
+        Kind::Select => match l.items.as_slice() {
+            [item] => match item.source {
+                Source::Table(table) if l.locking.is_empty() || is_table(levels, table) => None,
+                _ => return None,
+            },
+            _ => return None,
+        },
         _ => return None,
     };
     l.conjuncts
@@ -189,6 +213,14 @@ fn filtered_key<'a>(
                 });
             (shards.contains(&params) && reads_own).then_some(key)
         })
+}
+
+/// Whether the schema knows the relation as a table.
+fn is_table(levels: &Levels<'_>, table: usize) -> bool {
+    let table = &levels.tables[table];
+    levels
+        .schema
+        .is_some_and(|schema| schema.is_table(table.namespace.as_deref(), &table.name))
 }
 
 /// Whether a conjunct of the level's own `WHERE` is `col IN (S)`, `col = ANY (S)` or

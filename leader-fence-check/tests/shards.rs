@@ -3,7 +3,24 @@
 //! shard token and with another shard's live token, in `tests/tests/fenced_sql.rs` (through
 //! `ui-tests/pass/fenced_shard_claim.rs`).
 
-use leader_fence_check::{ShardParams, check};
+use leader_fence_check::{Checked, Hints, Schema, ShardParams, check_with};
+
+/// The tables the cases lock: a lock on a relation the schema does not know as a table may
+/// land in a view's own query, on every shard's rows.
+fn check(sql: &str) -> Checked {
+    let mut schema = Schema::new("the test's tables");
+    schema
+        .read(
+            "tables.sql",
+            "CREATE TABLE t (id bigint, owner bigint, done boolean, key_text text, name text);
+             CREATE TABLE webhooks (id bigint, endpoint_id bigint, claimed_by bigint);
+             CREATE TABLE endpoints (id bigint);
+             CREATE TABLE deliveries (webhook_id bigint);
+             CREATE VIEW pending_webhooks AS SELECT id, endpoint_id FROM webhooks;",
+        )
+        .expect("the tables parse");
+    check_with(sql, &Hints::default().with_schema(&schema))
+}
 
 fn accepted(sql: &str) -> Vec<Option<ShardParams>> {
     let checked = check(sql);
@@ -153,6 +170,12 @@ fn rows_claimed_by_another_column_than_the_filtered_key_are_refused() {
         "WITH mine AS (SELECT id FROM webhooks
                         WHERE leader_fence($1, $2, $3, $4) AND leader_shard_of(id, $3) = $2)
          UPDATE webhooks SET claimed_by = $4 WHERE id IN (SELECT id FROM mine)",
+        // A lock on a view lands in its own query, on every shard's rows.
+        "SELECT id FROM pending_webhooks
+          WHERE leader_fence($1, $2, $3, $4) AND leader_shard_of(id, $3) = $2 FOR UPDATE",
+        // So does one on a relation the schema does not know as a table.
+        "SELECT id FROM elsewhere
+          WHERE leader_fence($1, $2, $3, $4) AND leader_shard_of(id, $3) = $2 FOR UPDATE",
         // A lock on a joined table, whose rows other shards share.
         "SELECT w.id FROM webhooks w JOIN endpoints e ON e.id = w.endpoint_id
           WHERE leader_fence($1, $2, $3, $4) AND leader_shard_of(w.id, $3) = $2 FOR UPDATE",

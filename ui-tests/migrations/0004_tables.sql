@@ -9,3 +9,5 @@ CREATE TABLE queue (id bigint NOT NULL);
 CREATE TABLE notes (job_id bigint NOT NULL);
 CREATE FUNCTION note_claimed(bigint) RETURNS bigint LANGUAGE sql
     AS $$ INSERT INTO notes VALUES ($1) RETURNING job_id $$;
+-- The queue the shard claims lock: a table, so a lock lands on the rows the query returns.
+CREATE TABLE webhook_queue (id bigint PRIMARY KEY, taken_by bigint, endpoint_id bigint);
