@@ -27,6 +27,10 @@ const SHARD_CASES: usize = 1_000;
 
 /// The share of statements that must be accepted and safe, so the run tests acceptance.
 const MIN_ACCEPTED_SAFE: f64 = 0.25;
+/// The same for the sharded run (25.4 % at seed 1 on this grammar): rule 7's provenance
+/// refuses the grammar's joins, views and inserts in a shard's claim, which the plain run
+/// accepts.
+const MIN_ACCEPTED_SAFE_SHARDED: f64 = 0.2;
 /// The share of statements that must be refused and unsafe, so the run tests refusal.
 const MIN_REFUSED_UNSAFE: f64 = 0.15;
 /// The share of accepted-safe statements that must act as the live leader, so their safety as
@@ -39,32 +43,33 @@ async fn no_statement_the_checker_accepts_acts_for_a_superseded_leader() {
     let outcome = runner::run(&fixture, &Settings::new(CASES, SEED), |_| {})
         .await
         .expect("the run");
-    judge(&outcome);
+    judge(&outcome, MIN_ACCEPTED_SAFE);
 }
 
 /// The same grammar as a shard's claims (the four-argument fence beside its shard filter) on a
 /// role of two shards: no accepted statement acts with shard 0's superseded token, nor with
-/// shard 1's live token bound as shard 0's.
+/// shard 1's live token bound as shard 0's, nor acts on a row that shard 1's live leader also
+/// acts on when shard 0's live leader runs it.
 #[tokio::test]
 async fn no_shard_claim_the_checker_accepts_acts_for_a_superseded_leader_or_another_shard() {
     let fixture = Fixture::sharded().await.expect("the fixture");
     let outcome = runner::run(&fixture, &Settings::sharded(SHARD_CASES, SEED), |_| {})
         .await
         .expect("the run");
-    judge(&outcome);
+    judge(&outcome, MIN_ACCEPTED_SAFE_SHARDED);
 }
 
 /// Fails when the run proves too little, or when an accepted statement acted.
-fn judge(outcome: &fence_differential::outcome::Outcome) {
+fn judge(outcome: &fence_differential::outcome::Outcome, min_accepted_safe: f64) {
     let report = report::markdown(outcome);
     println!("{report}");
 
     let total = &outcome.total;
     let share = |n: usize| n as f64 / total.total() as f64;
     let mut vacuous = Vec::new();
-    if share(total.of(Class::AcceptedSafe)) < MIN_ACCEPTED_SAFE {
+    if share(total.of(Class::AcceptedSafe)) < min_accepted_safe {
         vacuous.push(format!(
-            "fewer than {MIN_ACCEPTED_SAFE} of the statements are accepted and safe"
+            "fewer than {min_accepted_safe} of the statements are accepted and safe"
         ));
     }
     if share(total.of(Class::RefusedUnsafe)) < MIN_REFUSED_UNSAFE {

@@ -105,7 +105,10 @@
 //!    on a view lands in the view's own query, on every shard's rows), or a conjunct
 //!    `key IN (S)`, `key = ANY (S)` or
 //!    `key = (S)` whose sub-select `S` is covered so and returns just that key, with `key` the
-//!    same column on both sides; an `INSERT … SELECT` when its `SELECT` is covered. A join to a
+//!    same column on both sides; an `INSERT … SELECT` when its `SELECT` is covered, makes one
+//!    row of each row (no grouping, aggregate or `DISTINCT`) and returns the key itself. A
+//!    locking level is covered only on one table the schema knows as such (a lock pushed into a
+//!    sub-select or a view lands before the filter). A join to a
 //!    filtered sub-select, a sub-select that returns another column than its key, a `WITH`
 //!    query in between, a lock on a joined table, a `MERGE` and a set operation are refused: two
 //!    shards' live leaders could claim the same rows through them.

@@ -142,10 +142,13 @@ pub fn uncovered(levels: &Levels<'_>, fences: &[FenceCall]) -> Vec<Uncovered> {
         };
         let covered = match level.kind {
             Kind::Merge | Kind::SetOp(_) | Kind::Values => false,
-            // The rows it inserts are made from its source's.
             Kind::Insert => child(level.fields, "select_stmt")
                 .and_then(|(_, source)| levels.of(source))
-                .is_some_and(|source| filtered_key(levels, source, &shards).is_some()),
+                .is_some_and(|source| inserts_by_key(levels, source, &shards)),
+            // A lock lands where the level reads its rows: on a table, at this level, after
+            // its conditions; anywhere else (a view, a sub-select the lock is pushed into)
+            // before them, on any shard's rows.
+            Kind::Select if !level.locking.is_empty() && !locks_a_table(levels, n) => false,
             _ => filtered_key(levels, n, &shards).is_some() || funnelled(levels, n, &shards),
         };
         if !covered {
@@ -213,6 +216,38 @@ fn filtered_key<'a>(
                 });
             (shards.contains(&params) && reads_own).then_some(key)
         })
+}
+
+/// Whether a locking level reads one relation, which the schema knows as a table.
+fn locks_a_table(levels: &Levels<'_>, level: usize) -> bool {
+    match levels.levels[level].items.as_slice() {
+        [item] => matches!(item.source, Source::Table(table) if is_table(levels, table)),
+        _ => false,
+    }
+}
+
+/// Whether an `INSERT`'s source makes one row of each of its shard's rows and carries that
+/// row's key: filtered by the shard of its own key, with no grouping, aggregate or `DISTINCT`
+/// (which make one row of rows of several shards), and the key itself in its select list (so
+/// two shards never insert a row made from the same values).
+fn inserts_by_key(levels: &Levels<'_>, source: usize, shards: &[ShardParams]) -> bool {
+    let l = &levels.levels[source];
+    let Some(key) = filtered_key(levels, source, shards) else {
+        return false;
+    };
+    let one_row_per_row = l.aggregates.is_empty()
+        && ["group_clause", "distinct_clause", "having_clause"]
+            .iter()
+            .all(|field| !crate::tree::has(l.fields, field));
+    let carries_key = l
+        .fields
+        .get("target_list")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|target| node(target).and_then(|(_, target)| target.get("val")))
+        .any(|val| same_column(val, key));
+    one_row_per_row && carries_key
 }
 
 /// Whether the schema knows the relation as a table.

@@ -176,6 +176,23 @@ fn rows_claimed_by_another_column_than_the_filtered_key_are_refused() {
         // So does one on a relation the schema does not know as a table.
         "SELECT id FROM elsewhere
           WHERE leader_fence($1, $2, $3, $4) AND leader_shard_of(id, $3) = $2 FOR UPDATE",
+        // Funnelled by the key, but the lock lands in the view's own query first.
+        "SELECT id FROM pending_webhooks
+          WHERE id IN (SELECT id FROM webhooks
+                        WHERE leader_fence($1, $2, $3, $4) AND leader_shard_of(id, $3) = $2)
+            FOR UPDATE",
+        // The lock is pushed into the sub-select, which locks rows before the outer filter.
+        "SELECT s.id FROM (SELECT id FROM webhooks ORDER BY id LIMIT 5) s
+          WHERE leader_fence($1, $2, $3, $4) AND leader_shard_of(s.id, $3) = $2 FOR UPDATE",
+        // One row inserted from rows of several shards: both shards' leaders insert it.
+        "INSERT INTO deliveries (webhook_id)
+         SELECT endpoint_id FROM webhooks
+          WHERE leader_fence($1, $2, $3, $4) AND leader_shard_of(id, $3) = $2
+          GROUP BY endpoint_id",
+        // A row made from another column than the key: two shards make the same one.
+        "INSERT INTO deliveries (webhook_id)
+         SELECT endpoint_id FROM webhooks
+          WHERE leader_fence($1, $2, $3, $4) AND leader_shard_of(id, $3) = $2",
         // A lock on a joined table, whose rows other shards share.
         "SELECT w.id FROM webhooks w JOIN endpoints e ON e.id = w.endpoint_id
           WHERE leader_fence($1, $2, $3, $4) AND leader_shard_of(w.id, $3) = $2 FOR UPDATE",
