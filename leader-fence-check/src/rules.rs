@@ -61,6 +61,7 @@ pub fn check(sql: &str, statement: &Statement, hints: &crate::Hints) -> Outcome 
         claim: false,
         fences: Vec::new(),
         errors: Vec::new(),
+        lock_refused_at_top: false,
     };
     rules.run();
     Outcome {
@@ -78,6 +79,8 @@ struct Rules<'s, 'l, 'a> {
     claim: bool,
     fences: Vec<FenceCall>,
     errors: Vec<SqlError>,
+    /// Whether rule 2 refused the statement's own locking clause.
+    lock_refused_at_top: bool,
 }
 
 impl Rules<'_, '_, '_> {
@@ -112,8 +115,10 @@ impl Rules<'_, '_, '_> {
             self.claim = true;
             self.errors.push(self.messages.select_into());
         }
-        // A locking query's result is the rows it locks: the lock's error says it already.
-        let result_is_locked = !top.locking.is_empty();
+        // A locking query's result is the rows it locks: the lock's error, if there is one,
+        // says it already. A lock that lands nowhere (on a `WITH` query's rows) locks nothing,
+        // and the result is asked of as any claim's.
+        let result_is_locked = self.lock_refused_at_top;
         if self.claim
             && !result_is_locked
             && matches!(top.kind, Kind::Select | Kind::SetOp(_) | Kind::Values)
@@ -195,14 +200,22 @@ impl Rules<'_, '_, '_> {
         }
     }
 
-    /// Whether an expression at `pos` of `level` is kept from a superseded leader by its own
-    /// level: the level is evaluated, and its fence or gate means PostgreSQL evaluates nothing
-    /// at `pos` (its select list, `SET`, `RETURNING`, a condition that reads its columns). A
-    /// level that is never evaluated is no such protection: an uncorrelated sub-select in it
-    /// (a `LIMIT`'s, say) may be run as an init plan wherever PostgreSQL puts it, and the
-    /// differential test found a `VOLATILE` call there run for a superseded leader.
+    /// Whether an expression at `pos` of `level` is kept from a superseded leader: PostgreSQL
+    /// does not evaluate it for one (see [`Self::evaluated`]), and it is in no `LIMIT` or
+    /// `OFFSET`, nor in a sub-select within one. A `LIMIT`'s sub-select is an init plan, and the
+    /// differential test found PostgreSQL running one for a superseded leader inside a level
+    /// a fence kept from being evaluated.
     fn protected_by_own_level(&self, level: usize, pos: Pos, aggregate: Option<usize>) -> bool {
-        self.props.reached(level) && pos != Pos::Head && !self.evaluated(level, pos, aggregate)
+        let in_a_limit = pos == Pos::Head
+            || std::iter::successors(Some(level), |&l| {
+                self.levels.levels[l].parent.map(|p| p.level)
+            })
+            .any(|l| {
+                self.levels.levels[l]
+                    .parent
+                    .is_some_and(|parent| parent.pos == Pos::Head)
+            });
+        !in_a_limit && !self.evaluated(level, pos, aggregate)
     }
 
     /// Whether PostgreSQL may evaluate an expression at `pos` of `level` (inside aggregate
@@ -230,7 +243,7 @@ impl Rules<'_, '_, '_> {
                 continue;
             };
             self.claim = true;
-            if !self.evaluated(level, r.pos, r.aggregate) {
+            if self.protected_by_own_level(level, r.pos, r.aggregate) {
                 continue;
             }
             let at = r.at.map(|start| self.reference_range(start, r));
@@ -335,6 +348,7 @@ impl Rules<'_, '_, '_> {
             let error = self
                 .messages
                 .ungated(self.levels, self.props, level, Effect::Lock, why);
+            self.lock_refused_at_top |= level == 0;
             self.errors.push(error);
         }
     }
