@@ -77,7 +77,7 @@ impl Fence {
 }
 
 /// The guards of `leader_fence` (in the framework migration), for the protocol model: a claim
-/// succeeds in the model iff every guard here holds (`model/src/guards.rs`); its guard tests fail
+/// succeeds in the model iff every guard here holds (`tools/leader-model/src/guards.rs`); its guard tests fail
 /// if this list, the function's WHERE and the model disagree. The migration itself carries no
 /// pointer back here: sqlx checksums applied migrations, so its text stays as released.
 #[doc(hidden)]

@@ -1,6 +1,6 @@
 //! The guards of the lease statements and of the fence, as data, for the protocol model.
 //!
-//! Not API: this module exists so that the model checker in `model/` (package `leader-model`)
+//! Not API: this module exists so that the model checker in `tools/leader-model/` (package `leader-model`)
 //! can be tied to the SQL it models. Each guarded statement's WHERE is a conjunction, and every
 //! conjunct in it is either a [`Guard`] (a protocol condition, which the model evaluates by name)
 //! or plumbing (selecting the role's row, binding the lock timeout). `leader-model`'s guard tests

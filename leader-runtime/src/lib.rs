@@ -119,8 +119,8 @@
 //!
 //! * [`fenced`]'s check, stated in terms of what PostgreSQL does, is `leader-fence-check`'s; it
 //!   is run against PostgreSQL on written and generated statements (`fence-differential`).
-//! * The protocol (`leader-core`) is model-checked with Stateright (`model/`) and drilled on real
-//!   processes (`drills/`); the repository's `docs/model.md` and `docs/benchmarks/` have the
+//! * The protocol (`leader-core`) is model-checked with Stateright (`tools/leader-model/`) and drilled on real
+//!   processes (`tools/leader-drills/`); the repository's `docs/model.md` and `docs/benchmarks/` have the
 //!   figures and how to reproduce them.
 //!
 //! # The crate

@@ -36,7 +36,7 @@ impl Found {
             .find(|dir| dir.join("Cargo.toml").is_file())
             .expect("a source file is inside a crate");
         let mut schema = leader_fence_check::Schema::new(crate_dir.display().to_string());
-        let files = leader_role_check::migration_files(&crate_dir.join("migrations"), crate_dir)
+        let files = leader_migrations::migration_files(&crate_dir.join("migrations"), crate_dir)
             .expect("read the crate's migrations");
         for file in files.into_iter().flatten() {
             schema
@@ -99,7 +99,7 @@ const SEND_FORMS: &str = "CREATE TABLE send_forms (id bigserial PRIMARY KEY,
         taken boolean NOT NULL);
     INSERT INTO send_forms (taken) SELECT i % 2 = 0 FROM generate_series(1, 10) i;";
 const BILLING: &str = concat!(
-    include_str!("../../examples/migrations/20261201000200_billing.up.sql"),
+    include_str!("../../examples/billing-demo/migrations/20261201000200_billing.up.sql"),
     "
     INSERT INTO subscriptions (customer, amount_cents, period_secs, billed_until)
     SELECT 'c' || i, 100, 60, now() - interval '1 hour' FROM generate_series(1, 5) i;
@@ -345,7 +345,7 @@ async fn every_accepted_claim_changes_and_locks_nothing_under_a_superseded_token
         .filter(|path| path.extension().is_some_and(|e| e == "rs"))
         .collect();
     sources.sort();
-    sources.push(root.join("examples/src/store.rs"));
+    sources.push(root.join("examples/billing-demo/src/store.rs"));
     let claims: Vec<Found> = sources.iter().flat_map(|file| fenced_sql(file)).collect();
     assert!(
         claims.len() >= CASES.len(),

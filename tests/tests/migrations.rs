@@ -11,26 +11,17 @@ use leader_runtime::protocol::operator;
 use leader_runtime::schema::{ExpectedRole, check_schema_ready};
 use leader_testkit::TestDb;
 
-const FIRST: &str =
-    include_str!("../../leader-core/migrations/20261201000000_leader_leases.up.sql");
-const SECOND: &str =
-    include_str!("../../leader-core/migrations/20261202000000_leader_clear_cooldown.up.sql");
-const THIRD: &str =
-    include_str!("../../leader-core/migrations/20261204000000_leader_pause_floor.up.sql");
+const FIRST: &str = include_str!("../../migrations/20261201000000_leader_leases.up.sql");
+const SECOND: &str = include_str!("../../migrations/20261202000000_leader_clear_cooldown.up.sql");
+const THIRD: &str = include_str!("../../migrations/20261204000000_leader_pause_floor.up.sql");
 const THIRD_DOWN: &str =
-    include_str!("../../leader-core/migrations/20261204000000_leader_pause_floor.down.sql");
-const FOURTH: &str =
-    include_str!("../../leader-core/migrations/20261205000000_leader_schedules.up.sql");
-const FOURTH_DOWN: &str =
-    include_str!("../../leader-core/migrations/20261205000000_leader_schedules.down.sql");
-const FIFTH: &str =
-    include_str!("../../leader-core/migrations/20261206000000_leader_shards.up.sql");
-const FIFTH_DOWN: &str =
-    include_str!("../../leader-core/migrations/20261206000000_leader_shards.down.sql");
-const SIXTH: &str =
-    include_str!("../../leader-core/migrations/20261207000000_leader_presence.up.sql");
-const SIXTH_DOWN: &str =
-    include_str!("../../leader-core/migrations/20261207000000_leader_presence.down.sql");
+    include_str!("../../migrations/20261204000000_leader_pause_floor.down.sql");
+const FOURTH: &str = include_str!("../../migrations/20261205000000_leader_schedules.up.sql");
+const FOURTH_DOWN: &str = include_str!("../../migrations/20261205000000_leader_schedules.down.sql");
+const FIFTH: &str = include_str!("../../migrations/20261206000000_leader_shards.up.sql");
+const FIFTH_DOWN: &str = include_str!("../../migrations/20261206000000_leader_shards.down.sql");
+const SIXTH: &str = include_str!("../../migrations/20261207000000_leader_presence.up.sql");
+const SIXTH_DOWN: &str = include_str!("../../migrations/20261207000000_leader_presence.down.sql");
 
 async fn app_role(db: &TestDb) -> sqlx::PgPool {
     db.exec(

@@ -230,7 +230,7 @@ SELECT s.wanted_role                 AS wanted_role,
     ON g.granted_role = s.wanted_role AND g.granted_shard_index = s.wanted_shard_index
 ";
 
-/// ACQUIRE's guards, for the protocol model. The model's ACQUIRE (`model/src/guards.rs`) grants
+/// ACQUIRE's guards, for the protocol model. The model's ACQUIRE (`tools/leader-model/src/guards.rs`) grants
 /// iff every guard here holds; its guard tests fail if this list, the SQL above and the model
 /// disagree. The `due` CTE repeats them to choose which rows to lock; the UPDATE's own WHERE is
 /// what decides each grant.

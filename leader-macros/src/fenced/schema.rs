@@ -32,7 +32,7 @@ pub fn read(dir: Option<&LitStr>, at: Span) -> syn::Result<ReadSchema> {
     };
     let shown = migrations_folder::shown(dir);
     let at = dir.map_or(at, LitStr::span);
-    let migrations = leader_role_check::migration_files(&folder, &manifest_dir)
+    let migrations = leader_migrations::migration_files(&folder, &manifest_dir)
         .map_err(|why| syn::Error::new(at, format!("`#[fenced]` cannot read `{shown}/`: {why}")))?;
     let declared_path = manifest_dir.join(DECLARED_TABLES);
     let declared = match std::fs::read_to_string(&declared_path) {

@@ -7,7 +7,7 @@ use syn::{FnArg, Ident, LitStr, ReturnType, Type};
 use super::parse::{Args, JobFn};
 use crate::errors::Errors;
 use crate::interval::{ACCEPTED_FORMS, Interval};
-use leader_role_check::{self as migrations, CONSTRAINT};
+use leader_migrations::{self as migrations, CONSTRAINT};
 
 /// The signature a job must have, for error messages.
 const EXPECTED: &str = "a leader job is `async fn name(tick: TickContext) -> Result<(), E>`, \
