@@ -1,5 +1,6 @@
 //! How a command fails: one line on stderr saying what to do, and the exit code for its kind.
 
+use std::path::Path;
 use std::process::ExitCode;
 
 /// A command that did not do what it was asked, and why.
@@ -27,6 +28,16 @@ impl Failure {
     #[cfg(test)]
     pub fn message(&self) -> &str {
         &self.message
+    }
+
+    /// A migrations folder that `leader-migrations` could not read: the folder, what in it, and
+    /// (for SQL PostgreSQL's scanner cannot split) that the file's SQL needs fixing first.
+    pub fn unreadable_folder(dir: &Path, err: &leader_migrations::RoleCheckError) -> Failure {
+        let fix = match err {
+            leader_migrations::RoleCheckError::Scan { .. } => ": fix the file's SQL first",
+            _ => "",
+        };
+        Failure::refused(format!("{}: {err}{fix}", dir.display()))
     }
 
     /// The database cannot be reached, or its framework schema is missing.

@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use crate::failure::Failure;
-use crate::folder::Folder;
 use crate::roles::{literal, print_written, write_migration};
+use leader_migrations::Folder;
 
 /// PostgreSQL's longest name, in bytes (`NAMEDATALEN - 1`).
 const MAX_NAME: usize = 63;

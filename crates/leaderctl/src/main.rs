@@ -35,7 +35,6 @@
 mod check;
 mod connect;
 mod failure;
-mod folder;
 mod grant;
 mod migrate;
 mod migrations;

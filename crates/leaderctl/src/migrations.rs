@@ -20,8 +20,8 @@ use std::path::Path;
 use leader_core::schema::{MIGRATION_FILES, MigrationFile};
 
 use crate::failure::Failure;
-use crate::folder::Folder;
 use crate::{grant, roles};
+use leader_migrations::Folder;
 
 /// What a framework file's copy in the folder is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,25 +58,34 @@ pub fn write(
     grant::validate(logins)?;
     write_framework(dir, force)?;
     if !role_names.is_empty() {
-        let folder = Folder::read(dir)?;
+        let folder = Folder::read(dir).map_err(|e| Failure::unreadable_folder(dir, &e))?;
         let plan = roles::Plan::new(&folder, role_names);
         for done in &plan.done {
             println!("{}", roles::done_line(done));
         }
         if !plan.is_empty() {
-            let up = plan.write(dir, folder.next_version(), folder.reversible())?;
+            let up = plan.write(dir, folder.next_version(version_now()), folder.reversible())?;
             roles::print_written(&up, &plan.summary());
         }
     }
     if !logins.is_empty() {
-        let folder = Folder::read(dir)?;
-        grant::write(dir, &folder, logins, folder.next_version())?;
+        let folder = Folder::read(dir).map_err(|e| Failure::unreadable_folder(dir, &e))?;
+        grant::write(dir, &folder, logins, folder.next_version(version_now()))?;
     }
     Ok(())
 }
 
 /// Writes every framework file missing from `dir`; refuses, writing nothing, if a file there
 /// differs, unless `force`.
+/// Now, as the version of a migration written now: `YYYYMMDDHHMMSS` in UTC.
+pub fn version_now() -> u64 {
+    chrono::Utc::now()
+        .format("%Y%m%d%H%M%S")
+        .to_string()
+        .parse()
+        .unwrap_or(0)
+}
+
 fn write_framework(dir: &Path, force: bool) -> Result<(), Failure> {
     fs::create_dir_all(dir)
         .map_err(|e| Failure::refused(format!("cannot create {}: {e}", dir.display())))?;

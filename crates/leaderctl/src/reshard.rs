@@ -6,8 +6,8 @@
 use std::path::Path;
 
 use crate::failure::Failure;
-use crate::folder::Folder;
 use crate::roles::{literal, write_migration};
+use leader_migrations::Folder;
 
 /// The up migration: the procedure, then the call.
 fn up(role: &str, count: u32, before: u32) -> String {
@@ -46,7 +46,7 @@ pub fn reshard(dir: &Path, role: &str, count: u32) -> Result<(), Failure> {
             dir.display()
         )));
     }
-    let folder = Folder::read(dir)?;
+    let folder = Folder::read(dir).map_err(|e| Failure::unreadable_folder(dir, &e))?;
     if folder.seeded_by(role).is_none() {
         return Err(Failure::refused(format!(
             "role `{role}` is not seeded by the migrations in {}: `leaderctl roles add {role} \
@@ -68,7 +68,10 @@ pub fn reshard(dir: &Path, role: &str, count: u32) -> Result<(), Failure> {
     );
     let name = write_migration(
         dir,
-        &format!("{}_leader_reshard_{role}", folder.next_version()),
+        &format!(
+            "{}_leader_reshard_{role}",
+            folder.next_version(crate::migrations::version_now())
+        ),
         reversible,
         &up(role, count, before),
         &down,

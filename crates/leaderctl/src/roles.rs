@@ -19,7 +19,7 @@ use std::path::Path;
 use leader_migrations::CONSTRAINT;
 
 use crate::failure::Failure;
-use crate::folder::Folder;
+use leader_migrations::Folder;
 
 /// Refuses a malformed role name, saying what is wrong with it.
 pub fn validate(names: &[String]) -> Result<(), Failure> {
@@ -59,8 +59,8 @@ pub struct Plan {
 impl Plan {
     /// What registering `names` (validated) in `folder` takes.
     pub fn new(folder: &Folder, names: &[String]) -> Plan {
-        let check = folder.check();
-        let before = check.as_ref().map(|(roles, _)| roles.to_vec());
+        let check = folder.role_check();
+        let before = check.map(|c| c.roles.clone());
         let kept = before.clone().unwrap_or_else(|| folder.seeded_roles());
         let mut plan = Plan {
             before,
@@ -76,9 +76,8 @@ impl Plan {
             }
             seen.push(name);
             let in_check = check
-                .as_ref()
-                .filter(|(roles, _)| roles.contains(name))
-                .map(|(_, file)| file.clone());
+                .filter(|c| c.roles.contains(name))
+                .map(|c| c.shown.clone());
             let seed_file = folder.seeded_by(name);
             match (in_check, seed_file) {
                 (Some(check_file), Some(seed_file)) => plan.done.push(Done {
@@ -234,7 +233,7 @@ pub fn add(dir: &Path, names: &[String]) -> Result<(), Failure> {
             dir.display()
         )));
     }
-    let folder = Folder::read(dir)?;
+    let folder = Folder::read(dir).map_err(|e| Failure::unreadable_folder(dir, &e))?;
     let plan = Plan::new(&folder, names);
     for done in &plan.done {
         println!("{}", done_line(done));
@@ -249,7 +248,11 @@ pub fn add(dir: &Path, names: &[String]) -> Result<(), Failure> {
         )));
     }
     let reversible = folder.reversible();
-    let up = plan.write(dir, folder.next_version(), reversible)?;
+    let up = plan.write(
+        dir,
+        folder.next_version(crate::migrations::version_now()),
+        reversible,
+    )?;
     println!(
         "wrote {}{}: {}",
         dir.join(&up).display(),

@@ -2,9 +2,8 @@
 //! the roles its CHECK registers, the roles it seeds a row for, the login roles it grants, the
 //! shard counts it gives roles, its next version, and whether it writes reversible migrations.
 //!
-//! The CHECK is read by [`leader_migrations`], as `#[leader_role]` reads it. Seeds and grants are
-//! read here with the same scanner (PostgreSQL's own, through `pg_query`), so comments, quoted
-//! names and escaped quotes are read as PostgreSQL reads them:
+//! The CHECK is read as [`find_role_check`](crate::find_role_check) reads it. Seeds, grants and
+//! reshards are read with the same scanner:
 //!
 //! * a role is **seeded** by a file when one of its statements starts `INSERT INTO leader_leases`
 //!   (schema-qualified or not) and has the role's name as a string constant anywhere before the
@@ -20,15 +19,14 @@
 //! again). Down migrations (`*.down.sql`) are skipped: they undo, they do not define the schema.
 //! A statement that later deletes a seeded row is not followed either.
 
-use std::fs;
 use std::path::Path;
 
-use leader_migrations::{RoleCheck, find_role_check};
-use pg_query::protobuf::Token as Kind;
+use crate::files::sql_file_names;
+use crate::role_check::last_role_check;
+use crate::scan::{Kind, Token, is, names, scan, string_value};
+use crate::{RoleCheck, RoleCheckError, migration_files};
 
-use crate::failure::Failure;
-
-/// One up (or plain) migration of the folder.
+/// One up (or plain) migration of the folder, as far as the framework is concerned.
 #[derive(Debug)]
 struct File {
     name: String,
@@ -40,7 +38,7 @@ struct File {
     reshards: Vec<(String, u32)>,
 }
 
-/// The folder's migrations, as far as the framework is concerned.
+/// A migrations folder, as far as the framework is concerned.
 #[derive(Debug)]
 pub struct Folder {
     /// Every `.sql` file name in the folder, down migrations included.
@@ -52,44 +50,32 @@ pub struct Folder {
 }
 
 impl Folder {
-    /// Reads `dir`'s migrations; a folder that does not exist reads as empty.
-    pub fn read(dir: &Path) -> Result<Folder, Failure> {
-        let check = find_role_check(dir, dir)
-            .map_err(|e| Failure::refused(format!("{}: {e}", dir.display())))?;
-        let mut names: Vec<String> = match fs::read_dir(dir) {
-            Ok(entries) => entries
-                .filter_map(Result::ok)
-                .filter(|entry| entry.file_type().is_ok_and(|t| t.is_file()))
-                .filter_map(|entry| entry.file_name().into_string().ok())
-                .filter(|name| name.ends_with(".sql"))
-                .collect(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => {
-                return Err(Failure::refused(format!(
-                    "cannot read {}: {e}",
-                    dir.display()
-                )));
-            }
-        };
-        names.sort();
-        let mut files = Vec::new();
-        for name in names.iter().filter(|n| !n.ends_with(".down.sql")) {
-            let path = dir.join(name);
-            let sql = fs::read_to_string(&path)
-                .map_err(|e| Failure::refused(format!("cannot read {}: {e}", path.display())))?;
-            let tokens = scan(&sql).map_err(|message| {
-                Failure::refused(format!(
-                    "cannot read {}: {message}: fix the file's SQL first",
-                    path.display()
-                ))
-            })?;
-            files.push(File {
-                name: name.clone(),
-                seeds: seeds(&tokens),
-                grants: grants(&tokens),
-                reshards: reshards(&tokens),
-            });
-        }
+    /// Reads `dir`'s migrations; a folder that does not exist reads as empty. The
+    /// [`RoleCheck`]'s `shown` is the file's name.
+    ///
+    /// # Errors
+    ///
+    /// [`RoleCheckError::Read`] when the folder or a file in it cannot be read,
+    /// [`RoleCheckError::Scan`] when PostgreSQL's scanner cannot split a file.
+    pub fn read(dir: &Path) -> Result<Folder, RoleCheckError> {
+        let names = sql_file_names(dir)?.unwrap_or_default();
+        let migrations = migration_files(dir, dir)?.unwrap_or_default();
+        let check = last_role_check(&migrations)?;
+        let files = migrations
+            .into_iter()
+            .map(|file| {
+                let tokens = scan(&file.sql).map_err(|message| RoleCheckError::Scan {
+                    file: file.name.clone(),
+                    message,
+                })?;
+                Ok(File {
+                    seeds: seeds(&tokens),
+                    grants: grants(&tokens),
+                    reshards: reshards(&tokens),
+                    name: file.name,
+                })
+            })
+            .collect::<Result<_, RoleCheckError>>()?;
         Ok(Folder {
             names,
             files,
@@ -97,16 +83,9 @@ impl Folder {
         })
     }
 
-    /// The roles the folder's last role CHECK lists, and that file's name; `None` if no
-    /// migration defines the CHECK.
-    pub fn check(&self) -> Option<(&[String], String)> {
-        self.check.as_ref().map(|c| {
-            let file = c
-                .path
-                .file_name()
-                .map_or_else(|| c.shown.clone(), |n| n.to_string_lossy().into_owned());
-            (c.roles.as_slice(), file)
-        })
+    /// The folder's last definition of the role CHECK; `None` if no migration defines it.
+    pub fn role_check(&self) -> Option<&RoleCheck> {
+        self.check.as_ref()
     }
 
     /// The first file that seeds `role`.
@@ -152,15 +131,10 @@ impl Folder {
         self.names.iter().any(|f| f.ends_with(".up.sql"))
     }
 
-    /// The version for the folder's next migration: now as `YYYYMMDDHHMMSS`, or one past the
-    /// folder's latest version if that is later, so it runs (and is read by `#[leader_role]`)
-    /// after every migration already there.
-    pub fn next_version(&self) -> u64 {
-        let now: u64 = chrono::Utc::now()
-            .format("%Y%m%d%H%M%S")
-            .to_string()
-            .parse()
-            .unwrap_or(0);
+    /// The version for the folder's next migration: `now` (the time as `YYYYMMDDHHMMSS`), or one
+    /// past the folder's latest version if that is later, so it runs (and is read by
+    /// `#[leader_role]`) after every migration already there.
+    pub fn next_version(&self, now: u64) -> u64 {
         let latest = self
             .names
             .iter()
@@ -169,51 +143,6 @@ impl Folder {
             .unwrap_or(0);
         now.max(latest + 1)
     }
-}
-
-/// A token the scanner found: its kind and its text.
-type Token<'a> = (i32, &'a str);
-
-/// `sql` split into tokens by PostgreSQL's scanner, comments left out.
-fn scan(sql: &str) -> Result<Vec<Token<'_>>, String> {
-    let scanned = pg_query::scan(sql).map_err(|e| e.to_string())?;
-    Ok(scanned
-        .tokens
-        .iter()
-        .filter(|t| t.token != Kind::SqlComment as i32 && t.token != Kind::CComment as i32)
-        .filter_map(|t| {
-            let start = usize::try_from(t.start).ok()?;
-            let end = usize::try_from(t.end).ok()?;
-            Some((t.token, sql.get(start..end)?))
-        })
-        .collect())
-}
-
-fn is(token: &Token<'_>, kind: Kind) -> bool {
-    token.0 == kind as i32
-}
-
-/// The token is the name `expected`, as PostgreSQL reads names: folded to lower case unless
-/// double-quoted.
-fn names(token: &Token<'_>, expected: &str) -> bool {
-    match token.1.strip_prefix('"') {
-        Some(quoted) => quoted.strip_suffix('"') == Some(expected),
-        None => token.1.eq_ignore_ascii_case(expected),
-    }
-}
-
-/// The value of a string constant token: `'it''s'` is `it's`, `E'..'` and `$tag$..$tag$` are
-/// read without their quotes (a role name has no backslash or dollar in it to unescape).
-fn string_value(text: &str) -> Option<String> {
-    if let Some(body) = text.strip_prefix('\'').and_then(|t| t.strip_suffix('\'')) {
-        return Some(body.replace("''", "'"));
-    }
-    if let Some(rest) = text.strip_prefix(['E', 'e']) {
-        return string_value(rest);
-    }
-    let tag_end = text.strip_prefix('$')?.find('$')? + 2;
-    let tag = &text[..tag_end];
-    text.strip_prefix(tag)?.strip_suffix(tag).map(str::to_owned)
 }
 
 /// Where the statement goes on after `INSERT INTO [schema.]leader_leases` starting at `i`, if one
@@ -376,11 +305,39 @@ mod tests {
     }
 
     #[test]
-    fn string_values() {
-        assert_eq!(string_value("'a''b'").as_deref(), Some("a'b"));
-        assert_eq!(string_value("e'x'").as_deref(), Some("x"));
-        assert_eq!(string_value("$q$y$q$").as_deref(), Some("y"));
-        assert_eq!(string_value("$$z$$").as_deref(), Some("z"));
-        assert_eq!(string_value("U&'w'"), None);
+    fn a_folder_reads_its_check_its_versions_and_whether_it_is_reversible() {
+        let dir =
+            std::env::temp_dir().join(format!("leader-migrations-folder-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let folder = Folder::read(&dir.join("missing")).unwrap();
+        assert!(folder.role_check().is_none() && !folder.reversible());
+        assert_eq!(folder.next_version(20260101000000), 20260101000000);
+        std::fs::write(
+            dir.join("20270101000000_roles.up.sql"),
+            "ALTER TABLE leader_leases ADD CONSTRAINT leader_leases_role_registered \
+             CHECK (role IN ('a'));\nINSERT INTO leader_leases VALUES ('a', 1);",
+        )
+        .unwrap();
+        std::fs::write(dir.join("20270101000000_roles.down.sql"), "SELECT 1;").unwrap();
+        let folder = Folder::read(&dir).unwrap();
+        let check = folder.role_check().unwrap();
+        assert_eq!(
+            (check.roles.as_slice(), check.shown.as_str()),
+            (&["a".to_owned()][..], "20270101000000_roles.up.sql")
+        );
+        assert_eq!(folder.seeded_by("a"), Some("20270101000000_roles.up.sql"));
+        assert!(folder.reversible());
+        assert_eq!(
+            folder.next_version(20260101000000),
+            20270101000001,
+            "past the latest"
+        );
+        assert_eq!(
+            folder.next_version(20280101000000),
+            20280101000000,
+            "now, when later"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
