@@ -119,6 +119,8 @@ pub struct Ref {
     pub names: Vec<String>,
     /// `(expr).f`: a field selected from an expression, which is `names`'s last.
     pub selection: bool,
+    /// For `(x).f`, the first selection from a bare name `x`: that name.
+    pub selected_from: Option<String>,
     pub pos: Pos,
     /// The aggregate (index into the level's `aggregates`) this reference sits in.
     pub aggregate: Option<usize>,
@@ -651,13 +653,23 @@ impl<'a> Levels<'a> {
                 level.refs.push(Ref {
                     names,
                     selection: false,
+                    selected_from: None,
                     pos: at.pos,
                     aggregate: at.aggregate,
                     at: location(fields),
                 });
             }
             "A_Indirection" | "AIndirection" => {
-                for (kind, step) in children(fields, "indirection") {
+                // `(x).f` with `x` a bare name: the name, which may be a table's (PostgreSQL
+                // reads it as a column first, and as a whole row where no column has it).
+                let bare = match fields.get("arg").and_then(node) {
+                    Some(("ColumnRef", column)) => match strings(column.get("fields")).as_slice() {
+                        [name] => Some(name.clone()),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                for (n, (kind, step)) in children(fields, "indirection").enumerate() {
                     if kind == "String" {
                         let at_arg = fields
                             .get("arg")
@@ -666,6 +678,7 @@ impl<'a> Levels<'a> {
                         self.levels[at.level].refs.push(Ref {
                             names: vec![text(step, "sval").to_owned()],
                             selection: true,
+                            selected_from: if n == 0 { bare.clone() } else { None },
                             pos: at.pos,
                             aggregate: at.aggregate,
                             at: at_arg,

@@ -43,6 +43,18 @@ pub fn reads_level(levels: &Levels, level: usize, r: &Ref) -> Option<usize> {
     }
 }
 
+/// Whether a `FROM` item of `level` itself (hidden ones too: a join's alias hides its tables'
+/// names, not their columns) may give a column `name`.
+fn level_may_give(levels: &Levels, level: usize, name: &str) -> bool {
+    levels.levels[level]
+        .items
+        .iter()
+        .any(|item| match item_columns(levels, &item.source) {
+            Some(columns) => columns.iter().any(|c| c == name),
+            None => true,
+        })
+}
+
 /// Whether a query enclosing `level` whose names `level` sees may give a column `name`: one
 /// with a `FROM` item whose columns are unknown or include it. A sub-select in `FROM` sees the
 /// names of the queries around the one it stands in, and of that one only if it is `LATERAL`.
@@ -80,44 +92,62 @@ pub fn possible_call<'r>(
     r: &'r Ref,
 ) -> Option<PossibleCall<'r>> {
     let last = r.names.last()?;
-    let call = |why: String| {
+    let call = |(why, declare): (String, Option<&'r str>)| {
         Some(PossibleCall {
             function: last,
             why,
-            declare: None,
+            declare,
         })
     };
     if r.selection {
-        return call("the value it is selected from is not a table's row".to_owned());
+        // `(x).f` is `x.f` where no query it can see has a column `x`: PostgreSQL then reads
+        // `x` as the whole row of the table `x`.
+        return match &r.selected_from {
+            Some(x) if !level_may_give(levels, level, x) && !outer_may_give(levels, level, x) => {
+                qualified(levels, level, x, last).and_then(call)
+            }
+            _ => call((
+                "the value it is selected from is not a table's row the schema knows".to_owned(),
+                None,
+            )),
+        };
     }
     if last == "*" {
         return None;
     }
     match r.names.as_slice() {
         [_] => None,
-        [qualifier, column] => {
-            let Some((l, item)) = resolve(levels, level, qualifier) else {
-                return call(format!("`{qualifier}` names no table of the query"));
-            };
-            let source = &levels.levels[l].items[item].source;
-            if let Source::Table(table) = *source {
-                return match table_column(levels, table, column) {
-                    Column::Known => None,
-                    Column::Unknown(why) => call(why),
-                    Column::NoRelation(why) => Some(PossibleCall {
-                        function: last,
-                        why,
-                        declare: levels.schema.and_then(|s| s.declare_hint()),
-                    }),
-                };
-            }
-            match item_columns(levels, source) {
-                Some(columns) if columns.iter().any(|c| c == column) => None,
-                Some(_) => call(format!("`{qualifier}` has no column `{column}`")),
-                None => call(format!("the columns of `{qualifier}` are not known")),
-            }
-        }
-        _ => call("a name of three parts may select a field of a column".to_owned()),
+        [qualifier, column] => qualified(levels, level, qualifier, column).and_then(call),
+        _ => call((
+            "a name of three parts may select a field of a column".to_owned(),
+            None,
+        )),
+    }
+}
+
+/// Whether `qualifier.column`, written in `level`, may be a call: if so, why it is not known to
+/// be a column, and how to declare the table where the schema has none of that name.
+fn qualified<'l>(
+    levels: &Levels<'l>,
+    level: usize,
+    qualifier: &str,
+    column: &str,
+) -> Option<(String, Option<&'l str>)> {
+    let Some((l, item)) = resolve(levels, level, qualifier) else {
+        return Some((format!("`{qualifier}` names no table of the query"), None));
+    };
+    let source = &levels.levels[l].items[item].source;
+    if let Source::Table(table) = *source {
+        return match table_column(levels, table, column) {
+            Column::Known => None,
+            Column::Unknown(why) => Some((why, None)),
+            Column::NoRelation(why) => Some((why, levels.schema.and_then(|s| s.declare_hint()))),
+        };
+    }
+    match item_columns(levels, source) {
+        Some(columns) if columns.iter().any(|c| c == column) => None,
+        Some(_) => Some((format!("`{qualifier}` has no column `{column}`"), None)),
+        None => Some((format!("the columns of `{qualifier}` are not known"), None)),
     }
 }
 

@@ -275,3 +275,26 @@ fn a_lock_that_lands_nowhere_does_not_excuse_the_result() {
         "{e:?}"
     );
 }
+
+/// `(x).f` is `x.f` where no query the reference can see has a column `x`; where one may, `x`
+/// is that column, and `.f` selects from it, or calls `f` on it.
+#[test]
+fn a_field_of_a_bare_name_is_the_tables_column_where_no_column_has_that_name() {
+    let schema = schema();
+    let sql = "UPDATE jobs j SET runs = 1
+                 FROM (SELECT id FROM batch WHERE leader_fence($1, $2)) b WHERE (j).id = b.id";
+    assert!(!check(sql).errors.is_empty(), "refused without the schema");
+    assert_eq!(errors(sql, &schema), Vec::<String>::new());
+    let e = errors(
+        &sql.replace("(j).id = b.id", "(j).take_budget = b.id"),
+        &schema,
+    );
+    assert!(e[0].contains("has no column `take_budget`"), "{e:?}");
+    // `j` is a column of `b` here, so `(j).id` is `id` applied to that column.
+    let e = errors(
+        "UPDATE jobs j SET runs = 1
+           FROM (SELECT id AS j FROM batch WHERE leader_fence($1, $2)) b WHERE (j).id = b.j",
+        &schema,
+    );
+    assert!(e[0].contains("not a table's row the schema knows"), "{e:?}");
+}
