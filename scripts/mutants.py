@@ -39,6 +39,7 @@ OPERATOR = "leader-core/src/operator.rs"
 CLEAR_COOLDOWN = "migrations/20261202000000_leader_clear_cooldown.up.sql"
 PAUSE_FLOOR = "migrations/20261204000000_leader_pause_floor.up.sql"
 SHARDS = "migrations/20261206000000_leader_shards.up.sql"
+ANCHORS = "migrations/20261209000000_leader_anchors.up.sql"
 
 
 def edit(path, old, new, count=1):
@@ -289,15 +290,61 @@ M = [
            "        (Some(_), _) => (ReleaseOutcome::Failed, true),")],
      "-p tests --test runtime a_clean_shutdown"),
     ("batched acquire ignores expiry",
-     [edit(ACQUIRE, "       AND (expires_at IS NULL OR expires_at <= now())\n", "", count=2)],
+     [edit(ACQUIRE, "       AND (expires_at IS NULL OR expires_at <= now()\n"
+                   "            OR leader_anchor_ended(holder_anchor_pid, holder_anchor_start, acquired_at))\n",
+           "", count=2)],
      "-p tests --test batch one_statement_grants_due_roles_once"),
+    # Anchors (issue 33): each guard of the takeover of a dead holder.
+    ("acquire has no takeover branch",
+     [edit(ACQUIRE, "            OR leader_anchor_ended(holder_anchor_pid, holder_anchor_start, acquired_at))\n",
+           "            )\n", count=2)],
+     "-p tests --test anchors a_lease_whose_holders_anchor_ended"),
+    ("takeover without the anchor check",
+     [edit(ANCHORS, "       AND NOT EXISTS (SELECT 1\n",
+           "       AND (SELECT true) OR p_pid IS NOT NULL AND NOT EXISTS (SELECT 1\n")],
+     "-p tests --test anchors no_lease_is_taken_over_while"),
+    ("anchor without backend_start",
+     [edit(ANCHORS, "                          AND (a.backend_start IS NULL OR a.backend_start = p_start))",
+           "                          )")],
+     "-p tests --test anchors a_live_pid_with_another_backend_start"),
+    ("takeover from a view of the sessions older than the grant",
+     [edit(ANCHORS, "       AND p_recorded_at < now()\n", "")],
+     "-p tests --test anchors a_view_of_the_sessions_older"),
+    ("acquire does not check the caller's anchor",
+     [edit(ACQUIRE, "       AND (:anchor_pid IS NULL\n            OR EXISTS (SELECT 1 FROM pg_stat_activity a\n"
+                    "                        WHERE a.pid = :anchor_pid AND a.backend_start = :anchor_start))\n    RETURNING",
+           "    RETURNING")],
+     "-p tests --test anchors a_caller_whose_own_anchor_ended"),
+    ("acquire does not record the anchor",
+     [edit(ACQUIRE, "           holder_anchor_pid = :anchor_pid,\n           holder_anchor_start = :anchor_start\n",
+           "           holder_anchor_pid = NULL,\n           holder_anchor_start = NULL\n")],
+     "-p tests --test anchors a_lease_whose_holders_anchor_ended"),
+    ("a dead replica's presence still counts toward the spread",
+     [edit(ACQUIRE, "                          AND NOT leader_anchor_ended(p.anchor_pid, p.anchor_start,\n"
+                    "                                                      p.anchor_recorded_at)\n", "")],
+     "-p tests --test anchors a_dead_replicas_shards_all_move"),
+    ("a dead replica's leases still count toward the spread",
+     [edit(ACQUIRE, "                        WHERE l.role = r.share_role AND l.expires_at > now()\n"
+                    "                          AND NOT leader_anchor_ended(l.holder_anchor_pid, l.holder_anchor_start,\n"
+                    "                                                      l.acquired_at)) AS live",
+           "                        WHERE l.role = r.share_role AND l.expires_at > now()) AS live")],
+     "-p tests --test anchors a_dead_replicas_shards_all_move"),
+    ("release keeps the anchor",
+     [edit(RELEASE, "       holder_anchor_pid = NULL,\n       holder_anchor_start = NULL,\n", "")],
+     "-p tests --test anchors a_release_forgets_the_anchor"),
+    ("a second process anchors the same holder id",
+     [edit("leader-core/src/lease/anchor.rs", "        if !row.try_get::<bool, _>(\"locked\").map_err(&field)? {",
+           "        if row.try_get::<bool, _>(\"locked\").map_err(&field)? && false {")],
+     "-p tests --test anchors a_second_process_with_the_same_holder_id"),
     ("batched acquire takes every due role",
      [edit(ACQUIRE, "((SELECT live FROM others) + 1)", "1")],
      "-p tests --test batch with_another_live_holder"),
     # The fence alone keeps a stale token's claims out of the ledger, so this grants a held role
     # again under the same token: only one holder per token keeps the two apart.
     ("scale: batched grant of a held role, token kept",
-     [edit(ACQUIRE, "       AND (expires_at IS NULL OR expires_at <= now())\n", "", count=2),
+     [edit(ACQUIRE, "       AND (expires_at IS NULL OR expires_at <= now()\n"
+                   "            OR leader_anchor_ended(holder_anchor_pid, holder_anchor_start, acquired_at))\n",
+           "", count=2),
       edit(ACQUIRE,
            "SET holder_token = greatest(holder_token + 1, (extract(epoch FROM now()) * 1000)::bigint)",
            "SET holder_token = holder_token")],
@@ -321,8 +368,8 @@ M = [
      "-p tests --test shards a_replica_that_leaves"),
     ("a shard stays kept by a replica that left",
      [edit("leader-core/src/lease/acquire.rs",
-           "                            AND p.seen_until > now())\n            THEN s.last_tick_holder END AS kept_by,",
-           "                            AND p.seen_until > now() OR true)\n            THEN s.last_tick_holder END AS kept_by,")],
+           "                                                        p.anchor_recorded_at))\n            THEN s.last_tick_holder END AS kept_by,",
+           "                                                        p.anchor_recorded_at) OR true)\n            THEN s.last_tick_holder END AS kept_by,")],
      "-p tests --test shards a_shard_is_kept_by"),
     ("release takes a lease listed twice",
      [edit(RELEASE, "if ends[..i].iter().any(|earlier| lease(earlier) == lease(end))",

@@ -57,6 +57,8 @@ pub const MIGRATION_FILES: &[MigrationFile] = migration_files![
     "20261207000000_leader_presence.up.sql",
     "20261208000000_leader_status_names.down.sql",
     "20261208000000_leader_status_names.up.sql",
+    "20261209000000_leader_anchors.down.sql",
+    "20261209000000_leader_anchors.up.sql",
 ];
 
 pub use leader_role_name::ROLE_CONSTRAINT;
@@ -252,6 +254,13 @@ SELECT to_regclass('leader_leases') IS NOT NULL                         AS leade
                 WHERE attrelid = to_regclass('leader_leases')
                   AND attname = 'shard_count' AND NOT attisdropped)     AS shards,
        to_regclass('leader_presence') IS NOT NULL                       AS presence,
+       to_regprocedure('leader_anchor_ended(integer, timestamptz, timestamptz)') IS NOT NULL
+       AND EXISTS (SELECT 1 FROM pg_attribute
+                    WHERE attrelid = to_regclass('leader_leases')
+                      AND attname = 'holder_anchor_pid' AND NOT attisdropped)
+       AND EXISTS (SELECT 1 FROM pg_attribute
+                    WHERE attrelid = to_regclass('leader_presence')
+                      AND attname = 'anchor_recorded_at' AND NOT attisdropped) AS anchors,
        (SELECT pg_get_constraintdef(oid) FROM pg_constraint
          WHERE conrelid = to_regclass('leader_leases')
            AND conname = 'leader_leases_role_registered') AS role_check
@@ -292,6 +301,7 @@ where
     let schedules = get("schedules")?;
     let shards = get("shards")?;
     let presence = get("presence")?;
+    let anchors = get("anchors")?;
     let role_check: Option<String> = objects.try_get("role_check").map_err(&field)?;
     let mut problems: Vec<SchemaProblem> = [
         (table, "table leader_leases"),
@@ -337,7 +347,15 @@ where
             migration: "20261207000000_leader_presence.up.sql",
         });
     }
-    if !table || !shards || !presence {
+    if table && presence && !anchors {
+        problems.push(SchemaProblem::OutOfDate {
+            object: "tables leader_leases and leader_presence",
+            change: "they have no anchor columns (or leader_anchor_ended is missing), so ACQUIRE \
+                     fails",
+            migration: "20261209000000_leader_anchors.up.sql",
+        });
+    }
+    if !table || !shards || !presence || !anchors {
         return Err(SchemaError::NotReady(SchemaReport { problems }));
     }
     let Some(role_check) = role_check else {

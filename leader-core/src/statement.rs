@@ -30,13 +30,15 @@ pub enum Statement {
     StatusRead,
     /// [`crate::check_schema_ready`]: the start-up check's reads of the catalog.
     SchemaCheck,
+    /// [`crate::lease::Anchor::open`]: an anchor session's lock and read of its own identity.
+    Anchor,
 }
 
 const PREFIX: &str = "/* leader:";
 
 impl Statement {
     /// Every statement.
-    pub const ALL: [Statement; 10] = [
+    pub const ALL: [Statement; 11] = [
         Statement::Acquire,
         Statement::Renew,
         Statement::Release,
@@ -47,10 +49,11 @@ impl Statement {
         Statement::StatusView,
         Statement::StatusRead,
         Statement::SchemaCheck,
+        Statement::Anchor,
     ];
 
     /// The name in the statement's leading comment: `acquire`, `renew`, `release`, `leave`,
-    /// `pause`, `unpause`, `clear_cooldown`, `status_view`, `status` or `schema_check`.
+    /// `pause`, `unpause`, `clear_cooldown`, `status_view`, `status`, `schema_check` or `anchor`.
     pub const fn name(self) -> &'static str {
         match self {
             Statement::Acquire => "acquire",
@@ -63,11 +66,12 @@ impl Statement {
             Statement::StatusView => "status_view",
             Statement::StatusRead => "status",
             Statement::SchemaCheck => "schema_check",
+            Statement::Anchor => "anchor",
         }
     }
 
     /// The name in errors and logs: `ACQUIRE`, `RENEW`, `RELEASE`, `LEAVE`, `PAUSE`, `UNPAUSE`,
-    /// `CLEAR COOLDOWN`, `STATUS VIEW`, `STATUS` or `SCHEMA CHECK`.
+    /// `CLEAR COOLDOWN`, `STATUS VIEW`, `STATUS`, `SCHEMA CHECK` or `ANCHOR`.
     pub const fn label(self) -> &'static str {
         match self {
             Statement::Acquire => "ACQUIRE",
@@ -80,6 +84,7 @@ impl Statement {
             Statement::StatusView => "STATUS VIEW",
             Statement::StatusRead => "STATUS",
             Statement::SchemaCheck => "SCHEMA CHECK",
+            Statement::Anchor => "ANCHOR",
         }
     }
 

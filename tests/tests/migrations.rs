@@ -22,6 +22,8 @@ const FIFTH: &str = include_str!("../../migrations/20261206000000_leader_shards.
 const FIFTH_DOWN: &str = include_str!("../../migrations/20261206000000_leader_shards.down.sql");
 const SIXTH: &str = include_str!("../../migrations/20261207000000_leader_presence.up.sql");
 const SIXTH_DOWN: &str = include_str!("../../migrations/20261207000000_leader_presence.down.sql");
+const EIGHTH: &str = include_str!("../../migrations/20261209000000_leader_anchors.up.sql");
+const EIGHTH_DOWN: &str = include_str!("../../migrations/20261209000000_leader_anchors.down.sql");
 
 async fn app_role(db: &TestDb) -> sqlx::PgPool {
     db.exec(
@@ -115,6 +117,7 @@ async fn the_pause_floor_upgrade_keeps_leader_pauses_grants_and_the_schema_check
     db.exec(FOURTH).await;
     db.exec(FIFTH).await;
     db.exec(SIXTH).await;
+    db.exec(EIGHTH).await;
     db.exec(ROLES_UP).await;
     let app = app_role(&db).await;
     let before = |err| {
@@ -172,6 +175,7 @@ async fn the_schedules_upgrade_keeps_leader_status_readable_and_the_schema_check
     // The lease statements of this version need the fifth and sixth migrations' objects too.
     db.exec(FIFTH).await;
     db.exec(SIXTH).await;
+    db.exec(EIGHTH).await;
     check_schema_ready(&app, &[ALPHA])
         .await
         .expect("the schema check passes once it ran");
@@ -197,6 +201,7 @@ async fn the_schedules_upgrade_keeps_leader_status_readable_and_the_schema_check
         "the instant in progress is the next one"
     );
 
+    db.exec(EIGHTH_DOWN).await;
     db.exec(SIXTH_DOWN).await;
     db.exec(FIFTH_DOWN).await;
     db.exec(FOURTH_DOWN).await;
@@ -204,6 +209,7 @@ async fn the_schedules_upgrade_keeps_leader_status_readable_and_the_schema_check
     db.exec(FOURTH).await;
     db.exec(FIFTH).await;
     db.exec(SIXTH).await;
+    db.exec(EIGHTH).await;
     check_schema_ready(db.admin(), &[ALPHA]).await.unwrap();
 }
 
@@ -231,6 +237,7 @@ async fn the_shards_upgrade_keeps_seeding_grants_and_the_fence_and_the_schema_ch
 
     db.exec(FIFTH).await;
     db.exec(SIXTH).await;
+    db.exec(EIGHTH).await;
     check_schema_ready(&app, &[ALPHA])
         .await
         .expect("the schema check passes once it ran");
@@ -286,11 +293,13 @@ async fn the_shards_upgrade_keeps_seeding_grants_and_the_fence_and_the_schema_ch
     check_schema_ready(&app, &[ExpectedRole::sharded(ALPHA, 1)])
         .await
         .unwrap();
+    db.exec(EIGHTH_DOWN).await;
     db.exec(SIXTH_DOWN).await;
     db.exec(FIFTH_DOWN).await;
     out_of_date(check_schema_ready(&app, &[ALPHA]).await.unwrap_err());
     db.exec(FIFTH).await;
     db.exec(SIXTH).await;
+    db.exec(EIGHTH).await;
     check_schema_ready(&app, &[ALPHA])
         .await
         .expect("the app role keeps its grants across down and up");
@@ -310,6 +319,7 @@ async fn the_presence_upgrade_grants_the_table_and_the_shard_pause_and_the_schem
     out_of_date(check_schema_ready(&app, &[ALPHA]).await.unwrap_err());
 
     db.exec(SIXTH).await;
+    db.exec(EIGHTH).await;
     db.exec("SELECT leader_reshard('alpha', 2)").await;
     check_schema_ready(&app, &[ExpectedRole::sharded(ALPHA, 2)])
         .await
@@ -346,13 +356,59 @@ async fn the_presence_upgrade_grants_the_table_and_the_shard_pause_and_the_schem
         .await;
     assert_eq!(public, 0, "PUBLIC may not execute it");
 
+    db.exec(EIGHTH_DOWN).await;
     db.exec(SIXTH_DOWN).await;
     out_of_date(check_schema_ready(&app, &[ALPHA]).await.unwrap_err());
     db.exec(SIXTH).await;
+    db.exec(EIGHTH).await;
     check_schema_ready(&app, &[ALPHA])
         .await
         .expect("the app role keeps its grants across down and up");
     lease::acquire(&app, &wanted, "app", 1, &FAST)
         .await
         .expect("and may still record its presence");
+}
+
+#[tokio::test]
+async fn the_anchors_upgrade_keeps_grants_and_a_lease_held_across_it_and_the_schema_check_asks_for_it()
+ {
+    let (db, app) = upgrading(&[FIRST, SECOND, THIRD, FOURTH, FIFTH, SIXTH, ROLES_UP]).await;
+    let out_of_date = |err| {
+        asks_for(
+            err,
+            "tables leader_leases and leader_presence",
+            "20261209000000_leader_anchors.up.sql",
+        )
+    };
+    out_of_date(check_schema_ready(&app, &[ALPHA]).await.unwrap_err());
+    // A lease granted before the upgrade records no anchor: only its expiry frees it.
+    let held = db
+        .count(
+            "WITH held AS (UPDATE leader_leases SET holder_id = 'old', acquired_at = now(),
+                                                    expires_at = now() + interval '1 hour'
+                            WHERE role = 'alpha' RETURNING 1)
+             SELECT count(*) FROM held",
+        )
+        .await;
+    assert_eq!(held, 1);
+
+    db.exec(EIGHTH).await;
+    check_schema_ready(&app, &[ALPHA])
+        .await
+        .expect("the schema check passes once it ran");
+    let wanted = [lease::Wanted::every(ALPHA, Duration::from_millis(1))];
+    let answer = lease::acquire(&app, &wanted, "app", 1, &FAST)
+        .await
+        .expect("the role granted before the upgrade may still ACQUIRE");
+    assert!(
+        matches!(&answer[0], Acquired::Refused(r) if r.reason == lease::RefusalReason::Held),
+        "{answer:?}"
+    );
+
+    db.exec(EIGHTH_DOWN).await;
+    out_of_date(check_schema_ready(&app, &[ALPHA]).await.unwrap_err());
+    db.exec(EIGHTH).await;
+    check_schema_ready(&app, &[ALPHA])
+        .await
+        .expect("the app role keeps its grants across down and up");
 }

@@ -29,6 +29,7 @@ use chrono::{DateTime, Utc};
 use sqlx::postgres::PgRow;
 use sqlx::{PgExecutor, Row};
 
+use super::anchor::Anchor;
 use super::wanted::{Due, Wanted};
 use crate::guard::{Guard, Guarded};
 use crate::inline::{Value, render};
@@ -76,7 +77,8 @@ due AS MATERIALIZED (
       FROM leader_leases JOIN wanted ON role = wanted_role AND shard_index = wanted_shard_index
      WHERE shard_count = :shard_count
        AND paused_at IS NULL
-       AND (expires_at IS NULL OR expires_at <= now())
+       AND (expires_at IS NULL OR expires_at <= now()
+            OR leader_anchor_ended(holder_anchor_pid, holder_anchor_start, acquired_at))
        AND (not_before IS NULL OR not_before <= now())
        AND (last_tick_ended_at IS NULL
             OR last_tick_ended_at + :interval_ms * interval '1 millisecond' <= now())
@@ -88,15 +90,20 @@ others AS (
     SELECT count(DISTINCT holder_id) AS live
       FROM leader_leases
      WHERE expires_at > now() AND holder_id <> :holder
+       AND NOT leader_anchor_ended(holder_anchor_pid, holder_anchor_start, acquired_at)
 ),
 presence AS (
-    INSERT INTO leader_presence (role, holder_id, shard_count, seen_until)
+    INSERT INTO leader_presence (role, holder_id, shard_count, seen_until, anchor_pid,
+                                 anchor_start, anchor_recorded_at)
     SELECT DISTINCT wanted_role, :holder, wanted_shard_count,
-           now() + :ttl_ms * interval '1 millisecond'
+           now() + :ttl_ms * interval '1 millisecond', :anchor_pid, :anchor_start,
+           CASE WHEN :anchor_pid IS NOT NULL THEN now() END
       FROM wanted
      WHERE wanted_shard_count > 1
         ON CONFLICT (role, holder_id)
-        DO UPDATE SET shard_count = excluded.shard_count, seen_until = excluded.seen_until
+        DO UPDATE SET shard_count = excluded.shard_count, seen_until = excluded.seen_until,
+                      anchor_pid = excluded.anchor_pid, anchor_start = excluded.anchor_start,
+                      anchor_recorded_at = excluded.anchor_recorded_at
     RETURNING role
 ),
 gone AS (
@@ -117,14 +124,20 @@ share AS MATERIALIZED (
                          FROM leader_presence p
                         WHERE p.role = r.share_role AND p.shard_count = r.share_count
                           AND p.seen_until > now()
+                          AND NOT leader_anchor_ended(p.anchor_pid, p.anchor_start,
+                                                      p.anchor_recorded_at)
                        UNION ALL
                        SELECT l.holder_id
                          FROM leader_leases l
-                        WHERE l.role = r.share_role AND l.expires_at > now()) AS live
+                        WHERE l.role = r.share_role AND l.expires_at > now()
+                          AND NOT leader_anchor_ended(l.holder_anchor_pid, l.holder_anchor_start,
+                                                      l.acquired_at)) AS live
                 WHERE live.holder <> :holder)))::bigint
            - (SELECT count(*)
                 FROM leader_leases l
-               WHERE l.role = r.share_role AND l.expires_at > now() AND l.holder_id = :holder)
+               WHERE l.role = r.share_role AND l.expires_at > now() AND l.holder_id = :holder
+                 AND NOT leader_anchor_ended(l.holder_anchor_pid, l.holder_anchor_start,
+                                             l.acquired_at))
            AS room
       FROM (SELECT DISTINCT wanted_role AS share_role, wanted_shard_count AS share_count
               FROM wanted
@@ -165,7 +178,9 @@ granted AS (
            expires_at = now() + :ttl_ms * interval '1 millisecond',
            schedule = wanted_schedule,
            tick_instant = wanted_instant,
-           following_instant = wanted_following
+           following_instant = wanted_following,
+           holder_anchor_pid = :anchor_pid,
+           holder_anchor_start = :anchor_start
       FROM wanted
      WHERE role = wanted_role
        AND shard_index = wanted_shard_index
@@ -173,13 +188,17 @@ granted AS (
        AND (SELECT applied FROM lock_bound) IS NOT NULL
        AND shard_count = :shard_count
        AND paused_at IS NULL
-       AND (expires_at IS NULL OR expires_at <= now())
+       AND (expires_at IS NULL OR expires_at <= now()
+            OR leader_anchor_ended(holder_anchor_pid, holder_anchor_start, acquired_at))
        AND (not_before IS NULL OR not_before <= now())
        AND (last_tick_ended_at IS NULL
             OR last_tick_ended_at + :interval_ms * interval '1 millisecond' <= now())
        AND (NOT :calendar OR :instant <= now())
        AND (NOT :calendar OR last_completed_instant IS NULL OR :instant > last_completed_instant)
        AND (NOT :each OR last_completed_instant IS NULL OR last_completed_instant >= :previous)
+       AND (:anchor_pid IS NULL
+            OR EXISTS (SELECT 1 FROM pg_stat_activity a
+                        WHERE a.pid = :anchor_pid AND a.backend_start = :anchor_start))
     RETURNING role AS granted_role, shard_index AS granted_shard_index, holder_token, expires_at,
               last_tick_holder, tick_instant AS granted_instant
 ),
@@ -203,7 +222,13 @@ SELECT s.wanted_role                 AS wanted_role,
        s.role IS NOT NULL            AS role_exists,
        s.paused_at IS NOT NULL       AS paused,
        coalesce(s.shard_count <> s.wanted_shard_count, false) AS shard_count_changed,
-       coalesce(s.expires_at > now(), false) AS held,
+       coalesce(s.expires_at > now()
+                AND NOT leader_anchor_ended(s.holder_anchor_pid, s.holder_anchor_start,
+                                            s.acquired_at), false) AS held,
+       NOT (:anchor_pid IS NULL
+            OR EXISTS (SELECT 1 FROM pg_stat_activity a
+                        WHERE a.pid = :anchor_pid AND a.backend_start = :anchor_start))
+                                     AS anchor_ended,
        coalesce(s.not_before > now(), false) AS cooling,
        coalesce(s.wanted_calendar
                 AND (s.wanted_instant IS NULL OR s.wanted_instant <= s.last_completed_instant),
@@ -219,7 +244,9 @@ SELECT s.wanted_role                 AS wanted_role,
        s.holder_id                   AS holder_id,
        CASE WHEN EXISTS (SELECT 1 FROM leader_presence p
                           WHERE p.role = s.wanted_role AND p.holder_id = s.last_tick_holder
-                            AND p.seen_until > now())
+                            AND p.seen_until > now()
+                            AND NOT leader_anchor_ended(p.anchor_pid, p.anchor_start,
+                                                        p.anchor_recorded_at))
             THEN s.last_tick_holder END AS kept_by,
        (extract(epoch FROM greatest(
             CASE WHEN s.expires_at > now() THEN s.expires_at END,
@@ -249,8 +276,8 @@ pub const ACQUIRE_GUARDS: Guarded = Guarded {
             sql: "paused_at IS NULL",
         },
         Guard {
-            name: "unheld_or_expired",
-            sql: "(expires_at IS NULL OR expires_at <= now())",
+            name: "unheld_expired_or_anchor_ended",
+            sql: "(expires_at IS NULL OR expires_at <= now() OR leader_anchor_ended(holder_anchor_pid, holder_anchor_start, acquired_at))",
         },
         Guard {
             name: "past_not_before",
@@ -271,6 +298,10 @@ pub const ACQUIRE_GUARDS: Guarded = Guarded {
         Guard {
             name: "instant_is_next",
             sql: "(NOT :each OR last_completed_instant IS NULL OR last_completed_instant >= :previous)",
+        },
+        Guard {
+            name: "caller_anchor_lives",
+            sql: "(:anchor_pid IS NULL OR EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = :anchor_pid AND a.backend_start = :anchor_start))",
         },
     ],
     plumbing: &[
@@ -401,7 +432,7 @@ impl Refusal {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum RefusalReason {
-    /// Another holder's lease is live.
+    /// Another holder's lease is live, and its holder's anchor (if it named one) lives.
     Held,
     /// An operator paused the role.
     Paused,
@@ -434,6 +465,10 @@ pub enum RefusalReason {
     /// is `None`): the caller asks again at its next poll, or at once when one of its own ticks
     /// ends.
     ShareHeld,
+    /// The caller named an anchor ([`acquire_anchored`]) that the server no longer has: its
+    /// session ended (a restart, `pg_terminate_backend`, a network fault the server noticed).
+    /// Nothing is granted under an ended anchor; the caller opens a new one and asks again.
+    AnchorEnded,
 }
 
 /// ACQUIRE: claims each of `roles` for one tick, as `holder_id`, if it is unpaused, unheld (or
@@ -458,6 +493,33 @@ pub async fn acquire<'e, W>(
     db: impl PgExecutor<'e>,
     roles: &[W],
     holder_id: &str,
+    max_grants: usize,
+    timings: &Timings,
+) -> Result<Vec<Acquired>, StatementError>
+where
+    for<'w> &'w W: Into<Wanted>,
+{
+    acquire_anchored(db, roles, holder_id, None, max_grants, timings).await
+}
+
+/// [`acquire`], naming the caller's `anchor` (see [`Anchor`]): each grant records it, so that once
+/// the server no longer has that session another replica's ACQUIRE takes the lease over without
+/// waiting for its expiry. With `Some(anchor)`, nothing is granted unless the server still has
+/// that session when the statement runs ([`RefusalReason::AnchorEnded`]): a grant recording an
+/// ended anchor could be taken over at once. With `None`, as [`acquire`]: the grants record no
+/// anchor and free only at their expiry.
+///
+/// Send it as a transaction of its own (as every lease statement is sent): see
+/// `leader_anchor_ended` in the anchors migration for why.
+///
+/// # Errors
+///
+/// As [`acquire`].
+pub async fn acquire_anchored<'e, W>(
+    db: impl PgExecutor<'e>,
+    roles: &[W],
+    holder_id: &str,
+    anchor: Option<&Anchor>,
     max_grants: usize,
     timings: &Timings,
 ) -> Result<Vec<Acquired>, StatementError>
@@ -525,6 +587,17 @@ where
                 Value::Int(i64::try_from(max_grants.max(1)).unwrap_or(i64::MAX)),
             ),
             ("lock_ms", Value::Int(lock_timeout(timings))),
+            (
+                "anchor_pid",
+                match anchor {
+                    Some(anchor) => Value::Int(i64::from(anchor.pid())),
+                    None => Value::Sql("NULL::integer"),
+                },
+            ),
+            (
+                "anchor_start",
+                Value::OptTime(anchor.map(Anchor::backend_start)),
+            ),
         ],
     );
     let rows = send(db, Statement::Acquire, timings.statement_timeout(), sql).await?;
@@ -583,7 +656,9 @@ fn acquired_from(row: &PgRow, wanted: &Wanted) -> Result<Acquired, StatementErro
         }));
     }
     let flag = |name: &str| row.try_get::<bool, _>(name).map_err(&field);
-    let reason = if flag("shard_count_changed")? {
+    let reason = if flag("anchor_ended")? {
+        RefusalReason::AnchorEnded
+    } else if flag("shard_count_changed")? {
         RefusalReason::ShardCountChanged
     } else if flag("paused")? {
         RefusalReason::Paused
@@ -604,7 +679,10 @@ fn acquired_from(row: &PgRow, wanted: &Wanted) -> Result<Acquired, StatementErro
     };
     let wait_ms: Option<i64> = row.try_get("wait_ms").map_err(&field)?;
     let retry_after = match reason {
-        RefusalReason::Paused | RefusalReason::ShardCountChanged | RefusalReason::ShareHeld => None,
+        RefusalReason::Paused
+        | RefusalReason::ShardCountChanged
+        | RefusalReason::ShareHeld
+        | RefusalReason::AnchorEnded => None,
         RefusalReason::Contended
         | RefusalReason::InstantCompleted
         | RefusalReason::InstantNotNext => Some(Duration::ZERO),

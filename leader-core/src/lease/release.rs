@@ -63,6 +63,8 @@ UPDATE leader_leases
    SET holder_id = NULL,
        acquired_at = NULL,
        expires_at = NULL,
+       holder_anchor_pid = NULL,
+       holder_anchor_start = NULL,
        last_tick_ended_at = CASE WHEN :outcome = 'completed' THEN now() ELSE last_tick_ended_at END,
        last_tick_holder = CASE WHEN :outcome = 'completed' THEN holder_id ELSE last_tick_holder END,
        -- A scheduled instant is done only when its tick completed; otherwise it stays due.

@@ -20,7 +20,11 @@ use crate::state::{Row, Token};
 pub enum GuardKind {
     /// `paused_at IS NULL`.
     Unpaused,
-    /// `expires_at IS NULL OR expires_at <= now()`.
+    /// `expires_at IS NULL OR expires_at <= now()`: the first two arms of ACQUIRE's
+    /// `unheld_expired_or_anchor_ended`. Its third arm, `leader_anchor_ended(..)` (the server no
+    /// longer has the holder's anchor session), is the takeover branch, which
+    /// `LeaseModel::takes_over` evaluates on the server's sessions when this kind refuses and
+    /// every other guard holds (`anchor.rs`).
     UnheldOrExpired,
     /// `not_before IS NULL OR not_before <= now()`.
     PastNotBefore,
@@ -49,6 +53,10 @@ pub enum GuardKind {
     /// `leader_reshard`) and every caller has it, so this guard always holds here;
     /// `tests/tests/shards.rs` exercises it.
     ShardCountMatches,
+    /// `:anchor_pid IS NULL OR EXISTS (a live session with the anchor's pid and start)`: the anchor
+    /// an ACQUIRE names lives on the server (`LeaseModel::anchor_lives`). Without anchors the
+    /// caller names none, and it holds.
+    CallerAnchorLives,
 }
 
 /// What a guard is evaluated against: the row when the server runs the statement.
@@ -66,6 +74,9 @@ pub struct Subject<'a> {
     pub calendar: bool,
     /// The instant an ACQUIRE asks for (`:instant`).
     pub instant: Option<Time>,
+    /// Whether the server has the anchor session an ACQUIRE names (true for the other
+    /// statements, which name none).
+    pub caller_anchor_alive: bool,
 }
 
 impl GuardKind {
@@ -84,6 +95,7 @@ impl GuardKind {
             GuardKind::Held => s.row.holder.is_some(),
             GuardKind::InstantDue => !s.calendar || s.instant.is_some_and(|i| i <= s.now),
             GuardKind::InstantIsNext | GuardKind::ShardCountMatches => true,
+            GuardKind::CallerAnchorLives => s.caller_anchor_alive,
             GuardKind::InstantNotCompleted => {
                 !s.calendar
                     || s.instant
@@ -97,12 +109,13 @@ impl GuardKind {
 pub const ACQUIRE: &[(&str, GuardKind)] = &[
     ("shard_count_matches", GuardKind::ShardCountMatches),
     ("unpaused", GuardKind::Unpaused),
-    ("unheld_or_expired", GuardKind::UnheldOrExpired),
+    ("unheld_expired_or_anchor_ended", GuardKind::UnheldOrExpired),
     ("past_not_before", GuardKind::PastNotBefore),
     ("due", GuardKind::Due),
     ("instant_due", GuardKind::InstantDue),
     ("instant_not_completed", GuardKind::InstantNotCompleted),
     ("instant_is_next", GuardKind::InstantIsNext),
+    ("caller_anchor_lives", GuardKind::CallerAnchorLives),
 ];
 /// The guards the model evaluates for RENEW.
 pub const RENEW: &[(&str, GuardKind)] = &[

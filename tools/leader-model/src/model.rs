@@ -154,6 +154,7 @@ impl LeaseModel {
             interval: self.config.timings.interval,
             calendar: self.config.schedule.is_some(),
             instant: None,
+            caller_anchor_alive: true,
         }
     }
 
@@ -324,10 +325,8 @@ impl LeaseModel {
             interval: self.config.timings.interval,
             calendar: self.config.schedule.is_some(),
             instant,
+            caller_anchor_alive: self.anchor_lives(state, session),
         };
-        if !self.anchor_lives(state, session) {
-            return Acquired::Refused;
-        }
         let takeover = !all_hold(&self.guards.acquire, subject);
         if takeover && !self.takes_over(state, subject) {
             return Acquired::Refused;

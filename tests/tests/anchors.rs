@@ -1,0 +1,269 @@
+//! Anchors on PostgreSQL (issue 33): ACQUIRE takes over a lease before its expiry exactly when the
+//! server no longer has the anchor session its holder named, as the application's least-privilege
+//! role, and never from a caller whose own anchor has ended.
+//!
+//! The leases here last an hour: every takeover below happens long before any expiry, so no test
+//! depends on how fast the machine is. A terminated anchor is waited for with
+//! `pg_terminate_backend(pid, timeout)`, which returns once the backend has exited.
+
+mod common;
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use common::{ALPHA, claim};
+use leader_runtime::protocol::lease::{self, Acquired, Anchor, AnchorError, RefusalReason, Wanted};
+use leader_runtime::{Fence, Shard, Timings};
+use leader_testkit::TestDb;
+use sqlx::postgres::PgConnectOptions;
+use sqlx::{Connection, PgConnection, PgPool};
+
+const HOUR: Duration = Duration::from_secs(3600);
+
+fn hour_lease() -> Timings {
+    Timings::scaled_to_ttl(HOUR).unwrap()
+}
+
+/// A migrated database with the test roles and the outbox, an application role granted as the
+/// README says, and that role's pool (through PgBouncer when the suite runs through it).
+async fn database() -> (TestDb, PgPool) {
+    let db = common::database().await;
+    db.exec(
+        "DO $$ BEGIN
+             CREATE ROLE leader_app LOGIN;
+         EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+         END $$;
+         SELECT leader_grant_app_role('leader_app');
+         GRANT SELECT, UPDATE ON outbox TO leader_app;",
+    )
+    .await;
+    let app = db.pool_as("leader_app", 4).await;
+    (db, app)
+}
+
+/// A session of the application role to PostgreSQL itself (an anchor never goes through a
+/// pooler), anchored as `holder`.
+async fn anchored(db: &TestDb, holder: &str) -> (PgConnection, Anchor) {
+    let options = PgConnectOptions::from_str(&db.url())
+        .unwrap()
+        .username("leader_app");
+    let mut session = PgConnection::connect_with(&options).await.unwrap();
+    let anchor = Anchor::open(&mut session, holder, &hour_lease())
+        .await
+        .expect("the anchor opens");
+    (session, anchor)
+}
+
+/// Ends `anchor`'s session from the server's side and waits until its backend has exited.
+async fn terminate(db: &TestDb, anchor: &Anchor) {
+    let ended: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1, 60000)")
+        .bind(anchor.pid())
+        .fetch_one(db.admin())
+        .await
+        .unwrap();
+    assert!(ended, "the anchor's backend exits");
+}
+
+async fn acquire(pool: &PgPool, holder: &str, anchor: Option<&Anchor>) -> Acquired {
+    let wanted = [Wanted::every(ALPHA, HOUR)];
+    let mut answers = lease::acquire_anchored(pool, &wanted, holder, anchor, 1, &hour_lease())
+        .await
+        .expect("ACQUIRE runs");
+    answers.remove(0)
+}
+
+fn granted(acquired: Acquired) -> Fence {
+    match acquired {
+        Acquired::Granted(grant) => grant.fence,
+        Acquired::Refused(refusal) => panic!("expected a grant, got {refusal:?}"),
+    }
+}
+
+fn refused(acquired: Acquired) -> RefusalReason {
+    match acquired {
+        Acquired::Refused(refusal) => refusal.reason,
+        Acquired::Granted(grant) => panic!("expected a refusal, got {grant:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_lease_whose_holders_anchor_ended_is_taken_over_at_once_with_a_larger_token() {
+    let (db, app) = database().await;
+    let (_a_session, a) = anchored(&db, "a").await;
+    let (_b_session, b) = anchored(&db, "b").await;
+    let old = granted(acquire(&app, "a", Some(&a)).await);
+    assert_eq!(
+        db.count("SELECT count(*) FROM leader_leases WHERE holder_anchor_pid IS NOT NULL")
+            .await,
+        1,
+        "the grant records its holder's anchor"
+    );
+
+    terminate(&db, &a).await;
+    let new = granted(acquire(&app, "b", Some(&b)).await);
+    assert!(new.token() > old.token(), "{new:?} after {old:?}");
+    assert_eq!(claim(&app, old).await, 0, "the old holder's fence is false");
+    assert_eq!(claim(&app, new).await, 10);
+}
+
+#[tokio::test]
+async fn no_lease_is_taken_over_while_its_holders_anchor_lives() {
+    let (db, app) = database().await;
+    let (_a_session, a) = anchored(&db, "a").await;
+    let (_b_session, b) = anchored(&db, "b").await;
+    let old = granted(acquire(&app, "a", Some(&a)).await);
+
+    assert_eq!(
+        refused(acquire(&app, "b", Some(&b)).await),
+        RefusalReason::Held
+    );
+    assert_eq!(refused(acquire(&app, "b", None).await), RefusalReason::Held);
+    assert_eq!(claim(&app, old).await, 10, "the holder still leads");
+}
+
+#[tokio::test]
+async fn a_lease_granted_without_an_anchor_frees_only_at_its_expiry() {
+    let (db, app) = database().await;
+    let (_b_session, b) = anchored(&db, "b").await;
+    granted(acquire(&app, "a", None).await);
+    assert_eq!(
+        refused(acquire(&app, "b", Some(&b)).await),
+        RefusalReason::Held
+    );
+}
+
+#[tokio::test]
+async fn a_live_pid_with_another_backend_start_is_not_the_anchor() {
+    let (db, app) = database().await;
+    let (_a_session, a) = anchored(&db, "a").await;
+    let (_b_session, b) = anchored(&db, "b").await;
+    let old = granted(acquire(&app, "a", Some(&a)).await);
+    // The row now names a's pid with an earlier start: the identity of an ended session whose
+    // pid the server gave to a's.
+    db.exec(
+        "UPDATE leader_leases
+            SET holder_anchor_start = holder_anchor_start - interval '1 second'
+          WHERE role = 'alpha'",
+    )
+    .await;
+
+    let new = granted(acquire(&app, "b", Some(&b)).await);
+    assert!(new.token() > old.token());
+}
+
+#[tokio::test]
+async fn a_caller_whose_own_anchor_ended_is_granted_nothing() {
+    let (db, app) = database().await;
+    let (_a_session, a) = anchored(&db, "a").await;
+    let (_b_session, b) = anchored(&db, "b").await;
+    terminate(&db, &a).await;
+    assert_eq!(
+        refused(acquire(&app, "a", Some(&a)).await),
+        RefusalReason::AnchorEnded
+    );
+    let reused_pid = Anchor::forge(b.pid(), a.backend_start());
+    assert_eq!(
+        refused(acquire(&app, "a", Some(&reused_pid)).await),
+        RefusalReason::AnchorEnded
+    );
+    assert_eq!(
+        db.count("SELECT count(*) FROM leader_leases WHERE holder_id IS NOT NULL")
+            .await,
+        0
+    );
+    granted(acquire(&app, "b", Some(&b)).await);
+}
+
+/// PostgreSQL reads `pg_stat_activity` once per transaction. An ACQUIRE in a transaction that read
+/// it before the holder's anchor opened must not take that holder's lease for a dead one's.
+#[tokio::test]
+async fn a_view_of_the_sessions_older_than_the_grant_takes_nothing_over() {
+    let (db, app) = database().await;
+    let (_b_session, b) = anchored(&db, "b").await;
+    let mut tx = app.begin().await.unwrap();
+    let _: i64 = sqlx::query_scalar("SELECT count(*) FROM pg_stat_activity")
+        .fetch_one(&mut *tx)
+        .await
+        .unwrap();
+
+    let (_a_session, a) = anchored(&db, "a").await;
+    let old = granted(acquire(&app, "a", Some(&a)).await);
+    let wanted = [Wanted::every(ALPHA, HOUR)];
+    let answer = lease::acquire_anchored(&mut *tx, &wanted, "b", Some(&b), 1, &hour_lease())
+        .await
+        .expect("ACQUIRE runs")
+        .remove(0);
+    tx.commit().await.unwrap();
+    assert_eq!(refused(answer), RefusalReason::Held);
+    assert_eq!(claim(&app, old).await, 10, "a still leads");
+}
+
+#[tokio::test]
+async fn a_release_forgets_the_anchor() {
+    let (db, app) = database().await;
+    let (_a_session, a) = anchored(&db, "a").await;
+    let fence = granted(acquire(&app, "a", Some(&a)).await);
+    let released = lease::release(
+        &app,
+        fence,
+        leader_runtime::protocol::ReleaseOutcome::Completed,
+        HOUR,
+        &hour_lease(),
+    )
+    .await
+    .unwrap();
+    assert!(released.changed);
+    assert_eq!(
+        db.count(
+            "SELECT count(*) FROM leader_leases
+              WHERE holder_anchor_pid IS NOT NULL OR holder_anchor_start IS NOT NULL"
+        )
+        .await,
+        0
+    );
+}
+
+#[tokio::test]
+async fn a_second_process_with_the_same_holder_id_cannot_anchor() {
+    let (db, _app) = database().await;
+    let (_first, _) = anchored(&db, "a").await;
+    let options = PgConnectOptions::from_str(&db.url())
+        .unwrap()
+        .username("leader_app");
+    let mut second = PgConnection::connect_with(&options).await.unwrap();
+    let refused = Anchor::open(&mut second, "a", &hour_lease()).await;
+    assert!(
+        matches!(&refused, Err(AnchorError::HolderIdInUse { holder_id }) if holder_id == "a"),
+        "{refused:?}"
+    );
+}
+
+/// A dead replica counts no more toward the spread of a sharded role: its shards all move to the
+/// survivor in one ACQUIRE, not one share at a time as its presence runs out.
+#[tokio::test]
+async fn a_dead_replicas_shards_all_move_in_one_acquire() {
+    let (db, app) = database().await;
+    db.exec("SELECT leader_reshard('alpha', 4)").await;
+    let shards: Vec<Wanted> = (0..4)
+        .map(|index| Wanted::every(ALPHA, HOUR).in_shard(Shard::new(index, 4).unwrap()))
+        .collect();
+    let (_a_session, a) = anchored(&db, "a").await;
+    let (_b_session, b) = anchored(&db, "b").await;
+    let a_took = lease::acquire_anchored(&app, &shards, "a", Some(&a), 4, &hour_lease())
+        .await
+        .unwrap();
+    assert!(a_took.iter().all(|x| matches!(x, Acquired::Granted(_))));
+    let b_took = lease::acquire_anchored(&app, &shards, "b", Some(&b), 4, &hour_lease())
+        .await
+        .unwrap();
+    assert!(b_took.iter().all(|x| matches!(x, Acquired::Refused(_))));
+
+    terminate(&db, &a).await;
+    let b_took = lease::acquire_anchored(&app, &shards, "b", Some(&b), 4, &hour_lease())
+        .await
+        .unwrap();
+    assert!(
+        b_took.iter().all(|x| matches!(x, Acquired::Granted(_))),
+        "{b_took:?}"
+    );
+}
