@@ -25,6 +25,10 @@ pub enum CancelCause {
     /// No RENEW was acknowledged for `abandon_after`: the leader gave up its tick and sends
     /// nothing more for it; the lease runs out on its own.
     HeartbeatTimeout,
+    /// The server ended the anchor session this tick's lease was granted under
+    /// ([`RuntimeBuilder::take_over_when_dead`](crate::RuntimeBuilder::take_over_when_dead)):
+    /// another replica may take the lease over at once, so the tick stops as on a lost lease.
+    AnchorLost,
     /// The runtime is shutting down.
     Shutdown,
 }
@@ -53,6 +57,7 @@ impl CancelCause {
             CancelCause::Expired => LossReason::Expired.as_str(),
             CancelCause::Paused => LossReason::Paused.as_str(),
             CancelCause::HeartbeatTimeout => "heartbeat_timeout",
+            CancelCause::AnchorLost => "anchor_lost",
             CancelCause::Shutdown => "shutdown",
         }
     }

@@ -105,6 +105,17 @@ pub enum BuildError {
         given: &'static str,
     },
 
+    /// [`take_over_when_dead`](crate::RuntimeBuilder::take_over_when_dead) without
+    /// [`wake_on_release`](crate::RuntimeBuilder::wake_on_release): the anchor is the wake
+    /// connection. Fix: give the builder `.wake_on_release(direct)` with options that connect to
+    /// PostgreSQL itself.
+    #[error(
+        "take_over_when_dead() needs wake_on_release(options): the anchor is that direct \
+         connection; add .wake_on_release(..) with options that connect to PostgreSQL itself \
+         (not through a transaction-mode pooler)"
+    )]
+    TakeoverWithoutWake,
+
     /// Two or more of the mistakes above, each with its own fix; never nested, never fewer
     /// than two.
     #[error("{}", several(errors))]
@@ -202,6 +213,7 @@ impl fmt::Debug for BuildError {
             return message_and_sources(self, f);
         }
         match self {
+            BuildError::TakeoverWithoutWake => f.write_str("TakeoverWithoutWake"),
             BuildError::Interval { role, interval } => f
                 .debug_struct("Interval")
                 .field("role", role)

@@ -128,6 +128,7 @@ impl crate::statements::LeaseStatements for FakeStatements {
     fn acquire_many(
         &self,
         roles: Vec<Wanted>,
+        _anchor: Option<leader_core::lease::Anchor>,
     ) -> BoxFuture<'_, Result<Vec<Acquired>, StatementError>> {
         let asked: Vec<Role> = roles.iter().map(Wanted::role).collect();
         self.calls

@@ -160,6 +160,7 @@
 
 #![warn(missing_docs)]
 
+mod anchor;
 mod cancel;
 mod context;
 mod error;

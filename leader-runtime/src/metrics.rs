@@ -33,7 +33,7 @@ pub const PAUSED_SECONDS: &str = "leader_paused_seconds";
 /// `leader_interval_seconds`. A gauge labelled `role`, for an interval role: its interval.
 pub const INTERVAL_SECONDS: &str = "leader_interval_seconds";
 /// `leader_lease_lost_total`. A counter labelled `role` and `reason` (`taken_over`, `paused`,
-/// `released`, `expired`, `heartbeat_timeout`, `panicked`): ticks that ended without their lease.
+/// `released`, `expired`, `heartbeat_timeout`, `anchor_lost`, `panicked`): ticks that ended without their lease.
 pub const LEASE_LOST_TOTAL: &str = "leader_lease_lost_total";
 /// `leader_tick_duration_seconds`. A histogram labelled `role` and `outcome` (`completed`,
 /// `failed`, `panicked`, `shutdown`, `lost`): how long each tick ran.

@@ -10,6 +10,7 @@ use leader_schedule::Schedule;
 use rand::Rng;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use crate::instants::{DbClock, InstantPlanner, ScheduledGrant};
 use crate::role_spec::RoleSpec;
@@ -80,8 +81,9 @@ impl ReadOnlyState {
     }
 }
 
-/// A grant the poller hands to its lease's worker, with the instant its ACQUIRE was sent.
-pub(crate) type Handoff = (Grant, Instant);
+/// A grant the poller hands to its lease's worker, with the instant its ACQUIRE was sent and,
+/// when the ACQUIRE named an anchor, the token that is cancelled when that anchor ends.
+pub(crate) type Handoff = (Grant, Instant, Option<CancellationToken>);
 
 /// One lease row a replica polls for: a role, and which of its shards for a sharded role.
 pub(crate) type LeaseKey = (Role, Option<Shard>);
@@ -95,10 +97,10 @@ pub(crate) async fn work_lease(
     mut grants: mpsc::Receiver<Handoff>,
     done: mpsc::UnboundedSender<LeaseKey>,
 ) {
-    while let Some((grant, sent)) = grants.recv().await {
+    while let Some((grant, sent, anchor_life)) = grants.recv().await {
         let fence = grant.fence;
         env.leadership.started(fence);
-        run_tick(env, &spec, grant, sent).await;
+        run_tick(env, &spec, grant, sent, anchor_life).await;
         env.leadership.ended(fence);
         let _ = done.send(key);
     }
@@ -227,13 +229,23 @@ pub(crate) async fn poll_roles(
     for &role in &all {
         crate::metrics::read_only(role, false);
     }
+    // A replica's first grants name its anchor: the first poll waits for the first attempt to
+    // anchor (bounded by its connect and statement timeouts).
+    if let Some(anchor) = env.anchor {
+        tokio::select! {
+            () = anchor.tried() => {}
+            () = env.shutdown.cancelled() => return,
+        }
+    }
     while !env.shutdown.is_cancelled() {
         let now = Instant::now();
         if (0..roles.len()).any(|i| !in_tick[i] && ask_at[i] <= now) {
             let asked: Vec<usize> = (0..roles.len()).filter(|&i| !in_tick[i]).collect();
             let wanted = asked.iter().map(|&i| roles[i].wanted(db_clock)).collect();
+            // The anchor is read before the ACQUIRE names it: see `AnchorCell::current`.
+            let (anchor, anchor_life) = env.anchor.and_then(|cell| cell.current()).unzip();
             let sent = Instant::now();
-            let acquired = env.statements.acquire_many(wanted).await;
+            let acquired = env.statements.acquire_many(wanted, anchor).await;
             read_only.observe(
                 &all,
                 match &acquired {
@@ -270,7 +282,8 @@ pub(crate) async fn poll_roles(
                                 if let Some(scheduled) = roles[i].instants.granted(&grant) {
                                     log_scheduled_grant(role, &grant, scheduled);
                                 }
-                                if roles[i].worker.try_send((grant, sent)).is_ok() {
+                                let handoff = (grant, sent, anchor_life.clone());
+                                if roles[i].worker.try_send(handoff).is_ok() {
                                     in_tick[i] = true;
                                 } else {
                                     tracing::error!(%role, ?shard, "the lease's worker is gone; its lease runs out after its TTL");
@@ -321,7 +334,9 @@ pub(crate) async fn poll_roles(
             }
             heard = wake.recv(), if wake_open => match heard {
                 None => wake_open = false,
-                Some(Wake::Connected) => ask_at.fill(Instant::now()),
+                // A reconnect may have missed releases; an anchor that ended may have left leases
+                // to take over: ask for every role now.
+                Some(Wake::Connected | Wake::AnchorEnded) => ask_at.fill(Instant::now()),
                 // Another replica released a role this one may take: ask for it now. A shard's
                 // release says nothing here: the replica that ran it takes it again.
                 Some(Wake::Released(role)) => {
@@ -438,6 +453,7 @@ mod tests {
             holder: "test-holder",
             beat_grid: Instant::now(),
             leadership: &crate::leadership::Leadership::default(),
+            anchor: None,
         };
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         let mut polled = Vec::new();

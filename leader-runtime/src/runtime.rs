@@ -16,6 +16,7 @@ use tokio::sync::mpsc;
 use tokio::task::{Id, JoinSet};
 use tokio_util::sync::CancellationToken;
 
+use crate::anchor::AnchorCell;
 use crate::error::{BuildError, RunError};
 use crate::job::{Job, JobFn};
 use crate::leadership::Leadership;
@@ -38,6 +39,7 @@ pub struct RuntimeBuilder<S = ()> {
     holder_id: Option<String>,
     roles: Vec<RoleSpec>,
     wake: Option<PgConnectOptions>,
+    take_over_when_dead: bool,
     state: S,
     /// Every mistake found so far, for [`RuntimeBuilder::build`] to report at once.
     errors: Vec<BuildError>,
@@ -52,6 +54,7 @@ impl<S: fmt::Debug> fmt::Debug for RuntimeBuilder<S> {
             .field("holder_id", &self.holder_id)
             .field("roles", &self.roles)
             .field("wake_on_release", &self.wake.is_some())
+            .field("take_over_when_dead", &self.take_over_when_dead)
             .field("state", &self.state)
             .field("errors", &self.errors)
             .finish_non_exhaustive()
@@ -130,6 +133,8 @@ pub struct Runtime {
     statements: Arc<dyn LeaseStatements>,
     holder_id: String,
     wake: Option<PgConnectOptions>,
+    /// This replica's anchor, with [`RuntimeBuilder::take_over_when_dead`].
+    anchor: Option<Arc<AnchorCell>>,
     leadership: Leadership,
     read_status: ReadStatus,
 }
@@ -164,6 +169,7 @@ impl fmt::Debug for Runtime {
             .field("timings", &self.timings)
             .field("grace", &self.grace)
             .field("wake_on_release", &self.wake.is_some())
+            .field("take_over_when_dead", &self.anchor.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -180,6 +186,7 @@ impl Runtime {
             holder_id: None,
             roles: Vec::new(),
             wake: None,
+            take_over_when_dead: false,
             state: (),
             errors: Vec::new(),
         }
@@ -264,6 +271,9 @@ impl Runtime {
         this.spawn_loops(&mut loops, &stop);
         let died = loops.wait(shutdown, &stop).await;
         this.leave().await;
+        if let Some(anchor) = &this.anchor {
+            anchor.close();
+        }
         tracing::info!(holder_id = %this.holder_id, "leader runtime stopped");
         match died {
             Some(died) => Err(died),
@@ -321,7 +331,23 @@ impl Runtime {
         drop(done_tx);
         let (wake_tx, wake_rx) = mpsc::unbounded_channel();
         if let Some(options) = self.wake.clone() {
-            let listener = crate::wake::listen(options, wake_tx, stop.clone());
+            let anchoring = self.anchor.clone().map(|cell| crate::wake::Anchoring {
+                cell,
+                holder: self.holder_id.clone(),
+                timings: self.timings,
+                pool: self.pool.clone(),
+            });
+            if let Some(anchoring) = &anchoring {
+                let watcher = crate::anchor::watch_ring(
+                    anchoring.cell.clone(),
+                    options.clone(),
+                    self.holder_id.clone(),
+                    self.timings,
+                    stop.clone(),
+                );
+                loops.spawn("the anchor watcher".to_owned(), watcher);
+            }
+            let listener = crate::wake::listen(options, wake_tx, anchoring, stop.clone());
             loops.spawn("the wake listener".to_owned(), listener);
         } else {
             drop(wake_tx);
@@ -446,6 +472,7 @@ impl Runtime {
             holder: &self.holder_id,
             beat_grid,
             leadership: &self.leadership,
+            anchor: self.anchor.as_deref(),
         }
     }
 }
@@ -468,6 +495,7 @@ impl RuntimeBuilder<()> {
             holder_id: self.holder_id,
             roles: self.roles,
             wake: self.wake,
+            take_over_when_dead: self.take_over_when_dead,
             state,
             errors: self.errors,
         }
@@ -719,6 +747,42 @@ impl<S: Clone + Send + Sync + 'static> RuntimeBuilder<S> {
         self
     }
 
+    /// Takes over a dead replica's leases at once, rather than at their expiry: when a
+    /// replica's process dies (SIGKILL, an OOM kill, a crash, a pod deleted without grace),
+    /// every role and shard it led is granted to a live replica in a fraction of a second,
+    /// whatever the TTL. Needs [`wake_on_release`](RuntimeBuilder::wake_on_release): its direct
+    /// connection becomes this replica's **anchor**, and the runtime opens one more direct
+    /// connection, its **watcher**.
+    ///
+    /// Each grant records the anchor session's identity (`pg_backend_pid()` and
+    /// `backend_start`); ACQUIRE grants a lease that has not expired only when, in its own
+    /// statement, the server shows that its holder's anchor session no longer exists. The grant
+    /// is an ordinary one, with a new, larger token: the old holder's fence is false from then
+    /// on. If this replica's own anchor ends while it runs (`pg_terminate_backend`, a network
+    /// fault the server noticed, a server restart), its ticks under that anchor are cancelled at
+    /// once (`CancelCause::AnchorLost`) and it anchors again. The watchers form a ring over the
+    /// live replicas and send nothing while nobody joins or dies; the one that hears a death
+    /// wakes every replica. Where the server still has the session (a frozen process, a
+    /// partition the server has not noticed), leases move at their expiry, as without it. The
+    /// direct connections must log in as the same database role as `pool`, or the runtime says
+    /// so and runs without an anchor. Design: `docs/design/dead-holder-takeover.md`.
+    ///
+    /// ```no_run
+    /// # async fn main_() -> Result<(), Box<dyn std::error::Error>> {
+    /// use sqlx::postgres::PgConnectOptions;
+    /// let pool = sqlx::PgPool::connect("postgres://app@pgbouncer:6432/app").await?;
+    /// let direct: PgConnectOptions = "postgres://app@db:5432/app".parse()?;
+    /// let runtime = leader_runtime::Runtime::builder(pool)
+    ///     .wake_on_release(direct)
+    ///     .take_over_when_dead()
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn take_over_when_dead(mut self) -> RuntimeBuilder<S> {
+        self.take_over_when_dead = true;
+        self
+    }
+
     /// Sets the holder id (default `hostname:pid:8hex`).
     pub fn holder_id(mut self, holder_id: impl Into<String>) -> RuntimeBuilder<S> {
         self.holder_id = Some(holder_id.into());
@@ -736,7 +800,10 @@ impl<S: Clone + Send + Sync + 'static> RuntimeBuilder<S> {
     /// naming both jobs of a role registered twice, [`BuildError::StateType`] for a
     /// `#[leader_role]` job whose state this builder was not given, [`BuildError::Schedule`]
     /// for a registered schedule that does not build.
-    pub fn build(self) -> Result<Runtime, BuildError> {
+    pub fn build(mut self) -> Result<Runtime, BuildError> {
+        if self.take_over_when_dead && self.wake.is_none() {
+            self.errors.push(BuildError::TakeoverWithoutWake);
+        }
         if let Some(error) = BuildError::of(self.errors) {
             return Err(error);
         }
@@ -755,6 +822,9 @@ impl<S: Clone + Send + Sync + 'static> RuntimeBuilder<S> {
             statements,
             holder_id,
             wake: self.wake,
+            anchor: self
+                .take_over_when_dead
+                .then(|| Arc::new(AnchorCell::default())),
             leadership: Leadership::default(),
             read_status,
         })
@@ -821,6 +891,7 @@ mod tests {
             statements: fake,
             holder_id: "test-holder".into(),
             wake: None,
+            anchor: None,
             leadership: Leadership::default(),
             read_status,
         }

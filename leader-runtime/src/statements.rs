@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use leader_core::lease::{self, Acquired, LeaseEnd, Released, Renewed, Wanted};
+use leader_core::lease::{self, Acquired, Anchor, LeaseEnd, Released, Renewed, Wanted};
 use leader_core::{Fence, ReleaseOutcome, Role, Statement, StatementError, Timings};
 use sqlx::PgPool;
 use tokio::sync::oneshot;
@@ -15,10 +15,12 @@ use tokio::sync::oneshot;
 /// Each method is one bounded statement; see [`leader_core::lease`] for the contract of each. An implementation must not retry on its own: the runtime decides
 /// what an error means (a missed beat for RENEW, a skipped poll for ACQUIRE).
 pub trait LeaseStatements: Send + Sync + 'static {
-    /// ACQUIRE each of `roles` in one statement; one answer per role, in order.
+    /// ACQUIRE each of `roles` in one statement, naming `anchor` ([`lease::acquire_anchored`]);
+    /// one answer per role, in order.
     fn acquire_many(
         &self,
         roles: Vec<Wanted>,
+        anchor: Option<Anchor>,
     ) -> BoxFuture<'_, Result<Vec<Acquired>, StatementError>>;
     /// RENEW the lease held by `fence`.
     fn renew(&self, fence: Fence) -> BoxFuture<'_, Result<Renewed, StatementError>>;
@@ -150,12 +152,14 @@ impl LeaseStatements for PgStatements {
     fn acquire_many(
         &self,
         roles: Vec<Wanted>,
+        anchor: Option<Anchor>,
     ) -> BoxFuture<'_, Result<Vec<Acquired>, StatementError>> {
         Box::pin(async move {
-            lease::acquire(
+            lease::acquire_anchored(
                 &self.pool,
                 &roles,
                 &self.holder_id,
+                anchor.as_ref(),
                 MAX_GRANTS_PER_POLL,
                 &self.timings,
             )

@@ -72,6 +72,14 @@ pub(crate) fn decide(cause: Option<CancelCause>, end: &TickEnd) -> (ReleaseOutco
     }
 }
 
+/// Resolves when the anchor whose token is `life` has ended, or never without one.
+async fn anchor_ended(life: Option<&CancellationToken>) {
+    match life {
+        Some(life) => life.cancelled().await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Resolves at `at`, or never when there is no deadline yet.
 async fn give_up(at: Option<Instant>) {
     match at {
@@ -93,6 +101,8 @@ pub(crate) struct TickEnv<'a> {
     pub beat_grid: Instant,
     /// The roles this replica leads now.
     pub leadership: &'a crate::leadership::Leadership,
+    /// This replica's anchor, with [`take_over_when_dead`](crate::RuntimeBuilder::take_over_when_dead).
+    pub anchor: Option<&'a crate::anchor::AnchorCell>,
 }
 
 /// The span a tick runs in, from the grant to the RELEASE: `leader.tick` at INFO, with the
@@ -111,15 +121,17 @@ fn tick_span(fence: leader_core::Fence, holder: &str) -> tracing::Span {
 }
 
 /// Runs one tick of `spec` under `grant`, whose ACQUIRE was sent at `acquire_sent`, inside its
-/// [`tick_span`].
+/// [`tick_span`]. With `anchor_life`, the token of the anchor the ACQUIRE named, the tick is
+/// cancelled ([`CancelCause::AnchorLost`]) when that anchor ends, or at once if it already has.
 pub(crate) async fn run_tick(
     env: &TickEnv<'_>,
     spec: &Arc<RoleSpec>,
     grant: Grant,
     acquire_sent: Instant,
+    anchor_life: Option<CancellationToken>,
 ) -> TickReport {
     let span = tick_span(grant.fence, env.holder);
-    run_granted(env, spec, grant, acquire_sent)
+    run_granted(env, spec, grant, acquire_sent, anchor_life)
         .instrument(span)
         .await
 }
@@ -129,6 +141,7 @@ async fn run_granted(
     spec: &Arc<RoleSpec>,
     grant: Grant,
     acquire_sent: Instant,
+    anchor_life: Option<CancellationToken>,
 ) -> TickReport {
     let fence = grant.fence;
     log_grant(env, spec, &grant);
@@ -149,6 +162,7 @@ async fn run_granted(
         spec,
         fence,
         acquire_sent,
+        anchor_life.as_ref(),
         &cancellation,
         context,
         &tasks,
@@ -197,11 +211,13 @@ fn log_grant(env: &TickEnv<'_>, spec: &RoleSpec, grant: &Grant) {
 /// thread, and RENEW goes on from another. Awaiting and blocking jobs end the same way: a job
 /// not done at the give-up instant is aborted (a blocked one is left to finish on its thread,
 /// its claims refused by the fence once the lease is released).
+#[allow(clippy::too_many_arguments)]
 async fn run_job(
     env: &TickEnv<'_>,
     spec: &RoleSpec,
     fence: leader_core::Fence,
     acquire_sent: Instant,
+    anchor_life: Option<&CancellationToken>,
     cancellation: &TickCancellation,
     context: TickContext,
     tasks: &TickTasks,
@@ -246,6 +262,10 @@ async fn run_job(
             }
             () = env.shutdown.cancelled(), if !cancellation.is_cancelled() => {
                 cancellation.cancel(CancelCause::Shutdown);
+                give_up_at.get_or_insert(Instant::now() + env.grace);
+            }
+            () = anchor_ended(anchor_life), if !cancellation.is_cancelled() => {
+                cancellation.cancel(CancelCause::AnchorLost);
                 give_up_at.get_or_insert(Instant::now() + env.grace);
             }
             () = give_up(give_up_at) => {
@@ -390,6 +410,16 @@ mod tests {
         spec: Arc<RoleSpec>,
         shutdown_at: Option<Duration>,
     ) -> TickReport {
+        tick_anchored(fake, spec, shutdown_at, None).await
+    }
+
+    /// [`tick`] granted under an anchor whose life is `anchor_life`.
+    async fn tick_anchored(
+        fake: &FakeStatements,
+        spec: Arc<RoleSpec>,
+        shutdown_at: Option<Duration>,
+        anchor_life: Option<CancellationToken>,
+    ) -> TickReport {
         crate::panic_capture::install();
         let pool = PgPoolOptions::new()
             .connect_lazy("postgres://unused@localhost/unused")
@@ -411,8 +441,10 @@ mod tests {
             holder: "test-holder",
             beat_grid: Instant::now(),
             leadership: &crate::leadership::Leadership::default(),
+            anchor: None,
         };
-        run_tick(&env, &spec, FakeStatements::grant("alpha"), Instant::now()).await
+        let grant = FakeStatements::grant("alpha");
+        run_tick(&env, &spec, grant, Instant::now(), anchor_life).await
     }
 
     fn releases(fake: &FakeStatements) -> Vec<ReleaseOutcome> {
@@ -514,6 +546,74 @@ mod tests {
             (ReleaseOutcome::Shutdown, true)
         );
         assert!(report.panic.is_some(), "the panic is still reported");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_tick_whose_anchor_ends_stops_at_once_and_is_released_as_lost() {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        let _guard = metrics::set_default_local_recorder(&recorder);
+        let fake = FakeStatements::new(vec![]);
+        let life = CancellationToken::new();
+        let ending = life.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(s(2)).await;
+            ending.cancel();
+        });
+        let seen = Arc::new(std::sync::Mutex::new(None));
+        let seen_by_job = seen.clone();
+        let report = tick_anchored(
+            &fake,
+            spec(move |tick| {
+                let seen = seen_by_job.clone();
+                boxed(async move {
+                    let cause = tick.cancelled().await;
+                    *seen.lock().unwrap() = Some((cause, tokio::time::Instant::now()));
+                    Ok(())
+                })
+            }),
+            None,
+            Some(life),
+        )
+        .await;
+        assert_eq!(report.cause, Some(CancelCause::AnchorLost));
+        assert_eq!(
+            (report.outcome, report.released),
+            (ReleaseOutcome::Lost, true)
+        );
+        let (cause, _) = seen.lock().unwrap().expect("the job saw the cancellation");
+        assert_eq!(cause, CancelCause::AnchorLost);
+        assert_eq!(
+            lost_count(&snapshotter, "anchor_lost"),
+            Some(DebugValue::Counter(1))
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_tick_granted_under_an_anchor_already_ended_starts_cancelled() {
+        let fake = FakeStatements::new(vec![]);
+        let life = CancellationToken::new();
+        life.cancel();
+        let started = tokio::time::Instant::now();
+        let report = tick_anchored(
+            &fake,
+            spec(move |tick| {
+                boxed(async move {
+                    tick.cancelled().await;
+                    assert_eq!(
+                        tokio::time::Instant::now(),
+                        started,
+                        "cancelled at its start"
+                    );
+                    Ok(())
+                })
+            }),
+            None,
+            Some(life),
+        )
+        .await;
+        assert_eq!(report.cause, Some(CancelCause::AnchorLost));
+        assert!(report.panic.is_none(), "{:?}", report.panic);
     }
 
     #[tokio::test(start_paused = true)]

@@ -10,10 +10,12 @@
 //! its schedule, and the listener reconnects with backoff (1 s doubling to 30 s). After each
 //! (re)connect it wakes the poller once, since releases during the gap were not heard.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use leader_core::Role;
-use leader_core::lease::RELEASED_CHANNEL;
+use leader_core::lease::{ANCHOR_ENDED_CHANNEL, Anchor, RELEASED_CHANNEL};
+use leader_core::{Role, Timings};
+use sqlx::PgPool;
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -25,6 +27,18 @@ pub(crate) enum Wake {
     Released(Role),
     /// The listener (re)connected: releases may have been missed.
     Connected,
+    /// A watcher heard an anchor end: a dead replica's leases may be taken over now.
+    AnchorEnded,
+}
+
+/// The wake connection as this replica's anchor ([`crate::anchor`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Anchoring {
+    pub cell: Arc<crate::anchor::AnchorCell>,
+    pub holder: String,
+    pub timings: Timings,
+    /// The application's pool, whose login role the anchor's must be.
+    pub pool: PgPool,
 }
 
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
@@ -32,21 +46,60 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// How long one connection attempt may take before it counts as failed.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
-async fn connect(options: &PgConnectOptions) -> Result<PgListener, sqlx::Error> {
+async fn connect(
+    options: &PgConnectOptions,
+    anchoring: Option<&Anchoring>,
+) -> Result<PgListener, String> {
     let pool = PgPoolOptions::new()
         .max_connections(1)
         .acquire_timeout(CONNECT_TIMEOUT)
         .connect_with(options.clone())
-        .await?;
-    let mut listener = PgListener::connect_with(&pool).await?;
-    listener.listen(RELEASED_CHANNEL).await?;
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut listener = PgListener::connect_with(&pool)
+        .await
+        .map_err(|e| e.to_string())?;
+    listener
+        .listen(RELEASED_CHANNEL)
+        .await
+        .map_err(|e| e.to_string())?;
+    if let Some(anchoring) = anchoring {
+        let anchor_role = current_user(&mut listener).await?;
+        let pool_role = current_user(&anchoring.pool).await?;
+        if anchor_role != pool_role {
+            tracing::warn!(%anchor_role, %pool_role, "the wake connection logs in as another role than the pool, whose ACQUIREs could not see its session's start: running without an anchor, so a dead replica's leases move only at their expiry; connect both as the same role");
+            anchoring.cell.lose();
+            return Ok(listener);
+        }
+        listener
+            .listen(ANCHOR_ENDED_CHANNEL)
+            .await
+            .map_err(|e| e.to_string())?;
+        let anchor = Anchor::open(&mut listener, &anchoring.holder, &anchoring.timings)
+            .await
+            .map_err(|e| e.to_string())?;
+        tracing::debug!(pid = anchor.pid(), "anchored this replica");
+        anchoring.cell.set(anchor);
+    }
     Ok(listener)
 }
 
-/// Listens on `options` until `shutdown`, sending each release it hears to `wake`.
+async fn current_user<'e>(db: impl sqlx::PgExecutor<'e>) -> Result<String, String> {
+    use sqlx::Row;
+    sqlx::raw_sql("SELECT current_user::text AS name")
+        .fetch_one(db)
+        .await
+        .and_then(|row| row.try_get("name"))
+        .map_err(|e| e.to_string())
+}
+
+/// Listens on `options` until `shutdown`, sending each release it hears to `wake`. With
+/// `anchoring`, the connection is also this replica's anchor: it is set in the cell on each
+/// connect and lost, cancelling the ticks granted under it, the moment the connection ends.
 pub(crate) async fn listen(
     options: PgConnectOptions,
     wake: mpsc::UnboundedSender<Wake>,
+    anchoring: Option<Anchoring>,
     shutdown: CancellationToken,
 ) {
     let mut backoff = FIRST_BACKOFF;
@@ -54,7 +107,7 @@ pub(crate) async fn listen(
     loop {
         let connected = tokio::select! {
             () = shutdown.cancelled() => return,
-            connected = connect(&options) => connected,
+            connected = connect(&options, anchoring.as_ref()) => connected,
         };
         let why = match connected {
             Ok(mut listener) => {
@@ -66,8 +119,18 @@ pub(crate) async fn listen(
                 let _ = wake.send(Wake::Connected);
                 loop {
                     tokio::select! {
-                        () = shutdown.cancelled() => return,
+                        () = shutdown.cancelled() => {
+                            // The anchor outlives the ticks granted under it: ending it now would
+                            // let another replica take their leases while they still run.
+                            if let Some(anchoring) = &anchoring {
+                                anchoring.cell.park(listener);
+                            }
+                            return;
+                        }
                         heard = listener.try_recv() => match heard {
+                            Ok(Some(notification)) if notification.channel() == ANCHOR_ENDED_CHANNEL => {
+                                let _ = wake.send(Wake::AnchorEnded);
+                            }
                             Ok(Some(notification)) => {
                                 if let Ok(role) = Role::new(notification.payload()) {
                                     let _ = wake.send(Wake::Released(role));
@@ -79,8 +142,11 @@ pub(crate) async fn listen(
                     }
                 }
             }
-            Err(error) => error.to_string(),
+            Err(error) => error,
         };
+        if let Some(anchoring) = &anchoring {
+            anchoring.cell.lose();
+        }
         if !down {
             tracing::warn!(error = %why, "wake connection lost or refused; polling only until it is back (reconnecting with backoff)");
             down = true;

@@ -19,7 +19,7 @@
 //! The design, and why each part is needed, is `docs/design/dead-holder-takeover.md`.
 
 use chrono::{DateTime, Utc};
-use sqlx::{PgConnection, Row};
+use sqlx::{PgConnection, PgExecutor, Row};
 
 use crate::send::{send, single};
 use crate::{Statement, StatementError, Timings};
@@ -63,7 +63,8 @@ SELECT pg_try_advisory_lock(:class::integer, hashtext(:holder)) AS locked,
 ";
 
 impl Anchor {
-    /// Makes `session` the anchor of `holder_id`: takes the holder's anchor lock on it (held until
+    /// Makes `session` (one connection, such as a `PgListener`'s, never a pool) the anchor of
+    /// `holder_id`: takes the holder's anchor lock on it (held until
     /// the session ends) and reads its identity. The session must stay idle (a backend busy in a
     /// query hears its client's death only when it next writes to it) and must be of the same
     /// database role as the sessions that send ACQUIRE: PostgreSQL shows another role's
@@ -73,8 +74,8 @@ impl Anchor {
     ///
     /// [`AnchorError::HolderIdInUse`] if another live session holds the lock;
     /// [`AnchorError::Statement`] if the statement failed.
-    pub async fn open(
-        session: &mut PgConnection,
+    pub async fn open<'e>(
+        session: impl PgExecutor<'e>,
         holder_id: &str,
         timings: &Timings,
     ) -> Result<Anchor, AnchorError> {
@@ -118,5 +119,133 @@ impl Anchor {
     #[cfg(feature = "test-support")]
     pub fn forge(pid: i32, backend_start: DateTime<Utc>) -> Anchor {
         Anchor { pid, backend_start }
+    }
+}
+
+/// The channel a watcher notifies when the anchor it watched has ended ([`await_anchor_end`]);
+/// the payload is that anchor's lock key.
+pub const ANCHOR_ENDED_CHANNEL: &str = "leader_anchor_ended";
+
+/// Reads the ring of live anchors (the granted anchor locks in `pg_locks`, ordered by key), picks
+/// the one after `holder`'s (its own when alone), and cancels any other session waiting on it:
+/// that one watched the gap the holder now fills, and reads the ring again.
+const NEXT_IN_RING: &str = "
+WITH members AS (
+    SELECT objid::bigint AS key
+      FROM pg_locks
+     WHERE locktype = 'advisory' AND classid = :class::oid AND objsubid = 2 AND granted
+       AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+),
+me AS (SELECT hashtext(:holder)::oid::bigint AS key),
+next AS (
+    SELECT coalesce((SELECT min(m.key) FROM members m WHERE m.key > (SELECT key FROM me)),
+                    (SELECT min(m.key) FROM members m WHERE m.key <> (SELECT key FROM me)),
+                    (SELECT key FROM me)) AS key
+)
+SELECT next.key, next.key = (SELECT key FROM me) AS own,
+       (SELECT count(*) FROM (
+            SELECT pg_cancel_backend(l.pid)
+              FROM pg_locks l
+             WHERE l.locktype = 'advisory' AND l.classid = :class::oid AND l.objsubid = 2
+               AND l.objid = next.key::oid AND NOT l.granted AND l.pid <> pg_backend_pid()
+        ) AS cancelled) AS cancelled
+  FROM next
+";
+
+/// Blocks until the anchor lock `:key` is free (its session ended), frees it at once (so that a
+/// restarted replica with that holder id can anchor again), and tells every anchor.
+const AWAIT_END: &str = "
+SELECT pg_advisory_lock(:class::integer, :key::integer),
+       pg_advisory_unlock(:class::integer, :key::integer),
+       pg_notify(:channel, :key::text)
+";
+
+/// The lock key of the anchor a watcher watches: the one after its own in the ring of live
+/// anchors, or its own when it is alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RingKey {
+    key: i32,
+    own: bool,
+}
+
+impl RingKey {
+    /// Whether this is the watcher's own anchor: it is alone in the ring.
+    pub fn is_own(&self) -> bool {
+        self.own
+    }
+}
+
+/// How [`await_anchor_end`] returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AnchorWait {
+    /// The watched anchor's session ended, and every anchor was notified.
+    Ended,
+    /// A replica that joined the ring cancelled the wait: read the ring again
+    /// ([`next_in_ring`]).
+    RingChanged,
+}
+
+/// The anchor `holder_id`'s watcher should watch now (see [`RingKey`]); also cancels the wait of
+/// any other watcher of that anchor, which then reads the ring again. Send it on the watcher's
+/// own session, to PostgreSQL itself.
+///
+/// # Errors
+///
+/// [`StatementError`] if the statement failed.
+pub async fn next_in_ring(
+    session: &mut PgConnection,
+    holder_id: &str,
+    timings: &Timings,
+) -> Result<RingKey, StatementError> {
+    let sql = crate::inline::render(
+        NEXT_IN_RING,
+        &[
+            (
+                "class",
+                crate::inline::Value::Int(i64::from(ANCHOR_LOCK_CLASS)),
+            ),
+            ("holder", crate::inline::Value::Text(holder_id)),
+        ],
+    );
+    let rows = send(session, Statement::Anchor, timings.statement_timeout(), sql).await?;
+    let row = single(Statement::Anchor, rows)?;
+    let field = StatementError::database(Statement::Anchor);
+    let key: i64 = row.try_get("key").map_err(&field)?;
+    Ok(RingKey {
+        // `pg_locks` shows the lock's int4 key as an oid.
+        key: key as u32 as i32,
+        own: row.try_get("own").map_err(&field)?,
+    })
+}
+
+/// Waits, with no timeout, until the anchor `key` ends, then notifies [`ANCHOR_ENDED_CHANNEL`].
+/// Send it on the watcher's own session, which does nothing else meanwhile.
+///
+/// # Errors
+///
+/// [`StatementError::Database`] if the session failed.
+pub async fn await_anchor_end(
+    session: &mut PgConnection,
+    key: RingKey,
+) -> Result<AnchorWait, StatementError> {
+    use crate::inline::Value;
+    let sql = crate::inline::render(
+        AWAIT_END,
+        &[
+            ("class", Value::Int(i64::from(ANCHOR_LOCK_CLASS))),
+            ("key", Value::Int(i64::from(key.key))),
+            ("channel", Value::Text(ANCHOR_ENDED_CHANNEL)),
+        ],
+    );
+    let sent = sqlx::raw_sql(sqlx::AssertSqlSafe(Statement::Anchor.tag(&sql)))
+        .execute(session)
+        .await;
+    match sent {
+        Ok(_) => Ok(AnchorWait::Ended),
+        Err(sqlx::Error::Database(error)) if error.code().as_deref() == Some("57014") => {
+            Ok(AnchorWait::RingChanged)
+        }
+        Err(error) => Err(StatementError::database(Statement::Anchor)(error)),
     }
 }

@@ -57,7 +57,10 @@ mod wanted;
 pub use acquire::{
     ACQUIRE_GUARDS, Acquired, Grant, Refusal, RefusalReason, acquire, acquire_anchored, acquire_one,
 };
-pub use anchor::{ANCHOR_LOCK_CLASS, Anchor, AnchorError};
+pub use anchor::{
+    ANCHOR_ENDED_CHANNEL, ANCHOR_LOCK_CLASS, Anchor, AnchorError, AnchorWait, RingKey,
+    await_anchor_end, next_in_ring,
+};
 pub use leave::leave;
 pub use release::{
     LeaseEnd, RELEASE_GUARDS, RELEASED_CHANNEL, Released, release, release_many, release_waking,

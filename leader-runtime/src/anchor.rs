@@ -1,0 +1,226 @@
+//! The takeover of a dead holder ([`RuntimeBuilder::take_over_when_dead`]): this replica's
+//! anchor, and its watcher in the ring of replicas.
+//!
+//! * **The anchor** is the wake connection itself (`wake::listen`): on each connect it takes the
+//!   holder's anchor lock and reads its identity ([`Anchor::open`]), and [`AnchorCell`] keeps
+//!   that identity for ACQUIRE to name, with a token that is cancelled the moment the connection
+//!   ends. A tick granted under the anchor is cancelled with it (`CancelCause::AnchorLost`):
+//!   once the server has ended the session, another replica's ACQUIRE may take the lease.
+//! * **The watcher** ([`watch_ring`]) is one more direct session. The live anchors form a ring,
+//!   ordered by their lock keys, read from `pg_locks`; each watcher waits on the anchor lock of
+//!   the next replica in the ring (its own when alone). When that replica dies the server
+//!   grants the waiting watcher its lock at once; in the same statement the watcher unlocks it
+//!   and sends `NOTIFY leader_anchor_ended`, which every anchor hears and which makes each
+//!   replica poll at once. The notice carries no authority: ACQUIRE's own statement decides.
+//!   A replica that joins cancels the wait of whoever watched its next (that watcher then reads
+//!   the ring again and watches the newcomer), so the ring re-forms without any polling: while
+//!   nobody joins or dies, a watcher sends nothing.
+//!
+//! [`RuntimeBuilder::take_over_when_dead`]: crate::RuntimeBuilder::take_over_when_dead
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use leader_core::Timings;
+use leader_core::lease::{self, Anchor, AnchorWait};
+use sqlx::postgres::{PgConnectOptions, PgListener};
+use sqlx::{Connection, PgConnection};
+use tokio_util::sync::CancellationToken;
+
+/// This replica's anchor as the runtime knows it: the identity ACQUIRE names, and the token that
+/// is cancelled when the server ends the session.
+#[derive(Debug)]
+pub(crate) struct AnchorCell {
+    current: tokio::sync::watch::Sender<Option<(Anchor, CancellationToken)>>,
+    /// Cancelled once the first attempt to anchor has ended, opened or not: the first poll
+    /// waits for it, so that a replica's first grants name its anchor.
+    tried: CancellationToken,
+    /// The anchor's connection from the shutdown until every tick is released ([`close`]).
+    ///
+    /// [`close`]: AnchorCell::close
+    parked: Mutex<Option<PgListener>>,
+}
+
+impl Default for AnchorCell {
+    fn default() -> AnchorCell {
+        AnchorCell {
+            current: tokio::sync::watch::Sender::new(None),
+            tried: CancellationToken::new(),
+            parked: Mutex::new(None),
+        }
+    }
+}
+
+impl AnchorCell {
+    /// The anchor to name in the next ACQUIRE, and the token its grants' ticks stop with. Read
+    /// before the ACQUIRE is sent: the identity only moves forward, and a lost anchor's token is
+    /// cancelled before the next identity is set, so a tick is never bound to a later anchor than
+    /// the one its grant recorded.
+    pub(crate) fn current(&self) -> Option<(Anchor, CancellationToken)> {
+        self.current.borrow().clone()
+    }
+
+    /// The session `anchor` is now this replica's anchor.
+    pub(crate) fn set(&self, anchor: Anchor) {
+        let previous = self
+            .current
+            .send_replace(Some((anchor, CancellationToken::new())));
+        if let Some((_, life)) = previous {
+            life.cancel();
+        }
+        self.tried.cancel();
+    }
+
+    /// The anchor's session ended (or could not be opened): every tick granted under it stops,
+    /// and ACQUIRE names no anchor until the next is open.
+    pub(crate) fn lose(&self) {
+        if let Some((_, life)) = self.current.send_replace(None) {
+            life.cancel();
+        }
+        self.tried.cancel();
+    }
+
+    /// Resolves once the first attempt to anchor has ended.
+    pub(crate) async fn tried(&self) {
+        self.tried.cancelled().await;
+    }
+
+    /// Waits until this replica is anchored, and returns the anchor.
+    pub(crate) async fn anchored(&self) -> Anchor {
+        let mut changes = self.current.subscribe();
+        let anchored = changes.wait_for(Option::is_some).await;
+        anchored
+            .ok()
+            .and_then(|current| current.as_ref().map(|(anchor, _)| *anchor))
+            .expect("the cell outlives its watchers, and waits until an anchor is set")
+    }
+
+    /// Waits until the anchor is another than `anchor` (lost, or replaced).
+    pub(crate) async fn replaced(&self, anchor: Anchor) {
+        let mut changes = self.current.subscribe();
+        let _ = changes
+            .wait_for(|current| current.as_ref().map(|(a, _)| *a) != Some(anchor))
+            .await;
+    }
+
+    /// Keeps the anchor's connection open after the wake listener stopped, until [`close`]: a
+    /// shutdown ends the anchor only once the ticks granted under it are released.
+    ///
+    /// [`close`]: AnchorCell::close
+    pub(crate) fn park(&self, listener: PgListener) {
+        *self
+            .parked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(listener);
+    }
+
+    /// Ends the anchor: called once every tick has been released.
+    pub(crate) fn close(&self) {
+        self.lose();
+        drop(
+            self.parked
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take(),
+        );
+    }
+}
+
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// The watcher's loop: connects with `options` (to PostgreSQL itself), and watches the next
+/// anchor in the ring after `holder`'s until `stop`. A lost connection is logged and retried
+/// with backoff; meanwhile deaths in its part of the ring are heard at their lease's expiry.
+pub(crate) async fn watch_ring(
+    cell: Arc<AnchorCell>,
+    options: PgConnectOptions,
+    holder: String,
+    timings: Timings,
+    stop: CancellationToken,
+) {
+    let mut backoff = FIRST_BACKOFF;
+    loop {
+        let why = tokio::select! {
+            () = stop.cancelled() => return,
+            why = watch_until_error(&cell, &options, &holder, &timings, &mut backoff) => why,
+        };
+        tracing::warn!(error = %why, "the anchor watcher's connection failed; a dead replica's leases may move only at their expiry until it is back");
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(backoff) => {}
+        }
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+async fn watch_until_error(
+    cell: &AnchorCell,
+    options: &PgConnectOptions,
+    holder: &str,
+    timings: &Timings,
+    backoff: &mut Duration,
+) -> String {
+    // A backend waiting on a lock notices that its client went away only when it checks: the
+    // watcher's backend checks every second, so a dead replica's watcher frees its wait soon.
+    let options = options
+        .clone()
+        .options([("client_connection_check_interval", "1000")]);
+    let mut session = match PgConnection::connect_with(&options).await {
+        Ok(session) => session,
+        Err(error) => return error.to_string(),
+    };
+    *backoff = FIRST_BACKOFF;
+    loop {
+        // The ring is read only while this replica is anchored: its own anchor is then in it.
+        let anchor = cell.anchored().await;
+        let next = match lease::next_in_ring(&mut session, holder, timings).await {
+            Ok(next) => next,
+            Err(error) => return error.to_string(),
+        };
+        tracing::debug!(
+            ?next,
+            "the anchor watcher waits on the next anchor in the ring"
+        );
+        match lease::await_anchor_end(&mut session, next).await {
+            Ok(AnchorWait::Ended) if next.is_own() => {
+                // Alone in the ring, it watched its own anchor, which ended: wait for the next.
+                tracing::info!("this replica's anchor ended");
+                cell.replaced(anchor).await;
+            }
+            Ok(AnchorWait::Ended) => {
+                tracing::info!(
+                    ?next,
+                    "an anchor in the ring ended; every replica polls now"
+                );
+            }
+            Ok(_) => {}
+            Err(error) => return error.to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AnchorCell;
+    use chrono::{TimeZone, Utc};
+    use leader_core::lease::Anchor;
+
+    #[test]
+    fn a_lost_anchor_stops_its_ticks_and_a_new_one_starts_afresh() {
+        let cell = AnchorCell::default();
+        assert!(cell.current().is_none());
+        let first = Anchor::forge(7, Utc.timestamp_opt(1, 0).unwrap());
+        cell.set(first);
+        let (named, life) = cell.current().unwrap();
+        assert_eq!(named, first);
+        cell.lose();
+        assert!(life.is_cancelled());
+        assert!(cell.current().is_none());
+        let second = Anchor::forge(8, Utc.timestamp_opt(2, 0).unwrap());
+        cell.set(second);
+        let (named, life) = cell.current().unwrap();
+        assert_eq!(named, second);
+        assert!(!life.is_cancelled());
+    }
+}
