@@ -1,22 +1,13 @@
 //! The page `docs/benchmarks/fence-differential.md`: the report of a long run, kept between the
-//! same generated-report markers the benchmarks' pages use (`tools/leader-benches/src/report.rs`), so notes
-//! written outside them survive a re-run.
+//! same generated-report markers the benchmarks' pages use (`generated_block::Markers::report`),
+//! so notes written outside them survive a re-run.
 //!
 //! It is written here rather than with `leader-benches` so that this crate depends on the
 //! checker and not on the runtime: a seeded bug in the checker then rebuilds only the checker
 //! and this crate.
 
 use std::fmt::{self, Write as _};
-use std::path::Path;
 use std::time::Duration;
-
-/// Ends the generated part of the page.
-pub const END_MARK: &str = "<!-- END GENERATED REPORT -->";
-
-/// Starts the generated part of the page written by `binary`.
-pub fn begin_mark(binary: &str) -> String {
-    format!("<!-- BEGIN GENERATED REPORT ({binary}); edit only outside these markers -->")
-}
 
 /// What the page says about where and when the run ran.
 #[derive(Debug, Clone)]
@@ -79,60 +70,4 @@ pub fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_else(|_| "unknown".into())
-}
-
-/// Puts `generated` between `binary`'s markers in the file at `path`, keeping what lies outside
-/// them; a file without them gets the block appended, a missing file is created with it alone.
-///
-/// # Errors
-///
-/// If the file cannot be read (other than missing) or written.
-pub fn write_between_markers(path: &str, binary: &str, generated: &str) -> std::io::Result<()> {
-    let begin = begin_mark(binary);
-    let block = format!("{begin}\n{generated}{END_MARK}\n");
-    let content = match std::fs::read_to_string(path) {
-        Ok(old) => match old
-            .find(begin.as_str())
-            .and_then(|start| old[start..].find(END_MARK).map(|end| (start, start + end)))
-        {
-            Some((start, end)) => {
-                let after = &old[end + END_MARK.len()..];
-                let after = after.strip_prefix('\n').unwrap_or(after);
-                format!("{}{block}{after}", &old[..start])
-            }
-            None if old.trim().is_empty() => block,
-            None => format!("{}\n\n{block}", old.trim_end()),
-        },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => block,
-        Err(e) => return Err(e),
-    };
-    if let Some(dir) = Path::new(path).parent()
-        && !dir.as_os_str().is_empty()
-    {
-        std::fs::create_dir_all(dir)?;
-    }
-    std::fs::write(path, content)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_rewrite_keeps_what_lies_outside_the_markers() {
-        let dir =
-            std::env::temp_dir().join(format!("fence-differential-page-{}", std::process::id()));
-        let path = dir.join("page.md");
-        let path = path.to_str().expect("a UTF-8 temp path");
-        write_between_markers(path, "x", "one\n").unwrap();
-        let first = std::fs::read_to_string(path).unwrap();
-        assert_eq!(first, format!("{}\none\n{END_MARK}\n", begin_mark("x")));
-        std::fs::write(path, format!("intro\n{first}\n## notes\n")).unwrap();
-        write_between_markers(path, "x", "two\n").unwrap();
-        assert_eq!(
-            std::fs::read_to_string(path).unwrap(),
-            format!("intro\n{}\ntwo\n{END_MARK}\n\n## notes\n", begin_mark("x"))
-        );
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
 }

@@ -51,6 +51,19 @@ pub fn load_average() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
+/// The server's `version()` and, for each of `names`, `` `name=value` `` as the report's Machine
+/// section quotes it.
+pub async fn server_facts(conn: &mut PgConnection, names: &[&str]) -> Res<(String, Vec<String>)> {
+    let version: String = sqlx::query_scalar("SELECT version()")
+        .fetch_one(&mut *conn)
+        .await?;
+    let mut settings = Vec::with_capacity(names.len());
+    for name in names {
+        settings.push(format!("`{name}={}`", setting(&mut *conn, name).await?));
+    }
+    Ok((version, settings))
+}
+
 /// Asks the server for the current value of the setting `name` (`SELECT current_setting($1)`).
 pub async fn setting(conn: &mut PgConnection, name: &str) -> Res<String> {
     Ok(sqlx::query_scalar("SELECT current_setting($1)")

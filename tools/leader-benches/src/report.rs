@@ -2,19 +2,10 @@
 //! markers so that hand-written notes outside them survive a re-run.
 
 use std::fmt::{self, Write as _};
-use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use crate::{Res, machine};
-
-/// Ends the generated part of every report.
-pub const END_MARK: &str = "<!-- END GENERATED REPORT -->";
-
-/// Returns the line that starts the generated part of the report of the binary `bench`.
-pub fn begin_mark(bench: &str) -> String {
-    format!("<!-- BEGIN GENERATED REPORT ({bench}); edit only outside these markers -->")
-}
 
 /// Parses `[--write PATH]` into the path, or an error message (empty for `-h`/`--help`).
 pub fn parse_write(args: impl IntoIterator<Item = String>) -> Result<Option<String>, String> {
@@ -182,101 +173,15 @@ pub fn conclude(
 }
 
 /// Puts `generated` between the markers of `bench`'s report at `path`, keeping what lies
-/// outside them. A file without this bench's block gets it appended (other benches' blocks and
-/// hand-written text stay); a missing file is created holding only the block.
+/// outside them (other benches' blocks and hand-written notes): see [`generated_block::write`],
+/// which creates a missing file and refuses one it cannot read.
 pub fn write_report(path: &str, bench: &str, generated: &str) -> std::io::Result<()> {
-    let begin_mark = begin_mark(bench);
-    let block = format!("{begin_mark}\n{generated}{END_MARK}\n");
-    let content = match std::fs::read_to_string(path) {
-        // The end mark that closes this bench's block, not another bench's earlier in the file.
-        Ok(old) => match old
-            .find(begin_mark.as_str())
-            .and_then(|begin| old[begin..].find(END_MARK).map(|end| (begin, begin + end)))
-        {
-            Some((begin, end)) => {
-                let after = &old[end + END_MARK.len()..];
-                let after = after.strip_prefix('\n').unwrap_or(after);
-                format!("{}{block}{after}", &old[..begin])
-            }
-            None if old.trim().is_empty() => block,
-            None => format!("{}\n\n{block}", old.trim_end()),
-        },
-        Err(_) => block,
-    };
-    if let Some(dir) = Path::new(path).parent()
-        && !dir.as_os_str().is_empty()
-    {
-        std::fs::create_dir_all(dir)?;
-    }
-    std::fs::write(path, content)
+    generated_block::write(path, &generated_block::Markers::report(bench), generated)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn write_report_keeps_what_lies_outside_the_markers() {
-        let dir =
-            std::env::temp_dir().join(format!("leader-benches-report-{}", std::process::id()));
-        let path = dir.join("r.md");
-        let path = path.to_str().expect("a UTF-8 temp path");
-        write_report(path, "x-bench", "one\n").unwrap();
-        let first = std::fs::read_to_string(path).unwrap();
-        assert_eq!(
-            first,
-            format!("{}\none\n{END_MARK}\n", begin_mark("x-bench"))
-        );
-        std::fs::write(path, format!("intro\n{first}\n## notes\n")).unwrap();
-        write_report(path, "x-bench", "two\n").unwrap();
-        assert_eq!(
-            std::fs::read_to_string(path).unwrap(),
-            format!(
-                "intro\n{}\ntwo\n{END_MARK}\n\n## notes\n",
-                begin_mark("x-bench")
-            )
-        );
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn write_report_replaces_only_its_own_block_among_several() {
-        let dir =
-            std::env::temp_dir().join(format!("leader-benches-report-two-{}", std::process::id()));
-        let path = dir.join("r.md");
-        let path = path.to_str().expect("a UTF-8 temp path");
-        let a = format!("{}\na1\n{END_MARK}\n", begin_mark("a-bench"));
-        let b = |body: &str| format!("{}\n{body}{END_MARK}\n", begin_mark("b-bench"));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(path, format!("{a}\nnotes\n{}tail\n", b("b1\n"))).unwrap();
-        write_report(path, "b-bench", "b2\n").unwrap();
-        assert_eq!(
-            std::fs::read_to_string(path).unwrap(),
-            format!("{a}\nnotes\n{}tail\n", b("b2\n"))
-        );
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn write_report_appends_a_new_bench_block_after_what_is_there() {
-        let dir =
-            std::env::temp_dir().join(format!("leader-benches-report-new-{}", std::process::id()));
-        let path = dir.join("r.md");
-        let path = path.to_str().expect("a UTF-8 temp path");
-        let a = format!("{}\na1\n{END_MARK}\n\nnotes on a\n", begin_mark("a-bench"));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(path, &a).unwrap();
-        write_report(path, "b-bench", "b1\n").unwrap();
-        assert_eq!(
-            std::fs::read_to_string(path).unwrap(),
-            format!(
-                "{}\n\n{}\nb1\n{END_MARK}\n",
-                a.trim_end(),
-                begin_mark("b-bench")
-            )
-        );
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
 
     #[test]
     fn parse_write_reads_the_path_and_refuses_the_rest() {

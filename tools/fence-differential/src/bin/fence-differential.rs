@@ -139,7 +139,7 @@ async fn run(args: Args) -> Res<bool> {
     let page = page::page(NAME, &facts, &report::markdown(&outcome));
     println!("{page}");
     if let Some(path) = &args.write {
-        page::write_between_markers(path, NAME, &page)?;
+        generated_block::write(path, &generated_block::Markers::report(NAME), &page)?;
         eprintln!("{NAME}: wrote {path}");
     }
     let holes = outcome.total.of(Class::AcceptedUnsafe);

@@ -261,7 +261,16 @@ async fn run(write: Option<String>) -> Res<bool> {
     progress(NAME, "starting a durable throwaway cluster (fsync on)");
     let cluster = tokio::task::spawn_blocking(Cluster::start_durable).await??;
     let (_server, mut conn) = create_database(&cluster).await?;
-    let (version, settings) = server_facts(&mut conn).await?;
+    let (version, settings) = machine::server_facts(
+        &mut conn,
+        &[
+            "fsync",
+            "synchronous_commit",
+            "full_page_writes",
+            "shared_buffers",
+        ],
+    )
+    .await?;
     progress(NAME, "building the 1,000,000-row outbox");
     build(&mut conn).await?;
 
@@ -294,26 +303,6 @@ async fn create_database(cluster: &Cluster) -> Res<(PgConnection, PgConnection)>
         .await?;
     let conn = PgConnection::connect(&url("fence_bench")).await?;
     Ok((server, conn))
-}
-
-/// The server's version and the settings the report quotes.
-async fn server_facts(conn: &mut PgConnection) -> Res<(String, Vec<String>)> {
-    let version: String = sqlx::query_scalar("SELECT version()")
-        .fetch_one(&mut *conn)
-        .await?;
-    let mut settings = Vec::new();
-    for name in [
-        "fsync",
-        "synchronous_commit",
-        "full_page_writes",
-        "shared_buffers",
-    ] {
-        settings.push(format!(
-            "`{name}={}`",
-            machine::setting(&mut *conn, name).await?
-        ));
-    }
-    Ok((version, settings))
 }
 
 /// Builds the outbox and the fence's parts, and each condition's timing loop; checks that

@@ -394,7 +394,16 @@ async fn run(write: Option<String>) -> Res<bool> {
     let options: PgConnectOptions = (*db.admin().connect_options()).clone();
     let mut admin = options.connect().await?;
     let mut conn = options.connect().await?;
-    let (version, settings) = server_facts(&mut admin).await?;
+    let (version, settings) = machine::server_facts(
+        &mut admin,
+        &[
+            "fsync",
+            "synchronous_commit",
+            "shared_buffers",
+            "max_connections",
+        ],
+    )
+    .await?;
 
     progress(NAME, "part 1: sequential acquire/renew/release cycles");
     let (acq, ren, rel) = statement_latency(&mut conn, &mut admin).await?;
@@ -428,26 +437,6 @@ async fn run(write: Option<String>) -> Res<bool> {
         ok,
         "a correctness check failed",
     )?)
-}
-
-/// The server's version and the settings the report quotes.
-async fn server_facts(admin: &mut PgConnection) -> Res<(String, Vec<String>)> {
-    let version: String = sqlx::query_scalar("SELECT version()")
-        .fetch_one(&mut *admin)
-        .await?;
-    let mut settings = Vec::new();
-    for name in [
-        "fsync",
-        "synchronous_commit",
-        "shared_buffers",
-        "max_connections",
-    ] {
-        settings.push(format!(
-            "`{name}={}`",
-            machine::setting(&mut *admin, name).await?
-        ));
-    }
-    Ok((version, settings))
 }
 
 /// Part 1: ACQUIRE, RENEW and RELEASE latency over the cycles, after the warm-up's.
