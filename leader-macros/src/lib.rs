@@ -6,6 +6,8 @@
 #![warn(missing_docs)]
 
 mod errors;
+#[cfg(test)]
+mod expansions;
 mod fenced;
 mod interval;
 mod leader_role;
@@ -15,7 +17,8 @@ mod unfenced;
 use proc_macro::TokenStream;
 
 /// Registers an async fn as the job of a leader role: the runtime runs it on exactly one replica
-/// at a time, every interval or at the instants of a cron expression.
+/// at a time (or, for a sharded role, one replica per shard), every interval or at the instants
+/// of a cron expression.
 ///
 /// # Usage
 ///
@@ -29,48 +32,73 @@ use proc_macro::TokenStream;
 /// }
 /// ```
 ///
-/// * The role name starts with a lowercase ASCII letter, then lowercase letters, digits or `_`,
-///   at most 63 bytes.
-/// * The schedule is one of:
-///   * `every`, a whole number and a unit: `"250ms"`, `"90s"`, `"5m"`, `"1h"`, `"1d"`;
-///   * `cron`, a cron expression of 5 fields or 6 with seconds first (`cron = "0 2 * * *"`),
-///     read in the IANA time zone `tz` (`tz = "Europe/Berlin"`; UTC when absent), with the
-///     missed-instant policy `missed = "latest"` (the default) or `"each"`. Each instant is
-///     completed at most once cluster-wide and never started before it is due on the database
-///     clock; `TickContext::tick_instant` says which instant a tick serves.
+/// # Arguments
 ///
-///   A malformed expression, an unknown zone or policy, `tz` or `missed` without `cron`, or both
-///   `every` and `cron` are compile errors spanned at the offending string.
-/// * The fn is `async fn name(tick: TickContext) -> Result<(), E>`, with `E` converting into
-///   `Box<dyn Error + Send + Sync>`.
+/// The role name comes first, a string: a lowercase ASCII letter, then lowercase letters, digits
+/// or `_`, at most 63 bytes. The options follow, each at most once; any other is a compile error
+/// that lists these:
+///
+/// * `every = "1h"`: the interval, a whole number and a unit: `"250ms"`, `"90s"`, `"5m"`,
+///   `"1h"`, `"1d"`.
+/// * `cron = "0 2 * * *"`: instead of `every`, a cron expression of 5 fields, or 6 with seconds
+///   first. Each instant is completed at most once cluster-wide and never started before it is
+///   due on the database clock; `TickContext::tick_instant` says which instant a tick serves.
+///   * `tz = "Europe/Berlin"`: the IANA time zone the expression is read in (UTC when absent).
+///   * `missed = "latest"` (the default) or `missed = "each"`: after downtime, run only the
+///     latest missed instant, or each of them, oldest first, one tick each.
+///
+///   A malformed expression, an unknown zone or policy, `tz` or `missed` without `cron`, both
+///   `every` and `cron`, or neither, are compile errors spanned at the offending string.
+/// * `shards = 8`: the role is led as that many shards (1 to 1024), each its own lease, spread
+///   over the replicas. Each tick holds one shard: `tick.shard_fence()` is its `ShardFence`,
+///   which its `#[fenced]` claims bind, and `tick.shard()` says which shard it is. The
+///   migrations give the role its shards (`leaderctl roles reshard ROLE N`).
+/// * `migrations = "db/migrations"`: the folder, relative to the crate's directory, in which
+///   the role must be registered (`migrations/` when absent; see below).
+///
+/// # The function
+///
+/// * It is `async fn name(tick: TickContext) -> Result<(), E>`, with `E` converting into
+///   `Box<dyn Error + Send + Sync>`; not a method, not generic, not `unsafe`.
+/// * A second parameter `State(app): State<App>` receives the application's state: the value
+///   given to the builder's `with_state(app)`, cloned for each tick. The runtime checks when it
+///   is built that its state type is `App`, and its error names the job.
 /// * The macro defines the constant `BILLING: Role` (the role name in upper case), so two jobs
 ///   for one role in one module fail to compile. The runtime refuses duplicates across modules.
-/// * If a `.sql` file in the crate's `migrations/` folder (or `migrations = "db/migrations"`,
-///   relative to the crate's directory) defines the `leader_leases_role_registered` constraint,
-///   the role must be listed in its `CHECK (role IN (..))`: the last such file (by name, skipping
-///   `*.down.sql`) wins. The file is included in the build so editing it re-runs the check; a
-///   *new* migration file is only seen when the crate rebuilds (a `build.rs` printing
-///   `cargo:rerun-if-changed=migrations` makes that automatic). The runtime checks the database
-///   itself at start-up in any case.
+/// * If a `.sql` file in the crate's `migrations/` folder (or the `migrations` option's)
+///   defines the `leader_leases_role_registered` constraint, the role must be listed in its
+///   `CHECK (role IN (..))`: the last such file (by name, skipping `*.down.sql`) wins. The file
+///   is included in the build so editing it re-runs the check; a *new* migration file is only
+///   seen when the crate rebuilds (a `build.rs` printing `cargo:rerun-if-changed=migrations`
+///   makes that automatic). The runtime checks the database itself at start-up in any case.
 ///
 /// # Equivalent code without the macro
 ///
+/// The fn as written, its role constant, two adapters through which the compiler checks the
+/// job's parameter and return types at the job's own signature, and its registration, which
+/// `leader_runtime::registered_jobs()` finds. The text below is the macro's output, printed by
+/// the snapshot test that fails when it changes (`leader-macros/src/expansions.rs`).
+///
 /// ```ignore
-/// async fn bill(tick: TickContext) -> Result<(), BillingError> { /* ... */ }
+#[doc = include_str!("../tests/expansions/interval.rs")]
+/// ```
 ///
-/// /// The `billing` leader role, led by [`bill`] every 1h.
-/// const BILLING: leader_runtime::Role = leader_runtime::Role::from_static("billing");
+/// A calendar role, whose role is pinned to the migration that registers it:
 ///
-/// leader_runtime::__private::inventory::submit! {
-///     leader_runtime::__private::JobRegistration {
-///         role: BILLING,
-///         schedule: leader_runtime::__private::RegisteredSchedule::Every(
-///             std::time::Duration::from_secs(3600),
-///         ),
-///         job: |tick| Box::pin(async move { bill(tick).await.map_err(Into::into) }),
-///         name: concat!(module_path!(), "::bill"),
-///     }
-/// }
+/// ```ignore
+#[doc = include_str!("../tests/expansions/cron.rs")]
+/// ```
+///
+/// A sharded role:
+///
+/// ```ignore
+#[doc = include_str!("../tests/expansions/sharded.rs")]
+/// ```
+///
+/// A job that takes the application's state:
+///
+/// ```ignore
+#[doc = include_str!("../tests/expansions/state.rs")]
 /// ```
 #[proc_macro_attribute]
 pub fn leader_role(args: TokenStream, item: TokenStream) -> TokenStream {
@@ -133,9 +161,16 @@ pub fn leader_role(args: TokenStream, item: TokenStream) -> TokenStream {
 ///   build, so editing one re-runs the check; a *new* migration file is seen when the crate
 ///   rebuilds (a `build.rs` printing `cargo:rerun-if-changed=migrations` makes that automatic).
 /// * **The fence parameter** is found by its type's name and confirmed by the compiler to be
-///   `leader_runtime::Fence` (or `&Fence`): a type of your own named `Fence` does not compile. It
-///   is never shadowed (except `let fence = fence;`, which `#[async_trait]` writes), reassigned
-///   or borrowed mutably.
+///   `leader_runtime::Fence` or `leader_runtime::ShardFence` (or a reference to one): a type of
+///   your own of either name does not compile. It is never shadowed (except `let fence =
+///   fence;`, which `#[async_trait]` writes), reassigned or borrowed mutably.
+/// * **A shard's fence** (`ShardFence`, from a sharded role's `tick.shard_fence()`) proves one
+///   shard of the role: its claims call the four-argument `leader_fence($i, $j, $k, $l)` with
+///   `$i`, `$j`, `$k`, `$l` bound to `fence.role()`, `fence.shard_index()`,
+///   `fence.shard_count()` and `fence.token()`, beside `leader_shard_of(key, $k) = $j` on the
+///   rows they claim, so that a shard's leader claims only its shard's rows. The two-argument
+///   `leader_fence` proves no shard and is refused with a `ShardFence`, as the four-argument
+///   one is with a `Fence`.
 ///
 /// Each mistake is a compile error at the offending SQL, bind or call, naming the node, its
 /// line within the SQL, and the fix.
@@ -166,15 +201,19 @@ pub fn leader_role(args: TokenStream, item: TokenStream) -> TokenStream {
 /// # Equivalent code without the macro
 ///
 /// The function as written, with lines at the top of its body that include the schema's files
-/// and have the compiler confirm the fence parameter's type (they do nothing at run time):
+/// (so that editing one re-runs the check) and have the compiler confirm the fence parameter's
+/// type; they do nothing at run time. The text below is the macro's output, printed by the
+/// snapshot test that fails when it changes (`leader-macros/src/expansions.rs`).
 ///
 /// ```ignore
-/// async fn claim_batch(pool: &PgPool, fence: Fence, limit: i64) -> sqlx::Result<Vec<i64>> {
-///     // One per file the schema was read from, so that editing it re-runs the check.
-///     const _: &[u8] = ::core::include_bytes!("/path/to/crate/migrations/0001_outbox.sql");
-///     ::leader_runtime::__private::assert_fence_parameter(&fence);
-///     sqlx::query_scalar(/* … as written … */)
-/// }
+#[doc = include_str!("../tests/expansions/fenced.rs")]
+/// ```
+///
+/// With a `ShardFence`, whose claims bind the shard's index and count beside the role and
+/// token:
+///
+/// ```ignore
+#[doc = include_str!("../tests/expansions/fenced_shard.rs")]
 /// ```
 #[proc_macro_attribute]
 pub fn fenced(args: TokenStream, item: TokenStream) -> TokenStream {

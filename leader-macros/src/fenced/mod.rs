@@ -17,6 +17,9 @@ mod validate;
 
 use proc_macro2::TokenStream;
 
+#[cfg(test)]
+pub use parse::{OPTION_NAMES, args as parse_args};
+
 pub fn fenced(args: TokenStream, item: TokenStream) -> TokenStream {
     let read = parse::args(args).and_then(|args| {
         let fenced = parse::parse(item.clone())?;

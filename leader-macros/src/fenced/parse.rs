@@ -101,6 +101,10 @@ pub fn macro_exprs(mac: &Macro) -> Option<Vec<Expr>> {
         .map(|args| args.into_iter().collect())
 }
 
+/// Every option `#[fenced]` accepts: the parser refuses any other name, and a test checks the
+/// attribute's docs show each.
+pub const OPTION_NAMES: [&str; 1] = ["migrations"];
+
 /// `#[fenced]`'s arguments.
 #[derive(Default)]
 pub struct Args {
@@ -118,7 +122,7 @@ impl Parse for Args {
         let mut args = Args::default();
         while !input.is_empty() {
             let key: Ident = input.parse()?;
-            if key != "migrations" {
+            if !OPTION_NAMES.iter().any(|option| key == option) {
                 return Err(syn::Error::new(
                     key.span(),
                     format!(

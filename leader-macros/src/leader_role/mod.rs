@@ -11,6 +11,9 @@ mod validate;
 
 use proc_macro2::TokenStream;
 
+#[cfg(test)]
+pub use parse::{OPTION_NAMES, parse_args};
+
 pub fn leader_role(args: TokenStream, item: TokenStream) -> TokenStream {
     let args = parse::parse_args(args);
     // The constant is emitted even when something else is wrong, so its uses do not error too.

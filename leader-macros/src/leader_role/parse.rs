@@ -9,6 +9,10 @@ use crate::errors::Errors;
 /// The options `#[leader_role]` accepts after the role name.
 pub const OPTIONS: &str = "`every = \"1h\"` or `cron = \"0 2 * * *\"` (one of them), `tz = \"Europe/Berlin\"` and `missed = \"each\"` (with `cron`), `shards = 8`, and `migrations = \"db/migrations\"`";
 
+/// Every option `#[leader_role]` accepts after the role name: the parser refuses any other name,
+/// and a test checks the attribute's docs show each.
+pub const OPTION_NAMES: [&str; 6] = ["every", "cron", "tz", "missed", "shards", "migrations"];
+
 /// The attribute's arguments, as written.
 pub struct Args {
     /// The role name.
@@ -55,6 +59,14 @@ impl Parse for Args {
             }
             let name: Ident = input.parse()?;
             input.parse::<Token![=]>()?;
+            if !OPTION_NAMES.iter().any(|option| name == option) {
+                errors.push(unknown(&name));
+                // Its value, whatever literal it is, so the options after it are read too.
+                if input.parse::<syn::Lit>().is_err() {
+                    break;
+                }
+                continue;
+            }
             if name == "shards" {
                 if input.peek(LitStr) {
                     let written: LitStr = input.parse()?;
@@ -79,10 +91,7 @@ impl Parse for Args {
                 "missed" => &mut args.missed,
                 "migrations" => &mut args.migrations,
                 _ => {
-                    errors.push(syn::Error::new(
-                        name.span(),
-                        format!("unknown option `{name}`: `#[leader_role]` accepts {OPTIONS}"),
-                    ));
+                    errors.push(unknown(&name));
                     continue;
                 }
             };
@@ -96,6 +105,13 @@ impl Parse for Args {
         }
         errors.finish().map(|()| args)
     }
+}
+
+fn unknown(name: &Ident) -> syn::Error {
+    syn::Error::new(
+        name.span(),
+        format!("unknown option `{name}`: `#[leader_role]` accepts {OPTIONS}"),
+    )
 }
 
 /// The job fn with its body kept as tokens: only the signature is parsed, so a body that does

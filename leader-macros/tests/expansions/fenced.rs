@@ -1,0 +1,40 @@
+// What you write:
+//
+// #[fenced(migrations = "tests/fixtures/migrations")]
+// async fn claim_batch(pool: &PgPool, fence: Fence, limit: i64) -> sqlx::Result<Vec<i64>> {
+//     sqlx::query_scalar(
+//         "UPDATE outbox SET status = 'sending'
+//           WHERE id IN (SELECT id FROM outbox
+//                         WHERE status = 'pending' AND leader_fence($2, $3)
+//                         ORDER BY id LIMIT $1
+//                         FOR UPDATE SKIP LOCKED)
+//       RETURNING id",
+//     )
+//     .bind(limit)
+//     .bind(fence.role())
+//     .bind(fence.token())
+//     .fetch_all(pool)
+//     .await
+// }
+//
+// What the macro emits in its place:
+
+async fn claim_batch(pool: &PgPool, fence: Fence, limit: i64) -> sqlx::Result<Vec<i64>> {
+    const _: &[u8] = ::core::include_bytes!(
+        "/path/to/crate/tests/fixtures/migrations/0001_tables.sql"
+    );
+    ::leader_runtime::__private::assert_fence_parameter(&fence);
+    sqlx::query_scalar(
+            "UPDATE outbox SET status = 'sending'
+          WHERE id IN (SELECT id FROM outbox
+                        WHERE status = 'pending' AND leader_fence($2, $3)
+                        ORDER BY id LIMIT $1
+                        FOR UPDATE SKIP LOCKED)
+      RETURNING id",
+        )
+        .bind(limit)
+        .bind(fence.role())
+        .bind(fence.token())
+        .fetch_all(pool)
+        .await
+}
