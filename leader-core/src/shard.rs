@@ -4,8 +4,7 @@ use std::fmt;
 
 use crate::Role;
 
-/// The largest shard count a role may have (the lease table's `leader_leases_shard_in_count`).
-pub const MAX_SHARDS: u32 = 1024;
+pub use leader_role_name::MAX_SHARDS;
 
 /// Which shard of a sharded role a lease is: its index and the role's shard count, the lease row's
 /// `shard_index` and `shard_count`.

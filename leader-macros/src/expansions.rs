@@ -352,6 +352,11 @@ fn leader_roles_docs_cover_every_option_the_parser_accepts() {
         .parse()
         .expect("tokens");
     assert!(crate::leader_role::parse_args(unknown).is_err());
+    let bound = format!("(1 to {})", leader_role_name::MAX_SHARDS);
+    assert!(
+        docs.contains(&bound),
+        "`#[leader_role]`'s docs do not give the shard bound as `{bound}`"
+    );
     for other in ["State<", "with_state", "shard_fence"] {
         assert!(
             docs.contains(other),

@@ -6,6 +6,9 @@
 //! migration's `leader_leases_role_format` CHECK states the same rule in SQL ([`SQL_CHECK`]); the
 //! integration tests store names through it to prove the two agree.
 //!
+//! The bound on a role's shard count, [`MAX_SHARDS`], is here for the same reason: the one
+//! place both `leader-core` (at run time) and `leader-macros` (at compile time) read it from.
+//!
 //! A valid name starts with a lowercase ASCII letter, continues with lowercase ASCII letters,
 //! digits and underscores, and is at most [`MAX_LEN`] bytes.
 //!
@@ -62,6 +65,11 @@ pub fn roles_in_check(definition: &str) -> Vec<String> {
     }
     roles
 }
+
+/// The most shards a role may have: `leader-core`'s shards and `leaderctl` refuse more at run
+/// time, `#[leader_role(shards = N)]` at compile time, and the database by the lease table's
+/// `leader_leases_shard_in_count` CHECK and `leader_reshard`.
+pub const MAX_SHARDS: u32 = 1024;
 
 /// The longest role name, in bytes (PostgreSQL's identifier limit, so a role can name things).
 pub const MAX_LEN: usize = 63;

@@ -5,13 +5,10 @@
 //! `check`. A bare `NAME` accepts any count, since the command line does not know the code's.
 
 use leader_core::schema::ExpectedRole;
-use leader_core::{Role, SchemaError, check_schema_ready};
+use leader_core::{MAX_SHARDS, Role, SchemaError, check_schema_ready};
 use sqlx::PgPool;
 
 use crate::failure::Failure;
-
-/// The most shards a role may have (`leader_reshard`'s bound).
-const MAX_SHARDS: u32 = 1024;
 
 /// A `--role` value: `NAME` or `NAME:COUNT`.
 fn expected(arg: &str) -> Result<ExpectedRole, Failure> {

@@ -8,6 +8,7 @@ use super::parse::{Args, JobFn};
 use crate::errors::Errors;
 use crate::interval::{ACCEPTED_FORMS, Interval};
 use leader_migrations::{self as migrations, CONSTRAINT};
+use leader_role_name::MAX_SHARDS;
 
 /// The signature a job must have, for error messages.
 const EXPECTED: &str = "a leader job is `async fn name(tick: TickContext) -> Result<(), E>`, \
@@ -29,10 +30,6 @@ pub struct Job<'a> {
     /// `shards = N`, checked to be 1 to [`MAX_SHARDS`].
     pub shard_count: Option<u32>,
 }
-
-/// The most shards a role may have: `leader_core::MAX_SHARDS` and the lease table's
-/// `leader_leases_shard_in_count` CHECK (the ui tests pass `shards = 1024` and refuse 1025).
-const MAX_SHARDS: u32 = 1024;
 
 /// The role's schedule, checked.
 pub enum ScheduleArg {
