@@ -9,7 +9,6 @@ mod errors;
 #[cfg(test)]
 mod expansions;
 mod fenced;
-mod interval;
 mod leader_role;
 mod migrations_folder;
 mod unfenced;
@@ -40,7 +39,7 @@ use proc_macro::TokenStream;
 ///
 /// * `every = "1h"`: the interval, a whole number and a unit: `"250ms"`, `"90s"`, `"5m"`,
 ///   `"1h"`, `"1d"`.
-/// * `cron = "0 2 * * *"`: instead of `every`, a cron expression of 5 fields, or 6 with seconds
+/// * `cron = "0 2 * * *"`: instead of `every`, a cron expression of 5 fields or 6 with seconds
 ///   first. Each instant is completed at most once cluster-wide and never started before it is
 ///   due on the database clock; `TickContext::tick_instant` says which instant a tick serves.
 ///   * `tz = "Europe/Berlin"`: the IANA time zone the expression is read in (UTC when absent).

@@ -47,6 +47,12 @@ pub enum ScheduleError {
         /// The time zone as given.
         zone: String,
     },
+    /// The interval does not parse: see [`parse_interval`](crate::parse_interval).
+    #[error("{text:?} is not an interval: write {forms}", forms = crate::INTERVAL_FORMS)]
+    Interval {
+        /// The interval as given.
+        text: String,
+    },
     /// The missed-instant policy is not `latest` or `each`.
     #[error(
         "unknown missed-instant policy {policy:?}: write \"latest\" (run the latest missed instant once) or \"each\" (run every missed instant in order)"

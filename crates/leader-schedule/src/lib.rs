@@ -28,10 +28,12 @@
 
 mod cron;
 mod error;
+mod interval;
 mod missed;
 mod schedule;
 
 pub use crate::cron::{CronSchedule, Planned};
 pub use error::ScheduleError;
+pub use interval::{INTERVAL_FORMS, format_interval, parse_interval};
 pub use missed::Missed;
 pub use schedule::Schedule;

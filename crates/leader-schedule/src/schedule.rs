@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::{CronSchedule, ScheduleError};
+use crate::{CronSchedule, ScheduleError, format_interval};
 
 /// When a role runs.
 ///
@@ -73,23 +73,10 @@ impl From<CronSchedule> for Schedule {
 }
 
 impl fmt::Display for Schedule {
-    /// `every 1h` (in the largest unit that divides the interval: `d`, `h`, `m`, `s` or `ms`), or
-    /// the cron schedule's text: what the lease row's `schedule` column shows.
+    /// `every 1h` (the interval as [`format_interval`] writes it), or the cron schedule's text: what the lease row's `schedule` column shows.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Schedule::Every(interval) => {
-                let ms = interval.as_millis();
-                let (count, unit) = [
-                    (86_400_000, "d"),
-                    (3_600_000, "h"),
-                    (60_000, "m"),
-                    (1_000, "s"),
-                ]
-                .into_iter()
-                .find(|&(unit_ms, _)| ms > 0 && ms % unit_ms == 0)
-                .map_or((ms, "ms"), |(unit_ms, unit)| (ms / unit_ms, unit));
-                write!(f, "every {count}{unit}")
-            }
+            Schedule::Every(interval) => write!(f, "every {}", format_interval(*interval)),
             Schedule::Cron(cron) => cron.fmt(f),
         }
     }

@@ -28,16 +28,16 @@ pub fn expand(job: &Job) -> TokenStream {
     );
     let const_item = role_const(role, const_ident, &func.vis, &doc);
     let schedule = match schedule {
-        ScheduleArg::Every { interval, .. } => {
-            let every = match interval.whole_secs() {
-                Some(secs) => {
-                    let secs = Literal::u64_unsuffixed(secs);
-                    quote!(::leader_runtime::__private::Duration::from_secs(#secs))
-                }
-                None => {
-                    let millis = Literal::u64_unsuffixed(interval.millis);
-                    quote!(::leader_runtime::__private::Duration::from_millis(#millis))
-                }
+        ScheduleArg::Every { interval } => {
+            // `from_secs(3600)` reads better than milliseconds, where it is exact.
+            let every = if interval.subsec_nanos() == 0 {
+                let secs = Literal::u64_unsuffixed(interval.as_secs());
+                quote!(::leader_runtime::__private::Duration::from_secs(#secs))
+            } else {
+                let millis = u64::try_from(interval.as_millis())
+                    .expect("parse_interval counts milliseconds in a u64");
+                let millis = Literal::u64_unsuffixed(millis);
+                quote!(::leader_runtime::__private::Duration::from_millis(#millis))
             };
             quote!(::leader_runtime::__private::RegisteredSchedule::Every(#every))
         }

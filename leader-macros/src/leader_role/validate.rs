@@ -1,12 +1,12 @@
 //! Checks a `#[leader_role]` job: role name, interval, signature, and the database's role list.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use syn::{FnArg, Ident, LitStr, ReturnType, Type};
 
 use super::parse::{Args, JobFn};
 use crate::errors::Errors;
-use crate::interval::{ACCEPTED_FORMS, Interval};
 use leader_migrations::{self as migrations, CONSTRAINT};
 use leader_role_name::MAX_SHARDS;
 
@@ -34,7 +34,7 @@ pub struct Job<'a> {
 /// The role's schedule, checked.
 pub enum ScheduleArg {
     /// `every = "1h"`.
-    Every { interval: Interval, text: String },
+    Every { interval: Duration },
     /// `cron = "…"`, `tz = "…"` (UTC when absent), `missed = "…"` (latest when absent).
     Cron {
         expr: String,
@@ -44,11 +44,13 @@ pub enum ScheduleArg {
 }
 
 impl ScheduleArg {
-    /// How the role constant's doc says when the job runs: `every 1h`, or the cron schedule's
-    /// text.
+    /// How the role constant's doc says when the job runs: the schedule's text, as the runtime
+    /// shows it (`every 1h`, or the cron schedule's).
     pub fn describe(&self) -> String {
         match self {
-            ScheduleArg::Every { text, .. } => format!("every {text}"),
+            ScheduleArg::Every { interval } => {
+                leader_schedule::Schedule::every(*interval).to_string()
+            }
             ScheduleArg::Cron { expr, zone, missed } => {
                 leader_schedule::CronSchedule::new(expr, zone)
                     .map(|cron| cron.missed(*missed).to_string())
@@ -145,19 +147,19 @@ fn schedule(args: &Args, errors: &mut Errors) -> Option<ScheduleArg> {
                         .to_owned(),
                 ));
             }
-            let interval = errors.check(Interval::parse(&every.value()).ok_or_else(|| {
-                error(
-                    every,
-                    format!(
-                        "`every = {:?}` is not an interval: write {ACCEPTED_FORMS}",
-                        every.value()
-                    ),
-                )
-            }))?;
-            Some(ScheduleArg::Every {
-                interval,
-                text: every.value(),
-            })
+            let interval = errors.check(
+                leader_schedule::parse_interval(&every.value()).map_err(|_| {
+                    error(
+                        every,
+                        format!(
+                            "`every = {:?}` is not an interval: write {}",
+                            every.value(),
+                            leader_schedule::INTERVAL_FORMS
+                        ),
+                    )
+                }),
+            )?;
+            Some(ScheduleArg::Every { interval })
         }
         (None, Some(cron)) => {
             let expr = cron.value();
