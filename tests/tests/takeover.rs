@@ -17,8 +17,8 @@ use chrono::{DateTime, Utc};
 use common::*;
 use leader_runtime::{CancelCause, JobError, Runtime, TickContext, TimingParts, Timings};
 use leader_testkit::TestDb;
-use sqlx::Row;
 use sqlx::postgres::PgConnectOptions;
+use sqlx::{Connection, Row};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -186,9 +186,19 @@ async fn a_holder_whose_anchor_the_server_ends_stops_its_tick_and_anchors_again(
         .await
     );
     let (_, anchor_pid, _, _) = lease_of_alpha(&db).await;
-    sqlx::query("SELECT pg_terminate_backend($1)")
+    let mut blocker = sqlx::PgConnection::connect_with(&direct(&db))
+        .await
+        .unwrap();
+    sqlx::query("SELECT pg_terminate_backend($1, 60000)")
         .bind(anchor_pid)
         .execute(db.admin())
+        .await
+        .unwrap();
+    // Keep a from anchoring again (it waits a second before it reconnects) until its tick has
+    // stopped: the tick must stop because its anchor ended, not because another replaced it.
+    let _: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1, hashtext('a'))")
+        .bind(leader_runtime::protocol::lease::ANCHOR_LOCK_CLASS)
+        .fetch_one(&mut blocker)
         .await
         .unwrap();
 
@@ -197,6 +207,7 @@ async fn a_holder_whose_anchor_the_server_ends_stops_its_tick_and_anchors_again(
         .expect("the tick is cancelled")
         .expect("the job reports its cause");
     assert_eq!(cause, CancelCause::AnchorLost);
+    blocker.close().await.unwrap();
     let again = format!(
         "SELECT count(*) FROM leader_leases
           WHERE role = 'alpha' AND holder_id = 'a' AND holder_anchor_pid <> {}",

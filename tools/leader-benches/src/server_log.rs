@@ -20,17 +20,20 @@ pub enum Kind {
     Release,
     /// The metrics' status read.
     StatusRead,
+    /// An anchor's or a watcher's statement (`take_over_when_dead`).
+    Anchor,
     /// Anything else: the jobs' own statements, the bench's.
     Other,
 }
 
 impl Kind {
     /// Every kind, in report order.
-    pub const ALL: [Kind; 5] = [
+    pub const ALL: [Kind; 6] = [
         Kind::Acquire,
         Kind::Renew,
         Kind::Release,
         Kind::StatusRead,
+        Kind::Anchor,
         Kind::Other,
     ];
 
@@ -41,6 +44,7 @@ impl Kind {
             Kind::Renew => "RENEW",
             Kind::Release => "RELEASE",
             Kind::StatusRead => "status read (metrics)",
+            Kind::Anchor => "anchor and watcher",
             Kind::Other => "other",
         }
     }
@@ -53,6 +57,7 @@ impl Kind {
             Some(Statement::Renew) => Kind::Renew,
             Some(Statement::Release) => Kind::Release,
             Some(Statement::StatusRead) => Kind::StatusRead,
+            Some(Statement::Anchor) => Kind::Anchor,
             Some(
                 Statement::Pause
                 | Statement::Unpause

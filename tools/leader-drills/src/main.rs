@@ -49,6 +49,10 @@ struct Args {
     /// comparison); meant with --faults kill,sever,freeze,pooler-restart.
     #[arg(long)]
     advisory_lock: bool,
+    /// Run the replicas with `take_over_when_dead` (issue 33): a dead replica's leases move when
+    /// the server ends its anchor session, not at their expiry.
+    #[arg(long)]
+    anchors: bool,
     /// Send every run through PgBouncer, not only the first of each fault.
     #[arg(long)]
     pooler_every_run: bool,
@@ -182,6 +186,8 @@ fn print_run(result: &RunResult) {
         if c.seeded_bug { "  (seeded bug)" } else { "" },
         if c.advisory_lock {
             "  (advisory lock)"
+        } else if c.anchors {
+            "  (anchors)"
         } else {
             ""
         },
@@ -217,6 +223,7 @@ async fn seeded_bug(args: &Args, servers: &Servers, index: &mut usize) -> Result
             seeded_bug: true,
             token_plus_one: false,
             advisory_lock: false,
+            anchors: false,
         };
         let result = servers.run(*index, &config).await?;
         print_run(&result);
@@ -295,6 +302,7 @@ async fn drill(args: &Args) -> Result<bool, DrillError> {
                     seeded_bug: false,
                     token_plus_one: false,
                     advisory_lock: args.advisory_lock,
+                    anchors: args.anchors,
                 };
                 let result = servers.run(index, &config).await?;
                 print_run(&result);
@@ -318,6 +326,7 @@ async fn drill(args: &Args) -> Result<bool, DrillError> {
             seeded_bug: false,
             token_plus_one: true,
             advisory_lock: false,
+            anchors: false,
         };
         let result = servers.run(index, &config).await?;
         print_run(&result);

@@ -24,6 +24,10 @@ struct Args {
     /// Lead `drill_ledger` by a session advisory lock instead of a lease (the comparison).
     #[arg(long)]
     advisory_lock: bool,
+    /// Take over dead replicas' leases at once (`take_over_when_dead`), with the anchor and the
+    /// watcher on this URL, to PostgreSQL itself.
+    #[arg(long, value_name = "URL")]
+    anchor_url: Option<String>,
     /// Serve the runtime's metrics on `/metrics` at this address (the Prometheus exporter).
     #[arg(long, value_name = "ADDR")]
     metrics_addr: Option<std::net::SocketAddr>,
@@ -81,6 +85,9 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         });
         None
     };
+    if let Some(url) = &args.anchor_url {
+        builder = builder.wake_on_release(url.parse()?).take_over_when_dead();
+    }
     let runtime = builder
         .timings(timings)
         .holder_id(args.holder)

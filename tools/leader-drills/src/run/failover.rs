@@ -115,6 +115,10 @@ impl Servers {
                 replica.link.set_upstream(local(standby.port()));
             }
         }
+        // Anchors always connect to the server itself: they follow the promotion.
+        for anchor_link in replicas.iter().filter_map(|r| r.anchor_link.as_ref()) {
+            anchor_link.set_upstream(local(standby.port()));
+        }
         Ok((new_admin, promoted_at))
     }
 

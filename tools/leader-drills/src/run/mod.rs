@@ -47,6 +47,9 @@ pub struct RunConfig {
     pub token_plus_one: bool,
     /// Lead `drill_ledger` by a session advisory lock instead of a lease (the comparison).
     pub advisory_lock: bool,
+    /// Run the replicas with `take_over_when_dead` (issue 33): each gets a direct link to the
+    /// server for its anchor and watcher.
+    pub anchors: bool,
 }
 
 /// What one run found.

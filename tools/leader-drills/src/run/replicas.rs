@@ -19,6 +19,9 @@ pub(super) struct Replica {
     pub(super) name: String,
     pub(super) child: Child,
     pub(super) link: Link,
+    /// With anchors ([`RunConfig::anchors`]): the link of the replica's direct connections (its
+    /// anchor and watcher), to the server itself, never through the pooler.
+    pub(super) anchor_link: Option<Link>,
     /// The namespace the replica runs in, if any (its link is then the veth pair).
     pub(super) netns: Option<usize>,
     pub(super) log: PathBuf,
@@ -27,6 +30,22 @@ pub(super) struct Replica {
 impl Replica {
     pub(super) fn pid(&self) -> Option<u32> {
         self.child.id()
+    }
+
+    /// Stops forwarding on the replica's links (connections hang, nothing is closed).
+    pub(super) fn sever(&self) {
+        self.link.sever();
+        if let Some(anchor_link) = &self.anchor_link {
+            anchor_link.sever();
+        }
+    }
+
+    /// Forwards on the replica's links again.
+    pub(super) fn heal(&self) {
+        self.link.heal();
+        if let Some(anchor_link) = &self.anchor_link {
+            anchor_link.heal();
+        }
     }
 }
 
@@ -109,27 +128,38 @@ impl Servers {
             }
             _ => Link::start(local(upstream_port)).await?,
         };
+        let anchor_link = if config.anchors {
+            Some(match (netns, &self.netns) {
+                (Some(i), Some(_)) => {
+                    Link::start_on(&Namespaces::host_addr(i), local(self.cluster.port())).await?
+                }
+                _ => Link::start(local(self.cluster.port())).await?,
+            })
+        } else {
+            None
+        };
         let log = self.log_dir.join(format!("{db}-{name}.log"));
         let file = std::fs::File::create(&log)?;
-        let (mut command, url) = match (netns, &self.netns) {
+        let (mut command, host) = match (netns, &self.netns) {
             (Some(i), Some(namespaces)) => {
                 let mut command = Command::new("ip");
                 command
                     .args(namespaces.exec_prefix(i))
                     .arg(&self.replica_binary);
-                let host = Namespaces::host_addr(i);
-                (
-                    command,
-                    format!("postgres://postgres@{host}:{}/{db}", link.port()),
-                )
+                (command, Namespaces::host_addr(i).to_string())
             }
-            _ => (
-                Command::new(&self.replica_binary),
-                format!("postgres://postgres@127.0.0.1:{}/{db}", link.port()),
-            ),
+            _ => (Command::new(&self.replica_binary), "127.0.0.1".to_owned()),
         };
+        let url = format!("postgres://postgres@{host}:{}/{db}", link.port());
+        let anchor_url = anchor_link.as_ref().map(|anchor| {
+            format!(
+                "--anchor-url=postgres://postgres@{host}:{}/{db}",
+                anchor.port()
+            )
+        });
         let child = command
             .args(["--url", &url])
+            .args(anchor_url)
             .args(["--holder", &name])
             .args(["--ttl-ms", &config.ttl.as_millis().to_string()])
             .args(config.advisory_lock.then_some("--advisory-lock"))
@@ -143,6 +173,7 @@ impl Servers {
             name,
             child,
             link,
+            anchor_link,
             netns: netns.filter(|_| self.netns.is_some()),
             log,
         })
@@ -157,7 +188,7 @@ impl Servers {
         notes: &mut Vec<String>,
     ) {
         for replica in replicas.iter_mut() {
-            replica.link.heal();
+            replica.heal();
             if let (Some(i), Some(namespaces)) = (replica.netns, &self.netns) {
                 let _ = namespaces.heal(i);
             }

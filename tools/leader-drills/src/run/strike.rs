@@ -134,9 +134,9 @@ impl Servers {
                     namespaces.heal(i)?;
                 }
                 _ => {
-                    victim.link.sever();
+                    victim.sever();
                     self.hold(admin, db, config, hold, notes).await?;
-                    victim.link.heal();
+                    victim.heal();
                 }
             },
             Fault::Pause => {

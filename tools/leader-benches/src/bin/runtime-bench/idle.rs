@@ -51,18 +51,44 @@ impl Steady {
     }
 }
 
+/// The client sessions on the bench's database, less the bench's own two (admin and marker).
+async fn sessions(admin: &mut PgConnection) -> Res<i64> {
+    let all: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM pg_stat_activity
+          WHERE datname = current_database() AND backend_type = 'client backend'",
+    )
+    .fetch_one(&mut *admin)
+    .await?;
+    Ok(all - 2)
+}
+
+/// Four runtimes on one role, counted; with `anchors`, each also with `take_over_when_dead` (its
+/// wake connection the anchor, and a watcher). Also returns the client sessions they held at the
+/// window's end.
 pub(super) async fn idle_runtime(
     options: &PgConnectOptions,
     admin: &mut PgConnection,
     marker: &mut PgConnection,
     log: &Path,
-) -> Res<Steady> {
+    anchors: bool,
+) -> Res<(Steady, i64)> {
     let mut runs = Vec::with_capacity(REPLICAS);
     let shutdown = CancellationToken::new();
+    let (label, prefix) = if anchors {
+        ("anchored", "anchored")
+    } else {
+        ("runtime", "idle")
+    };
     for i in 0..REPLICAS {
-        let runtime = Runtime::builder(small_pool(options).await?)
+        let mut builder = Runtime::builder(small_pool(options).await?);
+        if anchors {
+            builder = builder
+                .wake_on_release(options.clone())
+                .take_over_when_dead();
+        }
+        let runtime = builder
             .timings(timings())
-            .holder_id(format!("idle-{i}"))
+            .holder_id(format!("{prefix}-{i}"))
             .role(IDLE, EVERY, |tick: TickContext| async move {
                 // One long tick: the leader only renews until it is cancelled.
                 tick.cancelled().await;
@@ -73,17 +99,26 @@ pub(super) async fn idle_runtime(
     }
     let before = wait_for_holder(admin, IDLE, Duration::from_secs(10)).await?;
     tokio::time::sleep(SETTLE).await;
-    let window = count_window(marker, log, "runtime", WINDOW).await?;
+    let window = count_window(marker, log, label, WINDOW).await?;
     let after = holder_of(admin, IDLE).await?;
+    let sessions = sessions(admin).await?;
     shutdown.cancel();
     for run in runs {
         tokio::time::timeout(Duration::from_secs(15), run).await???;
     }
-    Ok(Steady {
-        window,
-        before,
-        after,
-    })
+    // The next setup starts on a free role, not one whose holder just shut down.
+    sqlx::query("UPDATE leader_leases SET not_before = NULL WHERE role = $1")
+        .bind(IDLE)
+        .execute(&mut *admin)
+        .await?;
+    Ok((
+        Steady {
+            window,
+            before,
+            after,
+        },
+        sessions,
+    ))
 }
 
 /// A naive replica: ACQUIRE every 250 ms whatever happens; once granted, also RENEW every
@@ -166,6 +201,10 @@ pub(super) async fn idle_naive(
 /// errors.
 pub(super) struct IdleLoad {
     pub(super) runtime: Steady,
+    /// The same runtimes with `take_over_when_dead`.
+    pub(super) anchored: Steady,
+    /// Client sessions per replica, without and with anchors.
+    pub(super) sessions_per_replica: (f64, f64),
     pub(super) naive: Steady,
     pub(super) naive_errors: usize,
 }
@@ -181,7 +220,12 @@ pub(super) async fn idle_load(
         NAME,
         "part 1: four runtimes, one leading a long tick (settle 4 s, count 20 s)",
     );
-    let runtime = idle_runtime(options, admin, marker, log).await?;
+    let (runtime, plain_sessions) = idle_runtime(options, admin, marker, log, false).await?;
+    progress(
+        NAME,
+        "part 1: the same four runtimes with take_over_when_dead (settle 4 s, count 20 s)",
+    );
+    let (anchored, anchored_sessions) = idle_runtime(options, admin, marker, log, true).await?;
     progress(
         NAME,
         "part 1: naive baseline, four replicas polling every 250 ms (settle 4 s, count 20 s)",
@@ -189,6 +233,11 @@ pub(super) async fn idle_load(
     let (naive, naive_errors) = idle_naive(options, admin, marker, log).await?;
     Ok(IdleLoad {
         runtime,
+        anchored,
+        sessions_per_replica: (
+            plain_sessions as f64 / REPLICAS as f64,
+            anchored_sessions as f64 / REPLICAS as f64,
+        ),
         naive,
         naive_errors,
     })
@@ -214,6 +263,7 @@ pub(super) fn idle_section(w: &mut String, idle: &IdleLoad, idle_ok: bool) -> Re
     )?;
     idle_table(w, &idle.runtime, &idle.naive)?;
     idle_findings(w, idle, idle_ok)?;
+    anchored_findings(w, idle)?;
     writeln!(w)?;
     Ok(())
 }
@@ -320,3 +370,33 @@ fn idle_findings(w: &mut String, idle: &IdleLoad, idle_ok: bool) -> Res<()> {
     }
     Ok(())
 }
+
+/// What anchors (`take_over_when_dead`) add to the idle load and to the sessions per replica.
+fn anchored_findings(w: &mut String, idle: &IdleLoad) -> Res<()> {
+    let (plain, anchored) = (idle.runtime.window.rate(), idle.anchored.window.rate());
+    let ratio = anchored / plain;
+    writeln!(
+        w,
+        "- **With `take_over_when_dead`: {anchored:.2} statements/s, {ratio:.2}× without** \
+         (target ≤ {ANCHORED_TARGET_RATIO:.1}×: **{}**); of them {} by anchors and watchers in \
+         the window. Client sessions per replica: {:.1} without, {:.1} with (the anchor is the \
+         wake connection; the watcher is the one more).",
+        if ratio <= ANCHORED_TARGET_RATIO {
+            "met"
+        } else {
+            "not met"
+        },
+        idle.anchored
+            .window
+            .by_kind
+            .get(&Kind::Anchor)
+            .copied()
+            .unwrap_or(0),
+        idle.sessions_per_replica.0,
+        idle.sessions_per_replica.1,
+    )?;
+    Ok(())
+}
+
+/// Issue 33: anchors may add at most a fifth to the idle load.
+const ANCHORED_TARGET_RATIO: f64 = 1.2;

@@ -73,6 +73,12 @@ const HANDOFF_RUNS: usize = 30;
 const HANDOFF_SETTLE: Duration = Duration::from_millis(1_000);
 const TARGET_WAKE_HANDOFF: Duration = Duration::from_millis(100);
 
+// Part 5 (run after part 4).
+const DEAD_HOLDER_TTLS: [Duration; 2] = [Duration::from_secs(3), Duration::from_secs(10)];
+const DEAD_HOLDER_RUNS: usize = 7;
+const DEAD_HOLDER_TARGET_MEDIAN: Duration = Duration::from_millis(100);
+const DEAD_HOLDER_TARGET_MAX: Duration = Duration::from_millis(300);
+
 // Part 2.
 const TAKEOVER_RUNS: usize = 12;
 const TAKEOVER_REPLICAS: usize = 3;
@@ -117,20 +123,22 @@ enum Args {
         url: String,
         holder: String,
         run: i32,
+        setup: Setup,
     },
 }
 
 fn parse_args() -> Result<Args, String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("replica") {
-        let [_, url, holder, run] = args.as_slice() else {
-            return Err("replica needs URL HOLDER RUN".into());
+        let [_, url, holder, run, ttl_ms, mode] = args.as_slice() else {
+            return Err("replica needs URL HOLDER RUN TTL_MS anchors|expiry".into());
         };
         let run = run.parse().map_err(|e| format!("bad run number: {e}"))?;
         return Ok(Args::Replica {
             url: url.clone(),
             holder: holder.clone(),
             run,
+            setup: Setup::parse(ttl_ms, mode)?,
         });
     }
     Ok(Args::Bench {
@@ -145,7 +153,12 @@ async fn main() -> ExitCode {
         Err(e) => return report::usage(NAME, &e),
     };
     let result = match args {
-        Args::Replica { url, holder, run } => replica(&url, &holder, run).await.map(|()| true),
+        Args::Replica {
+            url,
+            holder,
+            run,
+            setup,
+        } => replica(&url, &holder, run, setup).await.map(|()| true),
         Args::Bench { write } => bench(write.as_deref()).await,
     };
     report::exit_code(NAME, result)
@@ -176,6 +189,7 @@ async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
     let scale = scale_load(&options, &mut admin, &mut marker, &log).await?;
     let (takeovers, takeover_errors) = takeover_runs(cluster, &mut admin).await?;
     let handoffs = handoff_runs(&options, &mut admin).await?;
+    let dead_holders = dead_holder_runs(cluster, &mut admin).await?;
     drop(admin);
     drop(marker);
     drop(maintenance);
@@ -190,7 +204,9 @@ async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
         .filter(|(_, t)| !t.after_expiry)
         .map(|(i, _)| i + 1)
         .collect();
-    let takeover_ok = takeover_errors.is_empty() && overlap.is_empty();
+    let takeover_ok = takeover_errors.is_empty()
+        && overlap.is_empty()
+        && dead_holders.iter().all(|(_, _, errors)| errors.is_empty());
     let ok = idle_ok && takeover_ok;
 
     // The report.
@@ -201,6 +217,7 @@ async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
     takeover_section(w, &takeovers, &takeover_errors, &overlap)?;
     scale_section(w, &scale)?;
     handoff_section(w, &handoffs)?;
+    dead_holder_section(w, &dead_holders)?;
 
     print!("{r}");
     Ok(report::conclude(NAME, &r, write, ok, "a check failed")?)

@@ -10,9 +10,49 @@ pub(super) struct Replica {
     pub(super) _stdin: ChildStdin,
 }
 
-pub(super) async fn spawn_replica(exe: &Path, url: &str, holder: &str, run: usize) -> Res<Replica> {
+/// How a takeover run's replicas lead: their lease TTL, and whether they run with
+/// `take_over_when_dead` (their wake connection, to the same server, anchors them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Setup {
+    pub(super) ttl: Duration,
+    pub(super) anchors: bool,
+}
+
+impl Setup {
+    pub(super) fn timings(self) -> Timings {
+        Timings::scaled_to_ttl(self.ttl).expect("the bench's TTLs scale to valid timings")
+    }
+
+    /// The `replica` command's arguments after the run number.
+    fn args(self) -> [String; 2] {
+        [
+            self.ttl.as_millis().to_string(),
+            if self.anchors { "anchors" } else { "expiry" }.to_owned(),
+        ]
+    }
+
+    /// The inverse of [`Setup::args`].
+    pub(super) fn parse(ttl_ms: &str, mode: &str) -> Result<Setup, String> {
+        let ttl = Duration::from_millis(ttl_ms.parse().map_err(|e| format!("bad TTL: {e}"))?);
+        let anchors = match mode {
+            "anchors" => true,
+            "expiry" => false,
+            other => return Err(format!("bad mode {other:?}: anchors or expiry")),
+        };
+        Ok(Setup { ttl, anchors })
+    }
+}
+
+pub(super) async fn spawn_replica(
+    exe: &Path,
+    url: &str,
+    holder: &str,
+    run: usize,
+    setup: Setup,
+) -> Res<Replica> {
     let mut child = Command::new(exe)
         .args(["replica", url, holder, &run.to_string()])
+        .args(setup.args())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -79,6 +119,7 @@ pub(super) async fn takeover_run(
     url: &str,
     admin: &mut PgConnection,
     run: usize,
+    setup: Setup,
 ) -> Res<TakeoverRun> {
     // A clean row: no holder, no cooldown (the previous run's replicas were killed holding it).
     sqlx::query(
@@ -91,9 +132,9 @@ pub(super) async fn takeover_run(
     .await?;
     let mut replicas = Vec::with_capacity(TAKEOVER_REPLICAS);
     for i in 0..TAKEOVER_REPLICAS {
-        replicas.push(spawn_replica(exe, url, &format!("r{run}-{i}"), run).await?);
+        replicas.push(spawn_replica(exe, url, &format!("r{run}-{i}"), run, setup).await?);
     }
-    let result = takeover_drill(admin, run, &mut replicas).await;
+    let result = takeover_drill(admin, run, &mut replicas, setup).await;
     for replica in &mut replicas {
         let _ = replica.child.kill().await;
     }
@@ -104,11 +145,12 @@ pub(super) async fn takeover_drill(
     admin: &mut PgConnection,
     run: usize,
     replicas: &mut [Replica],
+    setup: Setup,
 ) -> Res<TakeoverRun> {
     let (leader, token, _) = first_tick(admin, run, i64::MIN, Duration::from_secs(15))
         .await?
         .ok_or("no replica started a tick")?;
-    let delay = KILL_BASE + rand::rng().random_range(Duration::ZERO..timings().heartbeat());
+    let delay = KILL_BASE + rand::rng().random_range(Duration::ZERO..setup.timings().heartbeat());
     tokio::time::sleep(delay).await;
     let victim = replicas
         .iter_mut()
@@ -134,13 +176,14 @@ pub(super) async fn takeover_drill(
         .into());
     }
     let expires_at = expires_at.ok_or("a held lease without expiry")?;
-    let (successor, _, started_at) = first_tick(admin, run, token, Duration::from_secs(20))
+    let within = setup.ttl * 3;
+    let (successor, _, started_at) = first_tick(admin, run, token, within)
         .await?
-        .ok_or_else(|| format!("run {run}: no takeover within 20 s of the kill"))?;
+        .ok_or_else(|| format!("run {run}: no takeover within {within:?} of the kill"))?;
     let remaining = secs_between(killed_at, expires_at);
     Ok(TakeoverRun {
         killed: leader,
-        since_renew: TTL.as_secs_f64() - remaining,
+        since_renew: setup.ttl.as_secs_f64() - remaining,
         remaining,
         takeover: secs_between(killed_at, started_at),
         successor,
@@ -148,9 +191,10 @@ pub(super) async fn takeover_drill(
     })
 }
 
-/// `runtime-bench replica URL HOLDER RUN`: one runtime leading [`TAKEOVER`]; its job records the
-/// tick's start on the database clock, then waits until the tick is cancelled.
-pub(super) async fn replica(url: &str, holder: &str, run: i32) -> Res<()> {
+/// `runtime-bench replica URL HOLDER RUN TTL_MS anchors|expiry`: one runtime leading
+/// [`TAKEOVER`]; its job records the tick's start on the database clock, then waits until the
+/// tick is cancelled.
+pub(super) async fn replica(url: &str, holder: &str, run: i32, setup: Setup) -> Res<()> {
     // Exit as soon as the parent goes away, however it ends: its end of our stdin closes.
     std::thread::spawn(|| {
         let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
@@ -158,8 +202,12 @@ pub(super) async fn replica(url: &str, holder: &str, run: i32) -> Res<()> {
     });
     let pool = PgPoolOptions::new().max_connections(3).connect(url).await?;
     let me = holder.to_owned();
-    let runtime = Runtime::builder(pool)
-        .timings(timings())
+    let mut builder = Runtime::builder(pool);
+    if setup.anchors {
+        builder = builder.wake_on_release(url.parse()?).take_over_when_dead();
+    }
+    let runtime = builder
+        .timings(setup.timings())
         .holder_id(holder)
         .role(TAKEOVER, EVERY, move |tick: TickContext| {
             let me = me.clone();
@@ -207,8 +255,12 @@ pub(super) async fn takeover_runs(
     );
     let mut takeovers = Vec::with_capacity(TAKEOVER_RUNS);
     let mut takeover_errors = Vec::new();
+    let setup = Setup {
+        ttl: TTL,
+        anchors: false,
+    };
     for run in 0..TAKEOVER_RUNS {
-        match takeover_run(&exe, &url, admin, run).await {
+        match takeover_run(&exe, &url, admin, run, setup).await {
             Ok(t) => {
                 progress(
                     NAME,
@@ -317,6 +369,129 @@ pub(super) fn takeover_section(
     }
     for e in takeover_errors {
         writeln!(w, "- **failed** {e}")?;
+    }
+    writeln!(w)?;
+    Ok(())
+}
+
+/// Part 5: SIGKILL takeovers with `take_over_when_dead`, at each TTL of [`DEAD_HOLDER_TTLS`],
+/// and without it at the longest (part 2 has it at 3 s).
+pub(super) async fn dead_holder_runs(
+    cluster: &Cluster,
+    admin: &mut PgConnection,
+) -> Res<Vec<(Setup, Vec<TakeoverRun>, Vec<String>)>> {
+    let exe = std::env::current_exe()?;
+    let url = format!(
+        "{}/{DATABASE}",
+        cluster.url().rsplit_once('/').expect("a URL").0
+    );
+    let mut setups: Vec<Setup> = DEAD_HOLDER_TTLS
+        .iter()
+        .map(|&ttl| Setup { ttl, anchors: true })
+        .collect();
+    if let Some(&longest) = DEAD_HOLDER_TTLS.iter().max() {
+        setups.push(Setup {
+            ttl: longest,
+            anchors: false,
+        });
+    }
+    let mut results = Vec::new();
+    // Run numbers continue after part 2's, so each run's ticks are its own.
+    let mut run = TAKEOVER_RUNS;
+    for setup in setups {
+        progress(
+            NAME,
+            &format!(
+                "part 5: {DEAD_HOLDER_RUNS} takeovers of a SIGKILLed leader at TTL {:?}, {}",
+                setup.ttl,
+                if setup.anchors {
+                    "with take_over_when_dead"
+                } else {
+                    "without it"
+                }
+            ),
+        );
+        let (mut done, mut errors) = (Vec::new(), Vec::new());
+        for _ in 0..DEAD_HOLDER_RUNS {
+            match takeover_run(&exe, &url, admin, run, setup).await {
+                Ok(t) => {
+                    progress(
+                        NAME,
+                        &format!(
+                            "part 5: {} took over after {:.3} s",
+                            t.successor, t.takeover
+                        ),
+                    );
+                    done.push(t);
+                }
+                Err(e) => errors.push(format!("run {}: {e}", run + 1)),
+            }
+            run += 1;
+        }
+        results.push((setup, done, errors));
+    }
+    Ok(results)
+}
+
+/// Part 5's section: the takeover with and without anchors, against issue 33's targets.
+pub(super) fn dead_holder_section(
+    w: &mut String,
+    results: &[(Setup, Vec<TakeoverRun>, Vec<String>)],
+) -> Res<()> {
+    writeln!(
+        w,
+        "## 5. Takeover of a dead holder (`take_over_when_dead`)\n"
+    )?;
+    writeln!(
+        w,
+        "As part 2 ({TAKEOVER_REPLICAS} replica processes, the leader killed with SIGKILL at a \
+         random point of its renew cycle, both instants on the database clock), {DEAD_HOLDER_RUNS} \
+         runs per row; with anchors each replica's wake connection (direct, to the same server) \
+         anchors it and one more direct connection watches the ring. Issue 33's targets, with \
+         anchors at every TTL: median ≤ {} ms and max ≤ {} ms.\n",
+        DEAD_HOLDER_TARGET_MEDIAN.as_millis(),
+        DEAD_HOLDER_TARGET_MAX.as_millis()
+    )?;
+    writeln!(
+        w,
+        "| TTL | anchors | runs | takeover median (ms) | max (ms) | min (ms) | before the lease expired | target |"
+    )?;
+    writeln!(w, "|---:|---|---:|---:|---:|---:|---:|---|")?;
+    for (setup, runs, errors) in results {
+        let ms: Vec<f64> = runs.iter().map(|t| t.takeover * 1e3).collect();
+        let early = runs.iter().filter(|t| !t.after_expiry).count();
+        let target = if !setup.anchors {
+            "-".to_owned()
+        } else if ms.is_empty() {
+            "no run".to_owned()
+        } else if median(ms.clone()) <= DEAD_HOLDER_TARGET_MEDIAN.as_secs_f64() * 1e3
+            && max(&ms) <= DEAD_HOLDER_TARGET_MAX.as_secs_f64() * 1e3
+        {
+            "**met**".to_owned()
+        } else {
+            "**not met**".to_owned()
+        };
+        let figure = |f: fn(&[f64]) -> f64| {
+            if ms.is_empty() {
+                "-".to_owned()
+            } else {
+                format!("{:.0}", f(&ms))
+            }
+        };
+        writeln!(
+            w,
+            "| {:.0} s | {} | {} | {} | {} | {} | {early} of {} | {target} |",
+            setup.ttl.as_secs_f64(),
+            if setup.anchors { "on" } else { "off" },
+            runs.len(),
+            figure(|v| median(v.to_vec())),
+            figure(max),
+            figure(min),
+            runs.len(),
+        )?;
+        for e in errors {
+            writeln!(w, "\n- **failed** {e}")?;
+        }
     }
     writeln!(w)?;
     Ok(())
