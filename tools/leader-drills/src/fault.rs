@@ -16,6 +16,9 @@ pub enum Fault {
     Pause,
     /// SIGTERM of the leader (a rolling deploy): it releases and exits.
     Term,
+    /// The server ends the leader's anchor session (`pg_terminate_backend`) while its process
+    /// lives on: with `--anchors`, its tick stops at once and another replica may lead.
+    AnchorEnd,
     /// `pg_ctl restart -m fast` while ticks run.
     PgRestartFast,
     /// `pg_ctl restart -m immediate` (a crash and recovery) while ticks run.
@@ -34,12 +37,13 @@ pub enum Fault {
 
 impl Fault {
     /// Every fault, in the order the drill runs them.
-    pub const ALL: [Fault; 10] = [
+    pub const ALL: [Fault; 11] = [
         Fault::Kill,
         Fault::Sever,
         Fault::Freeze,
         Fault::Pause,
         Fault::Term,
+        Fault::AnchorEnd,
         Fault::PgRestartFast,
         Fault::PgRestartImmediate,
         Fault::PoolerRestart,
@@ -55,6 +59,7 @@ impl Fault {
             Fault::Freeze => "freeze",
             Fault::Pause => "pause",
             Fault::Term => "term",
+            Fault::AnchorEnd => "anchor-end",
             Fault::PgRestartFast => "pg-restart-fast",
             Fault::PgRestartImmediate => "pg-restart-immediate",
             Fault::PoolerRestart => "pooler-restart",
@@ -67,13 +72,23 @@ impl Fault {
     pub fn strikes_leader(self) -> bool {
         matches!(
             self,
-            Fault::Kill | Fault::Sever | Fault::Freeze | Fault::Pause | Fault::Term
+            Fault::Kill
+                | Fault::Sever
+                | Fault::Freeze
+                | Fault::Pause
+                | Fault::Term
+                | Fault::AnchorEnd
         )
     }
 
     /// Whether the fault only makes sense through the pooler.
     pub fn needs_pooler(self) -> bool {
         self == Fault::PoolerRestart
+    }
+
+    /// Whether the fault needs the replicas to run with anchors (`--anchors`).
+    pub fn needs_anchors(self) -> bool {
+        self == Fault::AnchorEnd
     }
 
     /// Whether the run needs a standby.

@@ -68,6 +68,9 @@ struct Args {
 }
 
 fn refuse_unworkable(args: &Args) -> Result<(), String> {
+    if !args.anchors && args.faults.iter().any(|f| f.needs_anchors()) {
+        return Err("--faults anchor-end needs --anchors: without them there is no anchor to end".into());
+    }
     if args.replicas < 2 {
         return Err(format!(
             "--replicas {}: a takeover needs a second replica; use --replicas 2 or more",
@@ -114,7 +117,10 @@ async fn main() -> ExitCode {
         args.token_plus_one = true;
     }
     if args.faults.is_empty() {
-        args.faults = Fault::ALL.to_vec();
+        args.faults = Fault::ALL
+            .into_iter()
+            .filter(|f| args.anchors || !f.needs_anchors())
+            .collect();
     }
     // Stopped by a signal, the drill's future is dropped before `main` returns: its replicas are
     // killed and its servers, links and network namespaces removed, which the default action

@@ -161,6 +161,16 @@ impl Servers {
                 tokio::task::block_in_place(|| cluster.restart(mode))?;
                 heal_at = db_now_when_back(admin, STARTUP).await?;
             }
+            Fault::AnchorEnd => {
+                let port = self.cluster.port();
+                psql(
+                    port,
+                    db,
+                    "SELECT pg_terminate_backend(holder_anchor_pid, 10000)
+                       FROM leader_leases WHERE role = 'drill_ledger'",
+                )
+                .await?;
+            }
             Fault::PoolerRestart => {
                 let pooler = &self.pooler;
                 tokio::task::block_in_place(|| pooler.restart())?;
