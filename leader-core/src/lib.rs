@@ -16,9 +16,9 @@
 //!
 //! # Invariants
 //!
-//! 1. At most one holder per role: ACQUIRE grants only an unheld or expired row, or one whose
-//!    holder's anchor session the server no longer has ([`lease::Anchor`]); concurrent ACQUIREs
-//!    serialize on the row lock (tested by racing 16 and 64 acquirers).
+//! 1. At most one holder per role: ACQUIRE grants only an unheld or expired row (a lease whose
+//!    holder's anchor session the server no longer has is first ended early: [`lease::Anchor`]);
+//!    concurrent ACQUIREs serialize on the row lock (tested by racing 16 and 64 acquirers).
 //! 2. A token never decreases, and is never issued twice: each grant issues
 //!    `greatest(token + 1, clock ms)`, and rows are seeded from the clock.
 //! 3. A released tick is stamped as done only if it completed ([`ReleaseOutcome`]).

@@ -755,10 +755,10 @@ impl<S: Clone + Send + Sync + 'static> RuntimeBuilder<S> {
     /// connection, its **watcher**.
     ///
     /// Each grant records the anchor session's identity (`pg_backend_pid()` and
-    /// `backend_start`); ACQUIRE grants a lease that has not expired only when, in its own
-    /// statement, the server shows that its holder's anchor session no longer exists. The grant
-    /// is an ordinary one, with a new, larger token: the old holder's fence is false from then
-    /// on. If this replica's own anchor ends while it runs (`pg_terminate_backend`, a network
+    /// `backend_start`). When, in its own statement, the server shows that a holder's anchor
+    /// session no longer exists, ACQUIRE ends that lease early, and the next ACQUIRE (sent at
+    /// once) grants it as any expired lease, with a new, larger token: the old holder's fence is
+    /// false from then on. If this replica's own anchor ends while it runs (`pg_terminate_backend`, a network
     /// fault the server noticed, a server restart), its ticks under that anchor are cancelled at
     /// once (`CancelCause::AnchorLost`) and it anchors again. The watchers form a ring over the
     /// live replicas and send nothing while nobody joins or dies; the one that hears a death

@@ -11,6 +11,8 @@ mod common;
 use std::str::FromStr;
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
+
 use common::{ALPHA, claim};
 use leader_runtime::protocol::lease::{self, Acquired, Anchor, AnchorError, RefusalReason, Wanted};
 use leader_runtime::{Fence, Shard, Timings};
@@ -72,6 +74,14 @@ async fn acquire(pool: &PgPool, holder: &str, anchor: Option<&Anchor>) -> Acquir
     answers.remove(0)
 }
 
+/// ALPHA's `acquired_at` and `expires_at`.
+async fn expiry_of_alpha(db: &TestDb) -> (DateTime<Utc>, DateTime<Utc>) {
+    sqlx::query_as("SELECT acquired_at, expires_at FROM leader_leases WHERE role = 'alpha'")
+        .fetch_one(db.admin())
+        .await
+        .unwrap()
+}
+
 fn granted(acquired: Acquired) -> Fence {
     match acquired {
         Acquired::Granted(grant) => grant.fence,
@@ -84,6 +94,16 @@ fn refused(acquired: Acquired) -> RefusalReason {
         Acquired::Refused(refusal) => refusal.reason,
         Acquired::Granted(grant) => panic!("expected a refusal, got {grant:?}"),
     }
+}
+
+/// The takeover of a dead holder's lease by `holder`: its first ACQUIRE ends the lease early,
+/// and its next is granted it.
+async fn take_over(pool: &PgPool, holder: &str, anchor: Option<&Anchor>) -> Fence {
+    assert_eq!(
+        refused(acquire(pool, holder, anchor).await),
+        RefusalReason::HolderAnchorEnded
+    );
+    granted(acquire(pool, holder, anchor).await)
 }
 
 #[tokio::test]
@@ -100,8 +120,14 @@ async fn a_lease_whose_holders_anchor_ended_is_taken_over_at_once_with_a_larger_
     );
 
     terminate(&db, &a).await;
-    let new = granted(acquire(&app, "b", Some(&b)).await);
+    let (granted_before, old_expiry) = expiry_of_alpha(&db).await;
+    let new = take_over(&app, "b", Some(&b)).await;
     assert!(new.token() > old.token(), "{new:?} after {old:?}");
+    let (granted_at, _) = expiry_of_alpha(&db).await;
+    assert!(
+        granted_at > granted_before && granted_at < old_expiry,
+        "b was granted at {granted_at}, before a's lease would have expired at {old_expiry}"
+    );
     assert_eq!(claim(&app, old).await, 0, "the old holder's fence is false");
     assert_eq!(claim(&app, new).await, 10);
 }
@@ -147,7 +173,7 @@ async fn a_live_pid_with_another_backend_start_is_not_the_anchor() {
     )
     .await;
 
-    let new = granted(acquire(&app, "b", Some(&b)).await);
+    let new = take_over(&app, "b", Some(&b)).await;
     assert!(new.token() > old.token());
 }
 
@@ -259,6 +285,15 @@ async fn a_dead_replicas_shards_all_move_in_one_acquire() {
     assert!(b_took.iter().all(|x| matches!(x, Acquired::Refused(_))));
 
     terminate(&db, &a).await;
+    let ended = lease::acquire_anchored(&app, &shards, "b", Some(&b), 4, &hour_lease())
+        .await
+        .unwrap();
+    assert!(
+        ended
+            .into_iter()
+            .all(|x| refused(x) == RefusalReason::HolderAnchorEnded),
+        "the first ACQUIRE ends each of a's leases"
+    );
     let b_took = lease::acquire_anchored(&app, &shards, "b", Some(&b), 4, &hour_lease())
         .await
         .unwrap();

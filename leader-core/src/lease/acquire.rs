@@ -61,6 +61,16 @@ use crate::{Fence, Role, Statement, StatementError, Timings};
 // `leader_reshard` changes the count, a replica still running with the old count is refused
 // rather than granted a row whose keys overlap shards another replica holds under the new count.
 //
+// A lease whose holder's anchor session the server no longer has (see `anchor`) is ended early by
+// `ended_early`, which sets its expiry to the statement's `now()`; it is granted by a later
+// ACQUIRE, as any expired lease is, not by this one (`granted` reads the row as the statement
+// found it). So a takeover is an early expiry: the old holder's fence is false for every claim
+// that starts after `ended_early` commits, and any grant's `now()` is later than that commit,
+// so no claim of the old token starts after the new token's `acquired_at`, as after an expiry.
+// Granting in the same statement would let a claim that started while the statement ran (and
+// so saw the old row) pass the fence after the new grant's `acquired_at`: the drills' checker
+// reported exactly that.
+//
 // `:interval_ms`, `:calendar`, `:instant`, `:each`, `:previous` and `:shard_count` in the guards
 // are rendered as the columns `wanted_interval_ms`, `wanted_calendar`, `wanted_instant`,
 // `wanted_each`, `wanted_previous` and `wanted_shard_count`, so the guards read
@@ -77,8 +87,7 @@ due AS MATERIALIZED (
       FROM leader_leases JOIN wanted ON role = wanted_role AND shard_index = wanted_shard_index
      WHERE shard_count = :shard_count
        AND paused_at IS NULL
-       AND (expires_at IS NULL OR expires_at <= now()
-            OR leader_anchor_ended(holder_anchor_pid, holder_anchor_start, acquired_at))
+       AND (expires_at IS NULL OR expires_at <= now())
        AND (not_before IS NULL OR not_before <= now())
        AND (last_tick_ended_at IS NULL
             OR last_tick_ended_at + :interval_ms * interval '1 millisecond' <= now())
@@ -90,7 +99,6 @@ others AS (
     SELECT count(DISTINCT holder_id) AS live
       FROM leader_leases
      WHERE expires_at > now() AND holder_id <> :holder
-       AND NOT leader_anchor_ended(holder_anchor_pid, holder_anchor_start, acquired_at)
 ),
 presence AS (
     INSERT INTO leader_presence (role, holder_id, shard_count, seen_until, anchor_pid,
@@ -129,15 +137,11 @@ share AS MATERIALIZED (
                        UNION ALL
                        SELECT l.holder_id
                          FROM leader_leases l
-                        WHERE l.role = r.share_role AND l.expires_at > now()
-                          AND NOT leader_anchor_ended(l.holder_anchor_pid, l.holder_anchor_start,
-                                                      l.acquired_at)) AS live
+                        WHERE l.role = r.share_role AND l.expires_at > now()) AS live
                 WHERE live.holder <> :holder)))::bigint
            - (SELECT count(*)
                 FROM leader_leases l
-               WHERE l.role = r.share_role AND l.expires_at > now() AND l.holder_id = :holder
-                 AND NOT leader_anchor_ended(l.holder_anchor_pid, l.holder_anchor_start,
-                                             l.acquired_at))
+               WHERE l.role = r.share_role AND l.expires_at > now() AND l.holder_id = :holder)
            AS room
       FROM (SELECT DISTINCT wanted_role AS share_role, wanted_shard_count AS share_count
               FROM wanted
@@ -167,6 +171,34 @@ picked AS MATERIALIZED (
      LIMIT :max_grants
        FOR UPDATE SKIP LOCKED
 ),
+ended_early AS (
+    UPDATE leader_leases
+       SET expires_at = now()
+      FROM wanted
+     WHERE role = wanted_role
+       AND shard_index = wanted_shard_index
+       AND (role, shard_index) IN (SELECT l.role, l.shard_index
+                                     FROM leader_leases l
+                                     JOIN wanted w ON l.role = w.wanted_role
+                                                  AND l.shard_index = w.wanted_shard_index
+                                    WHERE l.expires_at > now()
+                                      FOR UPDATE OF l SKIP LOCKED)
+       AND (SELECT applied FROM lock_bound) IS NOT NULL
+       AND shard_count = :shard_count
+       AND paused_at IS NULL
+       AND expires_at > now()
+       AND leader_anchor_ended(holder_anchor_pid, holder_anchor_start, acquired_at)
+       AND (not_before IS NULL OR not_before <= now())
+       AND (last_tick_ended_at IS NULL
+            OR last_tick_ended_at + :interval_ms * interval '1 millisecond' <= now())
+       AND (NOT :calendar OR :instant <= now())
+       AND (NOT :calendar OR last_completed_instant IS NULL OR :instant > last_completed_instant)
+       AND (NOT :each OR last_completed_instant IS NULL OR last_completed_instant >= :previous)
+       AND (:anchor_pid IS NULL
+            OR EXISTS (SELECT 1 FROM pg_stat_activity a
+                        WHERE a.pid = :anchor_pid AND a.backend_start = :anchor_start))
+    RETURNING role AS ended_role, shard_index AS ended_shard_index
+),
 granted AS (
     UPDATE leader_leases
        SET holder_token = greatest(holder_token + 1, (extract(epoch FROM now()) * 1000)::bigint)
@@ -188,8 +220,7 @@ granted AS (
        AND (SELECT applied FROM lock_bound) IS NOT NULL
        AND shard_count = :shard_count
        AND paused_at IS NULL
-       AND (expires_at IS NULL OR expires_at <= now()
-            OR leader_anchor_ended(holder_anchor_pid, holder_anchor_start, acquired_at))
+       AND (expires_at IS NULL OR expires_at <= now())
        AND (not_before IS NULL OR not_before <= now())
        AND (last_tick_ended_at IS NULL
             OR last_tick_ended_at + :interval_ms * interval '1 millisecond' <= now())
@@ -222,9 +253,10 @@ SELECT s.wanted_role                 AS wanted_role,
        s.role IS NOT NULL            AS role_exists,
        s.paused_at IS NOT NULL       AS paused,
        coalesce(s.shard_count <> s.wanted_shard_count, false) AS shard_count_changed,
-       coalesce(s.expires_at > now()
-                AND NOT leader_anchor_ended(s.holder_anchor_pid, s.holder_anchor_start,
-                                            s.acquired_at), false) AS held,
+       EXISTS (SELECT 1 FROM ended_early e
+                WHERE e.ended_role = s.wanted_role AND e.ended_shard_index = s.wanted_shard_index)
+                                     AS ended_early,
+       coalesce(s.expires_at > now(), false) AS held,
        NOT (:anchor_pid IS NULL
             OR EXISTS (SELECT 1 FROM pg_stat_activity a
                         WHERE a.pid = :anchor_pid AND a.backend_start = :anchor_start))
@@ -276,8 +308,8 @@ pub const ACQUIRE_GUARDS: Guarded = Guarded {
             sql: "paused_at IS NULL",
         },
         Guard {
-            name: "unheld_expired_or_anchor_ended",
-            sql: "(expires_at IS NULL OR expires_at <= now() OR leader_anchor_ended(holder_anchor_pid, holder_anchor_start, acquired_at))",
+            name: "unheld_or_expired",
+            sql: "(expires_at IS NULL OR expires_at <= now())",
         },
         Guard {
             name: "past_not_before",
@@ -308,6 +340,65 @@ pub const ACQUIRE_GUARDS: Guarded = Guarded {
         "role = wanted_role",
         "shard_index = wanted_shard_index",
         "(role, shard_index) IN (SELECT role, shard_index FROM picked)",
+        "(SELECT applied FROM lock_bound) IS NOT NULL",
+    ],
+};
+
+/// The guards of ACQUIRE's takeover (`ended_early`), for the protocol model: a live lease is
+/// ended early (its expiry set to the statement's `now()`) iff every guard here holds. They are
+/// ACQUIRE's, with `unheld_or_expired` replaced by `unexpired` and `holder_anchor_ended`: the
+/// lease is live, and the server no longer has the anchor session its grant recorded.
+#[doc(hidden)]
+pub const TAKEOVER_GUARDS: Guarded = Guarded {
+    statement: "TAKEOVER",
+    sql: ACQUIRE,
+    where_after: "ended_early AS (",
+    guards: &[
+        Guard {
+            name: "shard_count_matches",
+            sql: "shard_count = :shard_count",
+        },
+        Guard {
+            name: "unpaused",
+            sql: "paused_at IS NULL",
+        },
+        Guard {
+            name: "unexpired",
+            sql: "expires_at > now()",
+        },
+        Guard {
+            name: "holder_anchor_ended",
+            sql: "leader_anchor_ended(holder_anchor_pid, holder_anchor_start, acquired_at)",
+        },
+        Guard {
+            name: "past_not_before",
+            sql: "(not_before IS NULL OR not_before <= now())",
+        },
+        Guard {
+            name: "due",
+            sql: "(last_tick_ended_at IS NULL OR last_tick_ended_at + :interval_ms * interval '1 millisecond' <= now())",
+        },
+        Guard {
+            name: "instant_due",
+            sql: "(NOT :calendar OR :instant <= now())",
+        },
+        Guard {
+            name: "instant_not_completed",
+            sql: "(NOT :calendar OR last_completed_instant IS NULL OR :instant > last_completed_instant)",
+        },
+        Guard {
+            name: "instant_is_next",
+            sql: "(NOT :each OR last_completed_instant IS NULL OR last_completed_instant >= :previous)",
+        },
+        Guard {
+            name: "caller_anchor_lives",
+            sql: "(:anchor_pid IS NULL OR EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = :anchor_pid AND a.backend_start = :anchor_start))",
+        },
+    ],
+    plumbing: &[
+        "role = wanted_role",
+        "shard_index = wanted_shard_index",
+        "(role, shard_index) IN (SELECT l.role, l.shard_index FROM leader_leases l JOIN wanted w ON l.role = w.wanted_role AND l.shard_index = w.wanted_shard_index WHERE l.expires_at > now() FOR UPDATE OF l SKIP LOCKED)",
         "(SELECT applied FROM lock_bound) IS NOT NULL",
     ],
 };
@@ -432,7 +523,7 @@ impl Refusal {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum RefusalReason {
-    /// Another holder's lease is live, and its holder's anchor (if it named one) lives.
+    /// Another holder's lease is live.
     Held,
     /// An operator paused the role.
     Paused,
@@ -469,6 +560,12 @@ pub enum RefusalReason {
     /// session ended (a restart, `pg_terminate_backend`, a network fault the server noticed).
     /// Nothing is granted under an ended anchor; the caller opens a new one and asks again.
     AnchorEnded,
+    /// The holder's anchor session had ended (its process died, or the server ended the
+    /// session): this statement ended the lease early, setting its expiry to the statement's
+    /// `now()`, and a later ACQUIRE grants it as any expired lease (`retry_after` is zero: ask
+    /// again at once). It is not granted in the same statement, so that no claim of the old
+    /// holder's token can start after the new grant's `acquired_at`, as after an expiry.
+    HolderAnchorEnded,
 }
 
 /// ACQUIRE: claims each of `roles` for one tick, as `holder_id`, if it is unpaused, unheld (or
@@ -503,8 +600,9 @@ where
 }
 
 /// [`acquire`], naming the caller's `anchor` (see [`Anchor`]): each grant records it, so that once
-/// the server no longer has that session another replica's ACQUIRE takes the lease over without
-/// waiting for its expiry. With `Some(anchor)`, nothing is granted unless the server still has
+/// the server no longer has that session another replica's ACQUIRE ends the lease early
+/// ([`RefusalReason::HolderAnchorEnded`]) and its next ACQUIRE is granted it, without waiting for
+/// the lease's expiry. With `Some(anchor)`, nothing is granted unless the server still has
 /// that session when the statement runs ([`RefusalReason::AnchorEnded`]): a grant recording an
 /// ended anchor could be taken over at once. With `None`, as [`acquire`]: the grants record no
 /// anchor and free only at their expiry.
@@ -656,7 +754,9 @@ fn acquired_from(row: &PgRow, wanted: &Wanted) -> Result<Acquired, StatementErro
         }));
     }
     let flag = |name: &str| row.try_get::<bool, _>(name).map_err(&field);
-    let reason = if flag("anchor_ended")? {
+    let reason = if flag("ended_early")? {
+        RefusalReason::HolderAnchorEnded
+    } else if flag("anchor_ended")? {
         RefusalReason::AnchorEnded
     } else if flag("shard_count_changed")? {
         RefusalReason::ShardCountChanged
@@ -685,7 +785,8 @@ fn acquired_from(row: &PgRow, wanted: &Wanted) -> Result<Acquired, StatementErro
         | RefusalReason::AnchorEnded => None,
         RefusalReason::Contended
         | RefusalReason::InstantCompleted
-        | RefusalReason::InstantNotNext => Some(Duration::ZERO),
+        | RefusalReason::InstantNotNext
+        | RefusalReason::HolderAnchorEnded => Some(Duration::ZERO),
         _ => Some(Duration::from_millis(wait_ms.unwrap_or(0).max(0) as u64)),
     };
     Ok(Acquired::Refused(Refusal {

@@ -2,7 +2,7 @@
 //!
 //! | statement | what it does | guarded by, in its own `WHERE` |
 //! |---|---|---|
-//! | ACQUIRE | issues a new token, sets the holder and `expires_at = now() + ttl` and records the caller's anchor | the role's shard count is the caller's; unpaused; unheld, expired, or its holder's anchor session ended; the caller's anchor session (if it names one) lives; past `not_before`; last completed tick at least one interval ago; a calendar role's instant due on the database clock and later than `last_completed_instant` (with `missed = each`, the next one after it) |
+//! | ACQUIRE | issues a new token, sets the holder and `expires_at = now() + ttl` and records the caller's anchor | the role's shard count is the caller's; unpaused; unheld or expired (a live lease whose holder's anchor session ended is first ended early, and granted by the next ACQUIRE); the caller's anchor session (if it names one) lives; past `not_before`; last completed tick at least one interval ago; a calendar role's instant due on the database clock and later than `last_completed_instant` (with `missed = each`, the next one after it) |
 //! | RENEW | `expires_at = now() + ttl` | this token holds the role; unexpired (a released or paused row has no expiry) |
 //! | RELEASE | clears the holder; stamps the tick or sets a cooldown, by the tick's outcome | this token holds the role; the role is held |
 //!
@@ -55,7 +55,8 @@ mod renew;
 mod wanted;
 
 pub use acquire::{
-    ACQUIRE_GUARDS, Acquired, Grant, Refusal, RefusalReason, acquire, acquire_anchored, acquire_one,
+    ACQUIRE_GUARDS, Acquired, Grant, Refusal, RefusalReason, TAKEOVER_GUARDS, acquire,
+    acquire_anchored, acquire_one,
 };
 pub use anchor::{
     ANCHOR_ENDED_CHANNEL, ANCHOR_LOCK_CLASS, Anchor, AnchorError, AnchorWait, RingKey,

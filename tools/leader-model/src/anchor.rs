@@ -20,10 +20,10 @@
 //! a failover took away (`Replica::revoked`).
 
 use crate::config::Bug;
-use crate::guards::{GuardKind, Subject};
+use crate::guards::{GuardKind, Subject, all_hold};
 use crate::model::{Action, LeaseModel, orphan};
 use crate::state::{
-    Acquired, Cause, Phase, Replica, ReplicaId, Reply, Row, ShardIndex, State, Statement, Token,
+    Acquired, Cause, Phase, Replica, ReplicaId, Reply, Row, ShardIndex, State, Statement,
 };
 
 /// A pid the server gives a session.
@@ -328,50 +328,42 @@ impl LeaseModel {
             })
     }
 
-    /// ACQUIRE's takeover branch, when its guards refuse (`subject` is the row it runs on): it
-    /// takes over a live lease, when every other guard holds, if the server no longer has the
-    /// anchor session the row records. Records a refusal of a lease whose holder's anchor has
-    /// ended (for [`TAKEOVER_AT_FIRST_ASK`](crate::properties::TAKEOVER_AT_FIRST_ASK)).
+    /// Whether the server no longer has the anchor session `row` records, as ACQUIRE's
+    /// `leader_anchor_ended` decides it: with [`Bug::TakeoverWithoutAnchorCheck`] any recorded
+    /// anchor counts as ended, with [`Bug::AnchorWithoutBackendStart`] a live session with its pid
+    /// counts as its own.
+    pub(crate) fn holder_anchor_ended(&self, state: &State, row: &Row) -> bool {
+        row.anchor.is_some_and(|recorded| {
+            self.config.has(Bug::TakeoverWithoutAnchorCheck)
+                || !alive_on_server(
+                    state,
+                    recorded,
+                    self.config.has(Bug::AnchorWithoutBackendStart),
+                )
+        })
+    }
+
+    /// ACQUIRE's takeover (`ended_early`): whether its guards all hold for `subject`, the row it
+    /// runs on. Records a lease whose holder's anchor has really ended that the takeover leaves
+    /// live although every other guard holds (for
+    /// [`TAKEOVER_AT_FIRST_ASK`](crate::properties::TAKEOVER_AT_FIRST_ASK)).
     pub(crate) fn takes_over(&self, state: &mut State, subject: Subject<'_>) -> bool {
         if !self.config.anchors {
             return false;
         }
-        let live_lease = !GuardKind::UnheldOrExpired.holds(subject);
-        let otherwise_grantable = self
-            .guards
-            .acquire
-            .iter()
-            .filter(|&&g| g != GuardKind::UnheldOrExpired)
-            .all(|g| g.holds(subject));
-        let Some(recorded) = subject
+        let takes = all_hold(&self.guards.takeover, subject);
+        let really_ended = subject
             .row
             .anchor
-            .filter(|_| live_lease && otherwise_grantable)
-        else {
-            return false;
-        };
-        let ended = !alive_on_server(state, recorded, false);
-        let takes = if self.config.has(Bug::TakeoverWithoutAnchorCheck) {
-            true
-        } else {
-            !alive_on_server(
-                state,
-                recorded,
-                self.config.has(Bug::AnchorWithoutBackendStart),
-            )
-        };
-        state.history.takeover_missed |= ended && !takes;
+            .is_some_and(|recorded| !alive_on_server(state, recorded, false));
+        let otherwise = self
+            .guards
+            .takeover
+            .iter()
+            .filter(|&&g| g != GuardKind::HolderAnchorEnded)
+            .all(|g| g.holds(subject));
+        state.history.takeover_missed |= really_ended && otherwise && !takes;
         takes
-    }
-
-    /// The token a takeover of `old` issues: `fresh`, the grant's, or with
-    /// [`Bug::TakeoverKeepsToken`] the old one.
-    pub(crate) fn takeover_token(&self, old: &Row, fresh: Token) -> Token {
-        if self.config.has(Bug::TakeoverKeepsToken) {
-            old.token
-        } else {
-            fresh
-        }
     }
 
     /// Records that ACQUIRE took over `old`, the row of `shard`, from its holder. Each replica

@@ -107,14 +107,11 @@ pub enum Bug {
     /// The anchor's identity is its `pg_backend_pid()` alone, without `backend_start`: a later
     /// session given the same pid passes for the ended one.
     AnchorWithoutBackendStart,
-    /// The takeover of a dead holder's lease hands it over with the old token instead of a new,
-    /// larger one.
-    TakeoverKeepsToken,
 }
 
 impl Bug {
     /// Every seeded bug.
-    pub const ALL: [Bug; 14] = [
+    pub const ALL: [Bug; 13] = [
         Bug::RenewWithoutTokenCheck,
         Bug::FenceWithoutExpiry,
         Bug::AbandonFromAnswer,
@@ -128,7 +125,6 @@ impl Bug {
         Bug::TakeoverWithoutAnchorCheck,
         Bug::WorksOnAfterAnchorLost,
         Bug::AnchorWithoutBackendStart,
-        Bug::TakeoverKeepsToken,
     ];
 
     /// The name used on the command line.
@@ -147,7 +143,6 @@ impl Bug {
             Bug::TakeoverWithoutAnchorCheck => "takeover-without-anchor-check",
             Bug::WorksOnAfterAnchorLost => "works-on-after-anchor-lost",
             Bug::AnchorWithoutBackendStart => "anchor-without-backend-start",
-            Bug::TakeoverKeepsToken => "takeover-keeps-token",
         }
     }
 
@@ -168,8 +163,7 @@ impl Bug {
             Bug::ClaimFiltersAnotherShard => sharded_without_faults,
             Bug::TakeoverWithoutAnchorCheck
             | Bug::WorksOnAfterAnchorLost
-            | Bug::AnchorWithoutBackendStart
-            | Bug::TakeoverKeepsToken => Config::dead_holders(2),
+            | Bug::AnchorWithoutBackendStart => Config::dead_holders(2),
             _ => Config::operator_and_failover(2),
         }
         .with_bug(self)
@@ -192,7 +186,6 @@ impl Bug {
             Bug::TakeoverWithoutAnchorCheck => p::OWN_CLOCK_EXCLUSIVE,
             Bug::WorksOnAfterAnchorLost => p::OWN_CLOCK_EXCLUSIVE,
             Bug::AnchorWithoutBackendStart => p::TAKEOVER_AT_FIRST_ASK,
-            Bug::TakeoverKeepsToken => p::NO_WRITE_AFTER_TAKEOVER,
         }
     }
 

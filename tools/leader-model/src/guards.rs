@@ -20,11 +20,7 @@ use crate::state::{Row, Token};
 pub enum GuardKind {
     /// `paused_at IS NULL`.
     Unpaused,
-    /// `expires_at IS NULL OR expires_at <= now()`: the first two arms of ACQUIRE's
-    /// `unheld_expired_or_anchor_ended`. Its third arm, `leader_anchor_ended(..)` (the server no
-    /// longer has the holder's anchor session), is the takeover branch, which
-    /// `LeaseModel::takes_over` evaluates on the server's sessions when this kind refuses and
-    /// every other guard holds (`anchor.rs`).
+    /// `expires_at IS NULL OR expires_at <= now()`.
     UnheldOrExpired,
     /// `not_before IS NULL OR not_before <= now()`.
     PastNotBefore,
@@ -57,6 +53,10 @@ pub enum GuardKind {
     /// an ACQUIRE names lives on the server (`LeaseModel::anchor_lives`). Without anchors the
     /// caller names none, and it holds.
     CallerAnchorLives,
+    /// `leader_anchor_ended(holder_anchor_pid, holder_anchor_start, acquired_at)`: the server no
+    /// longer has the anchor session the row's grant recorded (`LeaseModel::holder_anchor_ended`,
+    /// on the server's sessions).
+    HolderAnchorEnded,
 }
 
 /// What a guard is evaluated against: the row when the server runs the statement.
@@ -77,6 +77,9 @@ pub struct Subject<'a> {
     /// Whether the server has the anchor session an ACQUIRE names (true for the other
     /// statements, which name none).
     pub caller_anchor_alive: bool,
+    /// Whether the server no longer has the anchor session the row records (false for the
+    /// statements other than ACQUIRE, and for a row that records none).
+    pub holder_anchor_ended: bool,
 }
 
 impl GuardKind {
@@ -96,6 +99,7 @@ impl GuardKind {
             GuardKind::InstantDue => !s.calendar || s.instant.is_some_and(|i| i <= s.now),
             GuardKind::InstantIsNext | GuardKind::ShardCountMatches => true,
             GuardKind::CallerAnchorLives => s.caller_anchor_alive,
+            GuardKind::HolderAnchorEnded => s.holder_anchor_ended,
             GuardKind::InstantNotCompleted => {
                 !s.calendar
                     || s.instant
@@ -109,7 +113,21 @@ impl GuardKind {
 pub const ACQUIRE: &[(&str, GuardKind)] = &[
     ("shard_count_matches", GuardKind::ShardCountMatches),
     ("unpaused", GuardKind::Unpaused),
-    ("unheld_expired_or_anchor_ended", GuardKind::UnheldOrExpired),
+    ("unheld_or_expired", GuardKind::UnheldOrExpired),
+    ("past_not_before", GuardKind::PastNotBefore),
+    ("due", GuardKind::Due),
+    ("instant_due", GuardKind::InstantDue),
+    ("instant_not_completed", GuardKind::InstantNotCompleted),
+    ("instant_is_next", GuardKind::InstantIsNext),
+    ("caller_anchor_lives", GuardKind::CallerAnchorLives),
+];
+/// The guards the model evaluates for ACQUIRE's takeover (`ended_early`): a live lease whose
+/// holder's anchor ended is ended early.
+pub const TAKEOVER: &[(&str, GuardKind)] = &[
+    ("shard_count_matches", GuardKind::ShardCountMatches),
+    ("unpaused", GuardKind::Unpaused),
+    ("unexpired", GuardKind::Unexpired),
+    ("holder_anchor_ended", GuardKind::HolderAnchorEnded),
     ("past_not_before", GuardKind::PastNotBefore),
     ("due", GuardKind::Due),
     ("instant_due", GuardKind::InstantDue),
@@ -173,6 +191,8 @@ const SHARD_FENCE_LIST: [Guard; FENCE_GUARDS.guards.len() + 1] = {
 pub struct Guards {
     /// ACQUIRE's.
     pub acquire: Vec<GuardKind>,
+    /// ACQUIRE's takeover's.
+    pub takeover: Vec<GuardKind>,
     /// RENEW's.
     pub renew: Vec<GuardKind>,
     /// RELEASE's.
@@ -210,6 +230,7 @@ impl Guards {
         };
         Ok(Guards {
             acquire: one(&leader_core::lease::ACQUIRE_GUARDS, ACQUIRE)?,
+            takeover: one(&leader_core::lease::TAKEOVER_GUARDS, TAKEOVER)?,
             renew: one(&leader_core::lease::RENEW_GUARDS, RENEW)?,
             release: one(&leader_core::lease::RELEASE_GUARDS, RELEASE)?,
             fence: one(&FENCE_GUARDS, FENCE)?,

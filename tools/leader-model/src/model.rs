@@ -155,6 +155,7 @@ impl LeaseModel {
             calendar: self.config.schedule.is_some(),
             instant: None,
             caller_anchor_alive: true,
+            holder_anchor_ended: false,
         }
     }
 
@@ -307,8 +308,9 @@ impl LeaseModel {
     }
 
     /// ACQUIRE by replica `id` of `shard`, naming its anchor `session`, for the instant the
-    /// replica asks for. With anchors, it also takes over a live lease whose holder's anchor has
-    /// ended (`anchor.rs`).
+    /// replica asks for. With anchors, it first ends early a live lease whose holder's anchor has
+    /// ended (`anchor.rs`), and is then refused: a later ACQUIRE grants that lease as any expired
+    /// one, as `ended_early` and `granted` do in one statement's two steps.
     fn run_acquire(
         &self,
         state: &mut State,
@@ -326,9 +328,14 @@ impl LeaseModel {
             calendar: self.config.schedule.is_some(),
             instant,
             caller_anchor_alive: self.anchor_lives(state, session),
+            holder_anchor_ended: self.holder_anchor_ended(state, &row),
         };
-        let takeover = !all_hold(&self.guards.acquire, subject);
-        if takeover && !self.takes_over(state, subject) {
+        if self.takes_over(state, subject) {
+            self.record_takeover(state, shard, &row);
+            state.rows[usize::from(shard)].expires = Some(state.now);
+            return Acquired::Refused;
+        }
+        if !all_hold(&self.guards.acquire, subject) {
             return Acquired::Refused;
         }
         let now = state.now;
@@ -341,11 +348,7 @@ impl LeaseModel {
             // greatest(holder_token + 1, clock in ms)
             (row.token + 1).max(Token::from(now) * TOKEN_TICK)
         };
-        let mut token = congruent_to_shard(base, shard, self.config.shards);
-        if takeover {
-            token = self.takeover_token(&row, token);
-            self.record_takeover(state, shard, &row);
-        }
+        let token = congruent_to_shard(base, shard, self.config.shards);
         let h = &mut state.history;
         let issued = &mut h.max_issued[usize::from(shard)];
         h.token_reissued |= token <= *issued;

@@ -63,13 +63,14 @@ pub const INSTANT_COMPLETES: &str = "a scheduled instant completes";
 
 /// No claim passes the fence for a replica with the token of a lease that ACQUIRE took over from
 /// it because its anchor had ended, or an older token of its. (It follows from the fence and the
-/// new, larger token a takeover issues; checked on its own.)
+/// early expiry a takeover sets; checked on its own.)
 pub const NO_WRITE_AFTER_TAKEOVER: &str =
     "no fenced write by a holder after its lease was taken over on its anchor's end";
 /// The takeover promise of issue 33, checked as an invariant over every ACQUIRE: an ACQUIRE that
 /// finds a live lease whose holder's anchor session has ended, and that no other guard refuses,
-/// is granted. With the watchers' notice (which the model abstracts as "any replica may ACQUIRE
-/// at any moment"), that is a takeover within a notice's delay of a death, whatever the TTL.
+/// ends that lease at once (its next ACQUIRE is granted it). With the watchers' notice (which the
+/// model abstracts as "any replica may ACQUIRE at any moment"), that is a takeover within a
+/// notice's delay of a death, whatever the TTL.
 pub const TAKEOVER_AT_FIRST_ASK: &str =
     "a lease whose holder's anchor has ended goes to the first replica that asks";
 /// ACQUIRE takes over a live lease because its holder's anchor ended (the branch is reachable).
@@ -245,7 +246,7 @@ pub fn explain(model: &LeaseModel, property: &str, state: &State) -> String {
                 .into()
         }
         TAKEOVER_AT_FIRST_ASK => {
-            "the last ACQUIRE was refused a lease whose holder's anchor session had ended, though \
+            "the last ACQUIRE left live a lease whose holder's anchor session had ended, though \
              no other guard refused it: the server took another session for that anchor"
                 .into()
         }

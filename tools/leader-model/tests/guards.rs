@@ -6,8 +6,9 @@ use leader_core::guard::{Guard, Guarded};
 use leader_model::guards::{self, GuardKind, Guards, resolve_statement};
 use leader_model::{Bug, Config};
 
-const STATEMENTS: [(&Guarded, &[(&str, GuardKind)]); 5] = [
+const STATEMENTS: [(&Guarded, &[(&str, GuardKind)]); 6] = [
     (&leader_core::lease::ACQUIRE_GUARDS, guards::ACQUIRE),
+    (&leader_core::lease::TAKEOVER_GUARDS, guards::TAKEOVER),
     (&leader_core::lease::RENEW_GUARDS, guards::RENEW),
     (&leader_core::lease::RELEASE_GUARDS, guards::RELEASE),
     (&leader_core::FENCE_GUARDS, guards::FENCE),
@@ -104,6 +105,7 @@ fn the_model_evaluates_exactly_the_listed_guards() {
         Guards::resolve(&Config::operator_and_failover(2)).expect("lists and model agree");
     let by_statement = [
         &resolved.acquire,
+        &resolved.takeover,
         &resolved.renew,
         &resolved.release,
         &resolved.fence,

@@ -251,8 +251,3 @@ fn a_holder_working_on_after_its_anchor_ended_is_caught() {
 fn an_anchor_identity_without_backend_start_is_caught() {
     breaks(Bug::AnchorWithoutBackendStart);
 }
-
-#[test]
-fn a_takeover_that_keeps_the_token_is_caught() {
-    breaks(Bug::TakeoverKeepsToken);
-}
