@@ -262,7 +262,7 @@ M = [
            "                        Some(Ok(_)) => continue,")],
      "-p leader-runtime --lib a_loop_that_returns_before_the_shutdown"),
     ("build keeps only the first mistake",
-     [edit("leader-runtime/src/runtime.rs",
+     [edit("leader-runtime/src/builder.rs",
            "        if let Some(error) = BuildError::of(self.errors) {",
            "        if let Some(error) = self.errors.into_iter().next() {")],
      "-p leader-runtime --lib build_reports_every_mistake"),

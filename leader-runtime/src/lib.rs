@@ -161,6 +161,7 @@
 #![warn(missing_docs)]
 
 mod anchor;
+mod builder;
 mod cancel;
 mod context;
 mod error;
@@ -189,6 +190,7 @@ mod wake;
 #[cfg(test)]
 mod fake;
 
+pub use builder::RuntimeBuilder;
 pub use cancel::{CancelCause, TickCancellation};
 pub use context::TickContext;
 pub use error::{BuildError, RunError};
@@ -201,7 +203,7 @@ pub use leader_core::{
 pub use leader_macros::{fenced, leader_role, unfenced};
 pub use leadership::{Lead, Leadership};
 pub use registry::JobError;
-pub use runtime::{JobInfo, Runtime, RuntimeBuilder};
+pub use runtime::{JobInfo, Runtime};
 pub use state::State;
 
 /// The parts of a calendar schedule: [`CronSchedule`](schedule::CronSchedule) (the expression,
