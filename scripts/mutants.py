@@ -366,7 +366,7 @@ M = [
            "SET holder_token = holder_token")],
      "-p tests --test scale"),
     ("poller asks for roles in a tick",
-     [edit("leader-runtime/src/poll.rs", "let asked: Vec<usize> = (0..roles.len()).filter(|&i| !in_tick[i])",
+     [edit("leader-runtime/src/poll.rs", "let asked: Vec<usize> = (0..roles.len()).filter(|&i| !roles[i].in_tick)",
            "let asked: Vec<usize> = (0..roles.len()).filter(|&i| i < usize::MAX)")],
      "-p leader-runtime --lib one_statement_polls_every_role"),
     ("heartbeats off the grid",

@@ -186,6 +186,7 @@ mod statements;
 mod tick;
 mod tick_tasks;
 mod wake;
+mod worker;
 
 #[cfg(test)]
 mod fake;

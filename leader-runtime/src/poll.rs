@@ -1,7 +1,6 @@
-//! The per-replica poller: one ACQUIRE for every role not in a tick, at the soonest moment any
-//! of them may be claimable; each role's worker runs the ticks it is granted.
+//! The per-replica poller: one ACQUIRE for every lease not in a tick, at the soonest moment any
+//! of them may be claimable, each grant handed to the lease's worker ([`crate::worker`]).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use leader_core::lease::{Acquired, Grant, Refusal, Wanted};
@@ -10,12 +9,12 @@ use leader_schedule::Schedule;
 use rand::Rng;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 use crate::instants::{DbClock, InstantPlanner, ScheduledGrant};
-use crate::role_spec::RoleSpec;
-use crate::tick::{TickEnv, run_tick};
+use crate::role_spec::LeaseKey;
+use crate::tick::TickEnv;
 use crate::wake::Wake;
+use crate::worker::Handoff;
 
 /// How long to wait before the next ACQUIRE after a refusal that said the role is claimable in
 /// `retry_after` (`None`: unknown, e.g. paused).
@@ -81,33 +80,8 @@ impl ReadOnlyState {
     }
 }
 
-/// A grant the poller hands to its lease's worker, with the instant its ACQUIRE was sent and,
-/// when the ACQUIRE named an anchor, the token that is cancelled when that anchor ends.
-pub(crate) type Handoff = (Grant, Instant, Option<CancellationToken>);
-
-/// One lease row a replica polls for: a role, and which of its shards for a sharded role.
-pub(crate) type LeaseKey = (Role, Option<Shard>);
-
-/// Runs each tick the poller grants `spec` for the lease `key`, then tells the poller on `done`.
-/// Returns once the poller has stopped (its sender dropped) and the last tick has been released.
-pub(crate) async fn work_lease(
-    env: &TickEnv<'_>,
-    spec: Arc<RoleSpec>,
-    key: LeaseKey,
-    mut grants: mpsc::Receiver<Handoff>,
-    done: mpsc::UnboundedSender<LeaseKey>,
-) {
-    while let Some((grant, sent, anchor_life)) = grants.recv().await {
-        let fence = grant.fence;
-        env.leadership.started(fence);
-        run_tick(env, &spec, grant, sent, anchor_life).await;
-        env.leadership.ended(fence);
-        let _ = done.send(key);
-    }
-}
-
-/// One lease the poller polls for (a role, or one shard of a sharded role): its schedule and its
-/// worker's inbox.
+/// One lease the poller polls for (a role, or one shard of a sharded role): its schedule, its
+/// worker's inbox, and where the poll stands with it.
 pub(crate) struct Polled {
     pub role: Role,
     pub shard: Option<Shard>,
@@ -115,6 +89,13 @@ pub(crate) struct Polled {
     pub worker: mpsc::Sender<Handoff>,
     /// For a calendar role, which instant to ask for.
     pub instants: InstantPlanner,
+    /// Whether its worker has a grant: then it is not asked for until the tick is released.
+    in_tick: bool,
+    /// When to ask for it next, while it is not in a tick.
+    ask_at: Instant,
+    /// Whether this replica runs it, as the last answer for it said: it holds it, or ran its
+    /// last tick.
+    runs: bool,
 }
 
 impl Polled {
@@ -129,11 +110,19 @@ impl Polled {
             schedule,
             worker,
             instants: InstantPlanner::default(),
+            in_tick: false,
+            ask_at: Instant::now(),
+            runs: false,
         }
     }
 
     fn key(&self) -> LeaseKey {
         (self.role, self.shard)
+    }
+
+    /// When to ask for it next: `None` while it is in a tick.
+    fn next_ask(&self) -> Option<Instant> {
+        (!self.in_tick).then_some(self.ask_at)
     }
 
     /// How long after its tick ends to ask for this lease again. A role at once: the answer says
@@ -217,13 +206,8 @@ pub(crate) async fn poll_roles(
 ) {
     let mut wake_open = true;
     let max_poll = env.timings.max_poll();
-    let keys: Vec<LeaseKey> = roles.iter().map(Polled::key).collect();
     let mut all: Vec<Role> = roles.iter().map(|polled| polled.role).collect();
     all.dedup();
-    let mut in_tick = vec![false; roles.len()];
-    let mut ask_at = vec![Instant::now(); roles.len()];
-    // Per lease: whether this replica runs it (it holds it, or ran its last tick).
-    let mut runs = vec![false; roles.len()];
     let mut read_only = ReadOnlyState::default();
     let mut db_clock: Option<DbClock> = None;
     for &role in &all {
@@ -239,8 +223,11 @@ pub(crate) async fn poll_roles(
     }
     while !env.shutdown.is_cancelled() {
         let now = Instant::now();
-        if (0..roles.len()).any(|i| !in_tick[i] && ask_at[i] <= now) {
-            let asked: Vec<usize> = (0..roles.len()).filter(|&i| !in_tick[i]).collect();
+        if roles
+            .iter()
+            .any(|polled| polled.next_ask().is_some_and(|at| at <= now))
+        {
+            let asked: Vec<usize> = (0..roles.len()).filter(|&i| !roles[i].in_tick).collect();
             let wanted = asked.iter().map(|&i| roles[i].wanted(db_clock)).collect();
             // The anchor is read before the ACQUIRE names it: see `AnchorCell::current`.
             let (anchor, anchor_life) = env.anchor.and_then(|cell| cell.current()).unzip();
@@ -258,19 +245,21 @@ pub(crate) async fn poll_roles(
                 Ok(answers) => {
                     // Which shards this replica runs, as this poll saw them, before the waits.
                     for (&i, answer) in asked.iter().zip(&answers) {
-                        runs[i] = match answer {
+                        roles[i].runs = match answer {
                             Acquired::Granted(_) => true,
                             Acquired::Refused(refusal) => {
                                 Polled::ran_by(refusal) == Some(env.holder)
                             }
                         };
                     }
-                    let running: Vec<Role> = (0..roles.len())
-                        .filter(|&j| runs[j] && keys[j].1.is_some())
-                        .map(|j| keys[j].0)
+                    let running: Vec<Role> = roles
+                        .iter()
+                        .filter(|polled| polled.runs && polled.shard.is_some())
+                        .map(|polled| polled.role)
                         .collect();
                     for (&i, answer) in asked.iter().zip(answers) {
-                        let (role, shard) = roles[i].key();
+                        let polled = &mut roles[i];
+                        let (role, shard) = polled.key();
                         match answer {
                             Acquired::Granted(grant) => {
                                 db_clock = Some(DbClock::new(grant.acquired_at, Instant::now()));
@@ -279,28 +268,28 @@ pub(crate) async fn poll_roles(
                                     sent,
                                     Instant::now(),
                                 );
-                                if let Some(scheduled) = roles[i].instants.granted(&grant) {
+                                if let Some(scheduled) = polled.instants.granted(&grant) {
                                     log_scheduled_grant(role, &grant, scheduled);
                                 }
                                 let handoff = (grant, sent, anchor_life.clone());
-                                if roles[i].worker.try_send(handoff).is_ok() {
-                                    in_tick[i] = true;
+                                if polled.worker.try_send(handoff).is_ok() {
+                                    polled.in_tick = true;
                                 } else {
                                     tracing::error!(%role, ?shard, "the lease's worker is gone; its lease runs out after its TTL");
-                                    ask_at[i] = Instant::now() + max_poll;
+                                    polled.ask_at = Instant::now() + max_poll;
                                 }
                             }
                             Acquired::Refused(refusal) => {
                                 db_clock = Some(DbClock::new(refusal.db_now, Instant::now()));
-                                roles[i].instants.refused(&refusal);
-                                let wait = roles[i].wait_after_refusal(
+                                polled.instants.refused(&refusal);
+                                let wait = polled.wait_after_refusal(
                                     &refusal,
                                     env.holder,
                                     running.contains(&role),
                                     max_poll,
                                 );
                                 tracing::debug!(%role, ?shard, reason = ?refusal.reason, holder_id = ?refusal.holder_id, ?wait, "not leading");
-                                ask_at[i] = Instant::now() + wait;
+                                polled.ask_at = Instant::now() + wait;
                             }
                         }
                     }
@@ -311,23 +300,20 @@ pub(crate) async fn poll_roles(
                     }
                     let again = Instant::now() + next_poll_wait(None, max_poll);
                     for &i in &asked {
-                        ask_at[i] = again;
+                        roles[i].ask_at = again;
                     }
                 }
             }
         }
-        let deadline = (0..roles.len())
-            .filter(|&i| !in_tick[i])
-            .map(|i| ask_at[i])
-            .min();
+        let deadline = roles.iter().filter_map(Polled::next_ask).min();
         tokio::select! {
             () = sleep_or_never(deadline) => {}
             released = done.recv() => {
                 let mut released = released;
                 while let Some(key) = released {
-                    if let Some(i) = keys.iter().position(|k| *k == key) {
-                        in_tick[i] = false;
-                        ask_at[i] = Instant::now() + roles[i].wait_after_tick();
+                    if let Some(polled) = roles.iter_mut().find(|polled| polled.key() == key) {
+                        polled.in_tick = false;
+                        polled.ask_at = Instant::now() + polled.wait_after_tick();
                     }
                     released = done.try_recv().ok();
                 }
@@ -336,13 +322,18 @@ pub(crate) async fn poll_roles(
                 None => wake_open = false,
                 // A reconnect may have missed releases; an anchor that ended may have left leases
                 // to take over: ask for every role now.
-                Some(Wake::Connected | Wake::AnchorEnded) => ask_at.fill(Instant::now()),
+                Some(Wake::Connected | Wake::AnchorEnded) => {
+                    let now = Instant::now();
+                    for polled in &mut roles {
+                        polled.ask_at = now;
+                    }
+                }
                 // Another replica released a role this one may take: ask for it now. A shard's
                 // release says nothing here: the replica that ran it takes it again.
                 Some(Wake::Released(role)) => {
-                    for (i, (r, shard)) in keys.iter().enumerate() {
-                        if *r == role && shard.is_none() && !in_tick[i] {
-                            ask_at[i] = Instant::now();
+                    for polled in &mut roles {
+                        if polled.role == role && polled.shard.is_none() && !polled.in_tick {
+                            polled.ask_at = Instant::now();
                         }
                     }
                 }
@@ -380,9 +371,11 @@ mod tests {
     use crate::fake::{Call, FakeStatements, refused};
     use crate::registry::JobFuture;
     use crate::role_spec::RoleSpec;
+    use crate::worker::work_lease;
     use leader_core::lease::RefusalReason;
     use leader_core::{Role, Shard, Statement, StatementError, Timings};
     use sqlx::postgres::PgPoolOptions;
+    use std::sync::Arc;
     use tokio_util::sync::CancellationToken;
 
     const fn ms(millis: u64) -> Duration {

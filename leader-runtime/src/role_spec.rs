@@ -11,6 +11,9 @@ use leader_schedule::Schedule;
 
 use crate::job::JobFn;
 
+/// One lease row a replica polls for: a role, and which of its shards for a sharded role.
+pub(crate) type LeaseKey = (Role, Option<Shard>);
+
 /// One role as the runtime drives it.
 #[derive(Clone)]
 pub(crate) struct RoleSpec {
@@ -29,7 +32,7 @@ pub(crate) struct RoleSpec {
 
 impl RoleSpec {
     /// The lease rows the runtime polls for: the role's one row, or one per shard.
-    pub fn leases(&self) -> Vec<(Role, Option<Shard>)> {
+    pub fn leases(&self) -> Vec<LeaseKey> {
         match self.shard_count {
             None => vec![(self.role, None)],
             Some(count) => (0..count)

@@ -21,10 +21,11 @@ use crate::anchor::AnchorCell;
 use crate::error::RunError;
 use crate::leadership::Leadership;
 use crate::metrics::LeaseAges;
-use crate::poll::{Polled, poll_roles, work_lease};
+use crate::poll::{Polled, poll_roles};
 use crate::role_spec::RoleSpec;
 use crate::statements::LeaseStatements;
 use crate::tick::TickEnv;
+use crate::worker::work_lease;
 
 /// Leads a set of roles on a PostgreSQL pool: polls for every role not in a tick with one ACQUIRE
 /// ([`protocol::lease::acquire`](crate::protocol::lease::acquire)), runs the job on each granted
