@@ -21,7 +21,8 @@
 
 use crate::config::Bug;
 use crate::guards::{GuardKind, Subject, all_hold};
-use crate::model::{Action, LeaseModel, orphan};
+use crate::model::{Action, LeaseModel};
+use crate::replica::orphan;
 use crate::state::{
     Acquired, Cause, Phase, Replica, ReplicaId, Reply, Row, ShardIndex, State, Statement,
 };

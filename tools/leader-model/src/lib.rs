@@ -23,6 +23,8 @@ pub mod guards;
 pub mod inline;
 pub mod model;
 pub mod properties;
+mod replica;
+mod server;
 pub mod state;
 pub mod trace;
 
