@@ -32,7 +32,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-ACQUIRE = "leader-core/src/lease/acquire.rs"
+ACQUIRE = "leader-core/src/lease/acquire.sql"
 RENEW = "leader-core/src/lease/renew.rs"
 RELEASE = "leader-core/src/lease/release.rs"
 OPERATOR = "leader-core/src/operator.rs"
@@ -84,13 +84,13 @@ M = [
            "holder_token + 1")],
      "-p tests --test protocol a_promoted_standby"),
     ("acquire grants a completed instant again",
-     [edit(ACQUIRE, ":instant > last_completed_instant", "true", count=5)],
+     [edit(ACQUIRE, ":instant > last_completed_instant", "true", count=3)],
      "-p tests --test schedules acquire_grants_an_instant_only_once"),
     ("each grants an instant past one not completed",
-     [edit(ACQUIRE, "last_completed_instant >= :previous)", "true)", count=5)],
+     [edit(ACQUIRE, "last_completed_instant >= :previous)", "true)", count=3)],
      "-p tests --test schedules with_each_acquire_refuses"),
     ("acquire grants an instant before it is due",
-     [edit(ACQUIRE, "(NOT :calendar OR :instant <= now())", "(NOT :calendar OR true)", count=5)],
+     [edit(ACQUIRE, "(NOT :calendar OR :instant <= now())", "(NOT :calendar OR true)", count=3)],
      "-p tests --test schedules acquire_grants_an_instant_only_once"),
     ("release stamps no instant",
      [edit(RELEASE, "THEN greatest(last_completed_instant, tick_instant) ELSE",
@@ -383,7 +383,7 @@ M = [
      [edit("leader-core/src/lease/leave.rs", " WHERE holder_id = :holder\n", " WHERE holder_id = :holder AND false\n")],
      "-p tests --test shards a_replica_that_leaves"),
     ("a shard stays kept by a replica that left",
-     [edit("leader-core/src/lease/acquire.rs",
+     [edit(ACQUIRE,
            "                                                        p.anchor_recorded_at))\n            THEN s.last_tick_holder END AS kept_by,",
            "                                                        p.anchor_recorded_at) OR true)\n            THEN s.last_tick_holder END AS kept_by,")],
      "-p tests --test shards a_shard_is_kept_by"),
