@@ -42,6 +42,35 @@ CREATE TABLE drill_faults (
     what text        NOT NULL,
     at   timestamptz NOT NULL DEFAULT clock_timestamp()
 );
+-- Every lease ended before its expiry while held (ACQUIRE's takeover of a dead holder sets the
+-- expiry to its own clock, holder and token unchanged), with whether the server still had the
+-- holder's anchor session at that moment: read in the ending statement's own transaction, as
+-- ACQUIRE reads it, but by this trigger's own query.
+CREATE TABLE drill_early_ends (
+    id               bigserial   PRIMARY KEY,
+    role             text        NOT NULL,
+    shard_index      integer     NOT NULL,
+    token            bigint      NOT NULL,
+    old_anchor_alive boolean     NOT NULL,
+    at               timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE FUNCTION drill_record_early_end() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF OLD.holder_id IS NOT NULL AND NEW.holder_id IS NOT DISTINCT FROM OLD.holder_id
+       AND NEW.holder_token = OLD.holder_token
+       AND OLD.expires_at > now() AND NEW.expires_at <= now() THEN
+        INSERT INTO drill_early_ends (role, shard_index, token, old_anchor_alive)
+        VALUES (OLD.role, OLD.shard_index, OLD.holder_token,
+                OLD.holder_anchor_pid IS NULL
+                OR EXISTS (SELECT 1 FROM pg_stat_activity a
+                            WHERE a.pid = OLD.holder_anchor_pid
+                              AND a.backend_start = OLD.holder_anchor_start));
+    END IF;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER drill_record_early_end AFTER UPDATE ON leader_leases
+    FOR EACH ROW EXECUTE FUNCTION drill_record_early_end();
 ";
 
 /// A claimed ledger item.
@@ -127,12 +156,19 @@ pub async fn tick(tick: TickContext, units: usize) -> Result<(), JobError> {
     Ok(())
 }
 
-/// The ledger's own check, beside the reference application's.
-pub const CHECKS: &[billing_demo::checks::CheckDef] = &[billing_demo::checks::CheckDef {
-    name: "every ledger item done at most once, and only with its effect",
-    kind: billing_demo::checks::Kind::Safety,
-    sql: "SELECT count(*) FROM drill_work w
-            LEFT JOIN (SELECT key::bigint AS id, count(*) AS n FROM effects
-                        WHERE kind = 'ledger' GROUP BY key) f ON f.id = w.id
-           WHERE coalesce(f.n, 0) <> CASE WHEN w.done_at IS NULL THEN 0 ELSE 1 END",
-}];
+/// The ledger's own checks, beside the reference application's.
+pub const CHECKS: &[billing_demo::checks::CheckDef] = &[
+    billing_demo::checks::CheckDef {
+        name: "every ledger item done at most once, and only with its effect",
+        kind: billing_demo::checks::Kind::Safety,
+        sql: "SELECT count(*) FROM drill_work w
+                LEFT JOIN (SELECT key::bigint AS id, count(*) AS n FROM effects
+                            WHERE kind = 'ledger' GROUP BY key) f ON f.id = w.id
+               WHERE coalesce(f.n, 0) <> CASE WHEN w.done_at IS NULL THEN 0 ELSE 1 END",
+    },
+    billing_demo::checks::CheckDef {
+        name: "no lease ended before its expiry while its holder's anchor session lived",
+        kind: billing_demo::checks::Kind::Safety,
+        sql: "SELECT count(*) FROM drill_early_ends WHERE old_anchor_alive",
+    },
+];

@@ -45,6 +45,10 @@ struct Args {
     /// must report a re-issued token.
     #[arg(long)]
     token_plus_one: bool,
+    /// Also run the kill with anchors and the seeded takeover bug (ACQUIRE takes over a lease
+    /// whose holder's anchor lives), which must report a violation.
+    #[arg(long)]
+    seeded_takeover: bool,
     /// Lead the drill's ledger role by a session advisory lock instead of a lease (the
     /// comparison); meant with --faults kill,sever,freeze,pooler-restart.
     #[arg(long)]
@@ -69,7 +73,9 @@ struct Args {
 
 fn refuse_unworkable(args: &Args) -> Result<(), String> {
     if !args.anchors && args.faults.iter().any(|f| f.needs_anchors()) {
-        return Err("--faults anchor-end needs --anchors: without them there is no anchor to end".into());
+        return Err(
+            "--faults anchor-end needs --anchors: without them there is no anchor to end".into(),
+        );
     }
     if args.replicas < 2 {
         return Err(format!(
@@ -115,6 +121,7 @@ async fn main() -> ExitCode {
         args.runs = 1;
         args.seeded_bug = true;
         args.token_plus_one = true;
+        args.seeded_takeover = true;
     }
     if args.faults.is_empty() {
         args.faults = Fault::ALL
@@ -230,6 +237,7 @@ async fn seeded_bug(args: &Args, servers: &Servers, index: &mut usize) -> Result
             token_plus_one: false,
             advisory_lock: false,
             anchors: false,
+            takeover_without_anchor_check: false,
         };
         let result = servers.run(*index, &config).await?;
         print_run(&result);
@@ -309,6 +317,7 @@ async fn drill(args: &Args) -> Result<bool, DrillError> {
                     token_plus_one: false,
                     advisory_lock: args.advisory_lock,
                     anchors: args.anchors,
+                    takeover_without_anchor_check: false,
                 };
                 let result = servers.run(index, &config).await?;
                 print_run(&result);
@@ -333,6 +342,7 @@ async fn drill(args: &Args) -> Result<bool, DrillError> {
             token_plus_one: true,
             advisory_lock: false,
             anchors: false,
+            takeover_without_anchor_check: false,
         };
         let result = servers.run(index, &config).await?;
         print_run(&result);
@@ -343,6 +353,32 @@ async fn drill(args: &Args) -> Result<bool, DrillError> {
                 "the checker reported the re-issued token"
             } else {
                 "NOT CAUGHT: no re-issued token reported"
+            }
+        );
+    }
+    if args.seeded_takeover {
+        index += 1;
+        let config = RunConfig {
+            fault: Fault::Kill,
+            ttl: Duration::from_millis(args.ttl_ms[0]),
+            via_pooler: false,
+            replicas: args.replicas,
+            seeded_bug: false,
+            token_plus_one: false,
+            advisory_lock: false,
+            anchors: true,
+            takeover_without_anchor_check: true,
+        };
+        let result = servers.run(index, &config).await?;
+        print_run(&result);
+        let reported = violated(&result, Kind::Safety);
+        counterexample &= reported;
+        println!(
+            "takeover without the anchor check: {}",
+            if reported {
+                "the checker reported the live holder's lease taken"
+            } else {
+                "NOT CAUGHT: no early grant of a live holder reported"
             }
         );
     }

@@ -50,6 +50,9 @@ pub struct RunConfig {
     /// Run the replicas with `take_over_when_dead` (issue 33): each gets a direct link to the
     /// server for its anchor and watcher.
     pub anchors: bool,
+    /// The drill-only seeded bug of the takeover: ACQUIRE takes over a lease whose holder's
+    /// anchor lives (with `anchors`); the checker must report it.
+    pub takeover_without_anchor_check: bool,
 }
 
 /// What one run found.

@@ -18,6 +18,13 @@ pub const SEEDED_BUG_SQL: &str =
     "CREATE OR REPLACE FUNCTION leader_fence(p_role text, p_token bigint)
 RETURNS boolean LANGUAGE sql STABLE AS $$ SELECT true $$;";
 
+/// The drill-only override of the seeded takeover bug: ACQUIRE takes over any lease that names an
+/// anchor, without asking the server whether its session lives.
+pub const TAKEOVER_WITHOUT_ANCHOR_CHECK_SQL: &str =
+    "CREATE OR REPLACE FUNCTION leader_anchor_ended(p_pid integer, p_start timestamptz,
+                                               p_recorded_at timestamptz)
+RETURNS boolean LANGUAGE sql STABLE AS $$ SELECT p_pid IS NOT NULL AND p_recorded_at < now() $$;";
+
 /// The drill-only `token + 1` override: every change of a lease's token becomes the old token
 /// plus one, as an ACQUIRE without the clock term would issue.
 pub const TOKEN_PLUS_ONE_SQL: &str = "
@@ -117,6 +124,11 @@ impl Servers {
         }
         if config.token_plus_one {
             sqlx::raw_sql(TOKEN_PLUS_ONE_SQL).execute(&admin).await?;
+        }
+        if config.takeover_without_anchor_check {
+            sqlx::raw_sql(TAKEOVER_WITHOUT_ANCHOR_CHECK_SQL)
+                .execute(&admin)
+                .await?;
         }
         seed(
             &admin,
