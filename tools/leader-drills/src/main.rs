@@ -18,9 +18,9 @@ use leader_testkit::PoolerSettings;
 /// effect afterwards. Exits 1 on any safety violation (or if the seeded bug goes unnoticed).
 #[derive(Debug, Parser)]
 struct Args {
-    /// CI mode: each fault once at TTL 3 s through PgBouncer, then the seeded-bug freeze and
-    /// the `token + 1` failover (direct), which must each report a violation; only safety
-    /// decides the exit code.
+    /// CI mode: each fault once at TTL 3 s through PgBouncer, then the seeded-bug freeze, the
+    /// `token + 1` failover and the seeded takeover with anchors (direct), which must each
+    /// report a violation; only safety decides the exit code.
     #[arg(long)]
     quick: bool,
     /// The faults to run (default: all).
