@@ -10,6 +10,8 @@
 mod binds;
 mod expand;
 mod fence_use;
+#[cfg(test)]
+mod generated_sends;
 mod parse;
 mod schema;
 mod sends;
