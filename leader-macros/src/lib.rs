@@ -124,7 +124,8 @@ pub fn leader_role(args: TokenStream, item: TokenStream) -> TokenStream {
 ///   their `.bind(..)` chains (also through a local rebound at the same block level, and under
 ///   another name given by a `use sqlx::query_as as rows_of;` inside the function: a `use`
 ///   outside it is out of the attribute's sight), and the `query!` family with `query_file!`.
-///   The SQL is a string literal or a `concat!` of literals. `$i` and `$j` of each
+///   The SQL is a string literal or a `concat!` of literals, written at the send or in a
+///   `const CLAIM: &str = "…";` declared in the function's body. `$i` and `$j` of each
 ///   `leader_fence($i, $j)` must be bound to the fence parameter's `.role()` and `.token()`. A
 ///   claim whose binds cannot be traced (sent through another name for sqlx's functions, a
 ///   helper, a local passed on, a string given to a generic executor, `PgArguments`) is an

@@ -7,7 +7,8 @@
 //! come from the function's fence parameter (a nested fn or an impl in the body, which take their
 //! own) is refused; a readable, fenced claim is accepted. A body accepted against the contract is
 //! a hole and fails the test. One refused though readable and fenced is a false rejection: the
-//! test prints their share by dimension and fails if it grows past what it was when last measured.
+//! test prints their share by dimension, and fails on any (96 of 304 were, all a `const` declared
+//! in the body, until the macro read those).
 //!
 //! The bodies are not compiled: the macro decides from tokens, so running its steps is what
 //! shows its verdict, and 3,000-odd bodies take seconds instead of a build each. (A body here may
@@ -271,10 +272,6 @@ fn refused(source: &str) -> bool {
     }
 }
 
-/// The false rejections measured when this generator was last changed: readable, fenced claims
-/// the macro refuses. The test fails above it, so that the figure only goes down.
-const FALSE_REJECTIONS_MEASURED: usize = 96;
-
 #[test]
 fn every_generated_body_gets_the_verdict_the_contract_gives_it() {
     let cases = cases();
@@ -326,8 +323,8 @@ fn every_generated_body_gets_the_verdict_the_contract_gives_it() {
         holes.len(),
         holes[0]
     );
-    assert!(
-        rejected <= FALSE_REJECTIONS_MEASURED,
-        "{report}\nmore false rejections than the {FALSE_REJECTIONS_MEASURED} last measured"
+    assert_eq!(
+        rejected, 0,
+        "{report}\nreadable, fenced bodies refused: none was when this generator was last changed"
     );
 }

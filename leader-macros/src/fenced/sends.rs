@@ -10,7 +10,9 @@
 //! string the body holds, since the path may not be sqlx's); and a query kept in
 //! a local and bound further with `let q = q.bind(..)` or `q = q.bind(..)` at the block level it
 //! was declared at. Their SQL is a string literal or a `concat!` of literals (nested `concat!`
-//! included). sqlx's query functions are also followed under another name given by a
+//! included), at the send or as the value of a `const` declared in a block of the body that
+//! encloses the send (a const's name cannot be rebound by a `let`, so the name means the
+//! innermost such const). sqlx's query functions are also followed under another name given by a
 //! `use sqlx::query_as as rows_of;` in the function's body (a `use` outside the function is out
 //! of the attribute's sight, and a name it does not know is never taken for a send).
 //!
@@ -121,12 +123,30 @@ pub fn find(block: &syn::Block) -> Found {
         problems: Vec::new(),
         locals: Vec::new(),
         aliases: Vec::new(),
+        consts: Vec::new(),
+        used_consts: Vec::new(),
+        const_strings: Vec::new(),
         depth: 0,
     };
     finder.visit_block(block);
+    // A const's string that a send reads is that send's SQL, checked with its binds; one no send
+    // reads stays loose, as any string.
+    let taken: Vec<usize> = finder
+        .const_strings
+        .iter()
+        .filter(|(id, _)| finder.used_consts.contains(id))
+        .map(|(_, at)| *at)
+        .collect();
+    let loose = finder
+        .loose
+        .into_iter()
+        .enumerate()
+        .filter(|(at, _)| !taken.contains(at))
+        .map(|(_, loose)| loose)
+        .collect();
     Found {
         sends: finder.sends,
-        loose: finder.loose,
+        loose,
         problems: finder.problems,
     }
 }
@@ -146,6 +166,14 @@ struct Finder {
     locals: Vec<Local>,
     /// Names a `use` in an enclosing block gives sqlx's query functions: `(rows_of, query_as)`.
     aliases: Vec<(Ident, &'static str)>,
+    /// The `const`s of string SQL (a literal or a `concat!` of literals) declared in an
+    /// enclosing block, innermost last: `const CLAIM: &str = "…";`, each with its identity (the
+    /// address of its value in the function's syntax tree).
+    consts: Vec<(Ident, Expr, usize)>,
+    /// The consts a send read.
+    used_consts: Vec<usize>,
+    /// The loose strings each const's value holds: (its identity, index in `loose`).
+    const_strings: Vec<(usize, usize)>,
     /// How deep in blocks, closures and match arms the walk is.
     depth: usize,
 }
@@ -162,6 +190,23 @@ enum Base<'a> {
 }
 
 impl Finder {
+    /// The SQL of the `const` `expr` names, when it is one of the body's string consts. A const
+    /// is visible in its whole block, and no `let` can shadow it (a const's name in a `let` is
+    /// a pattern to match, not a new binding), so the name means the innermost such const.
+    fn const_value(&mut self, expr: &Expr) -> Option<Expr> {
+        let Expr::Path(p) = strip(expr) else {
+            return None;
+        };
+        let name = p.path.get_ident().filter(|_| p.qself.is_none())?;
+        let (_, value, id) = self
+            .consts
+            .iter()
+            .rev()
+            .find(|(known, _, _)| known == name)?;
+        self.used_consts.push(*id);
+        Some(value.clone())
+    }
+
     /// The query local called `name`, if the innermost binding of that name holds one.
     fn query_local(&self, name: &Ident) -> Option<(usize, usize)> {
         let local = self.locals.iter().rev().find(|l| l.name == *name)?;
@@ -199,7 +244,10 @@ impl Finder {
         let name = self.constructor_name(call).expect("checked by base_of");
         let callee = last_segment(&call.func).unwrap_or_else(|| name.to_owned());
         let sql = match call.args.first() {
-            Some(arg) => sql_arg(arg),
+            Some(arg) => match self.const_value(arg) {
+                Some(value) => sql_arg(&value),
+                None => sql_arg(arg),
+            },
             None => Sql::Missing,
         };
         let Some(Handling::Query {
@@ -316,6 +364,8 @@ impl Finder {
         let Some(arg) = statement_of(arg) else {
             return;
         };
+        let arg = self.const_value(arg).unwrap_or_else(|| arg.clone());
+        let arg = &arg;
         if let Expr::Lit(syn::ExprLit {
             lit: syn::Lit::Str(lit),
             ..
@@ -585,15 +635,33 @@ impl<'ast> Visit<'ast> for Finder {
     fn visit_block(&mut self, block: &'ast syn::Block) {
         let locals = self.locals.len();
         let aliases = self.aliases.len();
-        // A `use` names its item in the whole block, before it as after it.
+        let consts = self.consts.len();
+        // A `use` names its item, and a `const` its value, in the whole block, before it as
+        // after it.
         for stmt in &block.stmts {
-            if let syn::Stmt::Item(syn::Item::Use(item)) = stmt {
-                sqlx_aliases(&item.tree, false, &mut self.aliases);
+            match stmt {
+                syn::Stmt::Item(syn::Item::Use(item)) => {
+                    sqlx_aliases(&item.tree, false, &mut self.aliases);
+                }
+                syn::Stmt::Item(syn::Item::Const(item)) if string_sql(&item.expr) => {
+                    self.consts
+                        .push((item.ident.clone(), (*item.expr).clone(), const_id(item)));
+                }
+                _ => {}
             }
         }
         self.nested(|f| visit::visit_block(f, block));
         self.locals.truncate(locals);
         self.aliases.truncate(aliases);
+        self.consts.truncate(consts);
+    }
+
+    fn visit_item_const(&mut self, item: &'ast syn::ItemConst) {
+        let before = self.loose.len();
+        visit::visit_item_const(self, item);
+        let id = const_id(item);
+        self.const_strings
+            .extend((before..self.loose.len()).map(|at| (id, at)));
     }
 
     fn visit_arm(&mut self, arm: &'ast syn::Arm) {
@@ -888,6 +956,16 @@ fn sql_arg(arg: &Expr) -> Sql {
     }
 }
 
+/// A const's identity in the function's syntax tree: where its value is.
+fn const_id(item: &syn::ItemConst) -> usize {
+    std::ptr::from_ref::<Expr>(&item.expr) as usize
+}
+
+/// Whether `expr` is SQL the macro reads: a string literal, or a `concat!` of literals.
+fn string_sql(expr: &Expr) -> bool {
+    matches!(sql_arg(expr), Sql::Literal(_) | Sql::Concat(_))
+}
+
 fn is_concat(mac: &Macro) -> bool {
     mac.path
         .segments
@@ -1005,6 +1083,50 @@ mod tests {
         assert!(
             errors.len() == 1 && errors[0].starts_with(first_line),
             "{body}\nexpected one error starting with {first_line:?}, got {errors:#?}"
+        );
+    }
+
+    #[test]
+    fn a_const_of_the_body_is_read_where_it_is_visible_and_checked_where_it_is_not_sent() {
+        let fenced = "UPDATE jobs SET claimed_by = $2 WHERE id IN (SELECT id FROM jobs WHERE leader_fence($1, $2) FOR UPDATE SKIP LOCKED)";
+        let unfenced = "UPDATE jobs SET claimed_by = $2 WHERE id IN (SELECT id FROM jobs WHERE $1::text <> '' FOR UPDATE SKIP LOCKED)";
+        // Read, in the block it is declared in and in nested ones, before or after its use.
+        assert_eq!(
+            errors(quote! {
+                { sqlx::query(CLAIM).bind(fence.role()).bind(fence.token()).execute(pool).await?; }
+                const CLAIM: &str = #fenced;
+            }),
+            Vec::<String>::new()
+        );
+        let unfenced_errors = errors(quote! {
+            const CLAIM: &str = #unfenced;
+            sqlx::query(CLAIM).bind(fence.role()).bind(fence.token()).execute(pool).await?;
+        });
+        assert!(
+            unfenced_errors
+                .first()
+                .is_some_and(|e| e.starts_with("`UPDATE jobs` is not gated by the fence")),
+            "{unfenced_errors:#?}"
+        );
+        // A const declared in an inner block is not the one an outer send names.
+        let out_of_scope = errors(quote! {
+            { const CLAIM: &str = #fenced; }
+            sqlx::query(CLAIM).bind(fence.role()).bind(fence.token()).execute(pool).await?;
+        });
+        assert!(
+            !out_of_scope.is_empty(),
+            "an outer send cannot read an inner const"
+        );
+        // A const no send reads is checked as any string: a claim in it is refused.
+        let unsent = errors(quote! {
+            const CLAIM: &str = #fenced;
+            helper(pool, CLAIM).await?;
+        });
+        assert!(
+            unsent
+                .iter()
+                .any(|e| e.starts_with("this claim is not sent where")),
+            "{unsent:#?}"
         );
     }
 
