@@ -156,6 +156,9 @@ pub struct Level<'a> {
     pub unlateral: bool,
     /// `(…) AS s (a, b)`: the names a sub-select's first columns go by in the query around it.
     pub renamed: Vec<String>,
+    /// The kind of sub-link (`EXISTS`, `ANY`, a scalar or `ARRAY` sub-select, …) this level is
+    /// the sub-select of, if it is one.
+    pub sub_link: Option<i64>,
 }
 
 /// How a level hangs off its parent.
@@ -209,6 +212,16 @@ impl<'a> Levels<'a> {
         self.by_node.get(&(fields as *const Fields)).copied()
     }
 
+    /// The index in the level's `aggregates` of an aggregate call written in it: aggregates are
+    /// filed in the order of their calls.
+    pub fn aggregate_index(&self, level: usize, call: &Fields) -> Option<usize> {
+        self.levels[level]
+            .calls
+            .iter()
+            .filter(|c| is_aggregate(c.fields))
+            .position(|c| std::ptr::eq(c.fields, call))
+    }
+
     /// The level's ancestors, innermost first, the level itself included.
     pub fn chain(&self, level: usize) -> impl Iterator<Item = usize> + '_ {
         std::iter::successors(Some(level), |&l| self.levels[l].parent.map(|p| p.level))
@@ -245,6 +258,7 @@ impl<'a> Levels<'a> {
             locking: Vec::new(),
             unlateral: false,
             renamed: Vec::new(),
+            sub_link: None,
         });
         self.by_node.insert(fields as *const Fields, id);
         self.with_clause(id, fields);
@@ -617,7 +631,8 @@ impl<'a> Levels<'a> {
                 if let Some((kind, query)) = child(fields, "subselect")
                     && QUERY_KINDS.contains(&kind)
                 {
-                    self.child(kind, query, at.level, at.pos, at.aggregate);
+                    let sub = self.child(kind, query, at.level, at.pos, at.aggregate);
+                    self.levels[sub].sub_link = Some(int(fields, "sub_link_type"));
                 }
             }
             "FuncCall" => {

@@ -37,14 +37,23 @@
 //!   scalar sub-select is null), where `q` returns no row; `x op (q)`, or `(q)` alone, where `q`
 //!   is gated, has no `GROUP BY` or `HAVING`, and selects just one call of an aggregate that
 //!   returns NULL from no rows (every known aggregate but `count`; `coalesce(min(..), 0)` is no
-//!   such call); or when an inner-joined `FROM` item
+//!   such call); `x op ANY (q)`, `x IN (q)`, `x op ALL (q)`, `x NOT IN (q)` (or over
+//!   `ARRAY (q)`) where `q` returns just that NULL row (comparisons with NULL are null; an empty
+//!   `ALL` or `NOT IN` is true, so those gate only on the NULL row); `a AND b` where either
+//!   side is such a condition, `a OR b` where both are, `NOT a` where `a` is always null;
+//!   `CASE` where every arm is never chosen (its `WHEN` condition is such a condition) or yields
+//!   `false`, `NULL` or such a condition, and so does its `ELSE` (a missing `ELSE` is `NULL`);
+//!   or when an inner-joined `FROM` item
 //!   returns no row (a gated sub-select or `WITH` query; a join an empty side or a fenced `ON`
 //!   empties). Such a level may still *read* rows while it finds that out.
-//! * **Rows from no rows.** A `SELECT` returns a row from an empty input when it aggregates
+//! * **Rows from no rows.** A `SELECT` forms a group from an empty input when it aggregates
 //!   without `GROUP BY` (an aggregate, or `HAVING`), when its grouping sets include the empty set
 //!   (`GROUP BY ()`, `ROLLUP`, `CUBE`), and when a sub-select in its select list holds an
-//!   aggregate whose arguments may all be its columns (the aggregate is then its). Such a level
-//!   returns no row only if it is never evaluated.
+//!   aggregate whose arguments may all be its columns (the aggregate is then its). It returns
+//!   that group as a row unless a conjunct of its `HAVING` is false or null on it: a strict
+//!   comparison of integer or NULL constants and its own aggregates, `count` being 0 there and
+//!   the others NULL (`HAVING count(*) > 1`, `HAVING min(due) < 5`). Such a level returns no
+//!   row only if it is never evaluated or its `HAVING` removes that group.
 //!
 //! The rules:
 //!

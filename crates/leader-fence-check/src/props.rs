@@ -5,12 +5,11 @@
 //!   column, so PostgreSQL evaluates it once, as a One-Time Filter above everything the level
 //!   reads: false, and the level reads no row at all.
 //! * **Gated** ([`Props::gated`]): a conjunct of the level's `WHERE` is false or null, or an
-//!   inner-joined `FROM` item is empty, for every row: the fence itself; `x IN (q)`,
-//!   `x op ANY (q)`, `EXISTS (q)`, `x op ANY (ARRAY (q))`, `x op (q)` with a comparison
-//!   operator (an empty scalar sub-select is null), where `q` returns no row. The level then
-//!   produces (and changes) no row, but it may still *read* rows while it finds that out.
+//!   inner-joined `FROM` item is empty, for every row (the conditions that are: `gates`). The
+//!   level then produces (and changes) no row, but it may still *read* rows while it finds that
+//!   out.
 //! * **Empty** ([`Props::empty`]): the level returns no row: gated, and no form that makes a
-//!   row from no rows ([`Props::rows_from_nothing`]).
+//!   row from no rows ([`Props::rows_from_nothing`], its `HAVING` aside: `empty_group`).
 //! * **Reached** ([`Props::reached`]): PostgreSQL may evaluate the level at all. Inside a
 //!   one-time-gated level only `LIMIT`, `OFFSET`, `WITH` queries and conjuncts that read no
 //!   column of the level (which PostgreSQL may evaluate up front beside the fence, in any order)
@@ -23,14 +22,14 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+mod empty_group;
+mod gates;
+
 use crate::functions;
 use crate::levels::{ConjunctOf, Kind, Levels, Pos, Source};
 use crate::names::reads_level;
 use crate::tree::enums::*;
-use crate::tree::{Fields, child, children, function_name, has, int, node, text};
-
-/// The comparison operators that are null when either side is (an empty scalar sub-select).
-const STRICT_COMPARISONS: [&str; 7] = ["=", "<>", "!=", "<", ">", "<=", ">="];
+use crate::tree::{Fields, child, children, function_name, has, int, node};
 
 /// The levels each aggregate (by its level and index there) may belong to.
 type AggregateOwners = HashMap<(usize, usize), Vec<usize>>;
@@ -166,15 +165,27 @@ impl<'l, 'a> Props<'l, 'a> {
         }
     }
 
-    /// Whether a `SELECT` returns a row even when its `WHERE` matches none: it aggregates
-    /// without `GROUP BY` (an aggregate, or `HAVING`), its grouping sets include the empty
-    /// set, or an aggregate written in a sub-select may belong to it.
+    /// Whether a `SELECT` returns a row even when its `WHERE` matches none: it forms a group
+    /// from no rows ([`Self::groups_from_nothing`]) and its `HAVING` keeps it.
     pub fn rows_from_nothing(&self, level: usize) -> bool {
         self.why_rows_from_nothing(level).is_some()
     }
 
     /// Why [`Self::rows_from_nothing`] holds, for messages.
     pub fn why_rows_from_nothing(&self, level: usize) -> Option<&'static str> {
+        self.why_groups_from_nothing(level)
+            .filter(|_| !self.having_removes_empty_group(level))
+    }
+
+    /// Whether a `SELECT` forms a group even when its `WHERE` matches no row, on which its
+    /// `HAVING` is evaluated: it aggregates without `GROUP BY` (an aggregate, or `HAVING`), its
+    /// grouping sets include the empty set, or an aggregate written in a sub-select may belong
+    /// to it.
+    pub fn groups_from_nothing(&self, level: usize) -> bool {
+        self.why_groups_from_nothing(level).is_some()
+    }
+
+    fn why_groups_from_nothing(&self, level: usize) -> Option<&'static str> {
         let l = &self.levels.levels[level];
         if l.kind != Kind::Select {
             return None;
@@ -302,50 +313,6 @@ impl<'l, 'a> Props<'l, 'a> {
         false
     }
 
-    /// Whether a top-level conjunct is false or null for every row when the fence is false.
-    pub fn conjunct_gates(&self, conjunct: &Value) -> bool {
-        let Some((kind, fields)) = node(conjunct) else {
-            return false;
-        };
-        match kind {
-            "FuncCall" => functions::is_fence(&function_name(fields)),
-            "SubLink" => match int(fields, "sub_link_type") {
-                EXISTS_SUBLINK | ANY_SUBLINK => self.sub_select_empty(fields),
-                EXPR_SUBLINK => self.sub_select_null(fields),
-                _ => false,
-            },
-            "A_Expr" | "AExpr" => match int(fields, "kind") {
-                AEXPR_OP_ANY => match child(fields, "rexpr") {
-                    Some(("SubLink", link)) if int(link, "sub_link_type") == ARRAY_SUBLINK => {
-                        self.sub_select_empty(link)
-                    }
-                    _ => false,
-                },
-                AEXPR_OP if is_strict_comparison(fields) => ["lexpr", "rexpr"].iter().any(|side| {
-                    matches!(child(fields, side),
-                        Some(("SubLink", link)) if int(link, "sub_link_type") == EXPR_SUBLINK
-                            && self.sub_select_null(link))
-                }),
-                _ => false,
-            },
-            _ => false,
-        }
-    }
-
-    fn sub_select_empty(&self, link: &Fields) -> bool {
-        child(link, "subselect")
-            .and_then(|(_, query)| self.levels.of(query))
-            .is_some_and(|level| self.empty(level))
-    }
-
-    /// Whether a scalar sub-select is null when the fence is false: it returns no row, or
-    /// the one row of an aggregate that returns NULL from no rows.
-    fn sub_select_null(&self, link: &Fields) -> bool {
-        child(link, "subselect")
-            .and_then(|(_, query)| self.levels.of(query))
-            .is_some_and(|level| self.empty(level) || self.null_from_nothing(level))
-    }
-
     /// Whether a `SELECT` returns exactly one row, NULL, when the fence is false: it is
     /// gated, aggregates without `GROUP BY` or `HAVING` (no aggregate of a sub-select belongs
     /// to it), and its select list is one call of an aggregate that returns NULL from no rows
@@ -420,10 +387,39 @@ impl<'l, 'a> Props<'l, 'a> {
         }
         let reached = match self.levels.levels[level].parent {
             None => true,
-            Some(parent) => self.evaluated(parent.level, parent.pos),
+            Some(parent) => {
+                self.evaluated(parent.level, parent.pos)
+                    || (self.evaluated_on_rescan(level) && self.rescanned(parent.level))
+            }
         };
         self.reached.borrow_mut()[level] = Some(reached);
         reached
+    }
+
+    /// Whether the level is an expression PostgreSQL evaluates when it rescans the plan of the
+    /// level around it, whatever fences that plan: a `LIMIT` or `OFFSET` (a rescanned `Limit`
+    /// recomputes them) and a scalar or `ARRAY` sub-select in a `WHERE` or `ON` condition (an
+    /// init plan, which an index scan rescanned evaluates as a key of its index condition).
+    /// PostgreSQL 15 ran a VOLATILE call of each for a superseded leader.
+    fn evaluated_on_rescan(&self, level: usize) -> bool {
+        let l = &self.levels.levels[level];
+        match l.parent.map(|p| p.pos) {
+            Some(Pos::Head) => true,
+            Some(Pos::Conjunct(_)) => matches!(l.sub_link, Some(EXPR_SUBLINK | ARRAY_SUBLINK)),
+            _ => false,
+        }
+    }
+
+    /// Whether PostgreSQL may rescan the level's plan when the fence is false: a sub-select it
+    /// evaluates (once per row of the query around it, where it reads that query's columns; or
+    /// as the inner side of a join), and each sub-select in the `FROM` of one it rescans, whose
+    /// plan is part of it, fences or not. Rescanning resets a plan and evaluates its
+    /// [`Self::evaluated_on_rescan`] expressions; the statement's own plan is never rescanned.
+    fn rescanned(&self, level: usize) -> bool {
+        let Some(parent) = self.levels.levels[level].parent else {
+            return false;
+        };
+        self.reached(level) || (parent.pos == Pos::Input && self.rescanned(parent.level))
     }
 
     /// Whether PostgreSQL may evaluate what stands at `pos` of `level` when the fence is false.
@@ -492,7 +488,7 @@ impl<'l, 'a> Props<'l, 'a> {
             }
             Pos::Having(n) => {
                 !self.gated(level)
-                    || self.rows_from_nothing(level)
+                    || self.groups_from_nothing(level)
                     || !self.conjunct_reads_level(level, n, true)
             }
             Pos::Output => !self.gated(level) || self.rows_from_nothing(level),
@@ -547,18 +543,6 @@ impl<'l, 'a> Props<'l, 'a> {
 /// Whether a conjunct is a call of the fence (any schema).
 pub fn is_fence_call(conjunct: &Value) -> bool {
     matches!(node(conjunct), Some(("FuncCall", call)) if functions::is_fence(&function_name(call)))
-}
-
-fn is_strict_comparison(expr: &Fields) -> bool {
-    let name: Vec<String> = children(expr, "name")
-        .filter(|(kind, _)| *kind == "String")
-        .map(|(_, s)| text(s, "sval").to_owned())
-        .collect();
-    match name.as_slice() {
-        [op] => STRICT_COMPARISONS.contains(&op.as_str()),
-        [schema, op] => schema == "pg_catalog" && STRICT_COMPARISONS.contains(&op.as_str()),
-        _ => false,
-    }
 }
 
 /// Whether an element of a `GROUP BY` list can be the empty grouping set.

@@ -142,12 +142,14 @@ pub mod enums {
     pub const NOT_EXPR: i64 = 3;
 
     pub const EXISTS_SUBLINK: i64 = 1;
+    pub const ALL_SUBLINK: i64 = 2;
     pub const ANY_SUBLINK: i64 = 3;
     pub const EXPR_SUBLINK: i64 = 5;
     pub const ARRAY_SUBLINK: i64 = 7;
 
     pub const AEXPR_OP: i64 = 1;
     pub const AEXPR_OP_ANY: i64 = 2;
+    pub const AEXPR_OP_ALL: i64 = 3;
 
     pub const GROUPING_SET_EMPTY: i64 = 1;
     pub const GROUPING_SET_ROLLUP: i64 = 3;
@@ -187,11 +189,13 @@ mod tests {
         assert_eq!(OR_EXPR, pb::BoolExprType::OrExpr as i64);
         assert_eq!(NOT_EXPR, pb::BoolExprType::NotExpr as i64);
         assert_eq!(EXISTS_SUBLINK, pb::SubLinkType::ExistsSublink as i64);
+        assert_eq!(ALL_SUBLINK, pb::SubLinkType::AllSublink as i64);
         assert_eq!(ANY_SUBLINK, pb::SubLinkType::AnySublink as i64);
         assert_eq!(EXPR_SUBLINK, pb::SubLinkType::ExprSublink as i64);
         assert_eq!(ARRAY_SUBLINK, pb::SubLinkType::ArraySublink as i64);
         assert_eq!(AEXPR_OP, pb::AExprKind::AexprOp as i64);
         assert_eq!(AEXPR_OP_ANY, pb::AExprKind::AexprOpAny as i64);
+        assert_eq!(AEXPR_OP_ALL, pb::AExprKind::AexprOpAll as i64);
         assert_eq!(
             GROUPING_SET_EMPTY,
             pb::GroupingSetKind::GroupingSetEmpty as i64

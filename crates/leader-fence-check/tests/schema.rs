@@ -298,3 +298,80 @@ fn a_field_of_a_bare_name_is_the_tables_column_where_no_column_has_that_name() {
     );
     assert!(e[0].contains("not a table's row the schema knows"), "{e:?}");
 }
+
+/// An uncorrelated sub-select in a condition is an init plan, and a scan PostgreSQL rescans
+/// (each run of a correlated sub-select rescans the nodes under it that do not depend on the
+/// outer row) evaluates its index keys then, before the fence above it: PostgreSQL 15 ran
+/// `take_budget` for a superseded leader in this statement with an index on `q.id`.
+#[test]
+fn a_volatile_call_in_an_init_plan_of_a_condition_is_not_protected_by_the_fence() {
+    let mut schema = Schema::new("the differential's schema");
+    schema
+        .read(
+            "schema.sql",
+            "CREATE TABLE q (id bigint PRIMARY KEY, grp int, status text, owner bigint);
+             CREATE TABLE budget (spent int NOT NULL);
+             CREATE FUNCTION take_budget(q) RETURNS int LANGUAGE plpgsql VOLATILE
+             AS $$ BEGIN UPDATE budget SET spent = spent + 1; RETURN 1; END $$;",
+        )
+        .unwrap();
+    let e = errors(
+        "UPDATE q t0 SET status = 'u' WHERE t0.id IN (SELECT t1.id * t0.grp FROM q t1
+           WHERE leader_fence($1, $2)
+             AND t1.id = (SELECT take_budget(t2) FROM q t2 ORDER BY t2.id LIMIT 1))",
+        &schema,
+    );
+    assert!(
+        e.iter()
+            .any(|e| e.contains("cannot see what `take_budget(..)` does")),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn init_plans_a_rescan_evaluates_are_not_kept_by_the_fence_around_them() {
+    let mut schema = Schema::new("a table");
+    schema
+        .read(
+            "schema.sql",
+            "CREATE TABLE q (id bigint PRIMARY KEY, grp int, status text, owner bigint);",
+        )
+        .unwrap();
+    // Each run of the correlated sub-select rescans its plan, and the index scan of `t1`,
+    // rescanned, takes its key from the scalar sub-select (an init plan) before the fence
+    // above it is evaluated: PostgreSQL 15 locked `q`'s first row for a superseded leader.
+    let e = errors(
+        "UPDATE q t0 SET status = 'u' WHERE t0.id IN (SELECT t1.id * t0.grp FROM q t1
+           WHERE leader_fence($1, $2)
+             AND t1.id = (SELECT t2.id FROM q t2 ORDER BY t2.id LIMIT 1 FOR UPDATE))",
+        &schema,
+    );
+    assert!(
+        e.iter().any(|e| e.contains("the row-locking `SELECT")),
+        "{e:?}"
+    );
+    // A rescanned `Limit` recomputes its count, through a sub-select in FROM too.
+    let e = errors(
+        "UPDATE q t0 SET status = 'u' WHERE t0.id IN (SELECT t3.id * t0.grp
+           FROM (SELECT t1.id FROM q t1 WHERE leader_fence($1, $2) ORDER BY 1
+                  LIMIT (SELECT count(*) FROM (SELECT 1 FROM q t2 FOR UPDATE) l)) t3
+          WHERE leader_fence($1, $2))",
+        &schema,
+    );
+    assert!(
+        e.iter().any(|e| e.contains("the row-locking `SELECT")),
+        "{e:?}"
+    );
+    for accepted in [
+        // The statement's own plan is never rescanned: its one-time fence keeps them.
+        "UPDATE q t0 SET status = 'u' WHERE leader_fence($1, $2)
+           AND t0.id = (SELECT t2.id FROM q t2 ORDER BY t2.id LIMIT 1 FOR UPDATE)",
+        // A sub-select in IN is a sub-plan or a join, evaluated when its level runs.
+        "UPDATE q t0 SET status = 'u' WHERE t0.id IN (SELECT t1.id * t0.grp FROM q t1
+           WHERE leader_fence($1, $2)
+             AND t1.id IN (SELECT t2.id FROM q t2 ORDER BY t2.id LIMIT 1 FOR UPDATE))",
+    ] {
+        let e = errors(accepted, &schema);
+        assert!(e.is_empty(), "{accepted}\n{e:?}");
+    }
+}
