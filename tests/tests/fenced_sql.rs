@@ -90,6 +90,9 @@ const QUEUE: &str = "CREATE TABLE queue (id bigserial PRIMARY KEY, taken_by bigi
 const WEBHOOK_QUEUE: &str =
     "CREATE TABLE webhook_queue (id bigserial PRIMARY KEY, taken_by bigint);
     INSERT INTO webhook_queue (taken_by) SELECT NULL FROM generate_series(1, 20);";
+const BATCHES: &str = "CREATE TABLE queue (id bigserial PRIMARY KEY, taken_by bigint);
+    CREATE TABLE batches (id bigserial PRIMARY KEY, size bigint NOT NULL);
+    INSERT INTO queue (taken_by) SELECT NULL FROM generate_series(1, 5);";
 const TASKS: &str = "CREATE TABLE tasks (id bigserial PRIMARY KEY);
     INSERT INTO tasks SELECT FROM generate_series(1, 5);";
 const TAKEN_JOBS: &str = "CREATE TABLE jobs (id bigserial PRIMARY KEY,
@@ -281,6 +284,24 @@ const CASES: &[Case] = &[
         marker: "(SELECT max(id) FROM queue",
         setup: QUEUE,
         tables: &["queue"],
+        params: &[],
+    },
+    Case {
+        marker: "WHERE CASE WHEN taken_by IS NULL",
+        setup: QUEUE,
+        tables: &["queue"],
+        params: &[],
+    },
+    Case {
+        marker: "max(id) AS newest",
+        setup: QUEUE,
+        tables: &["queue"],
+        params: &[],
+    },
+    Case {
+        marker: "INSERT INTO batches",
+        setup: BATCHES,
+        tables: &["queue", "batches"],
         params: &[],
     },
     Case {

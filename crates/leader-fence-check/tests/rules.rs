@@ -878,9 +878,17 @@ fn a_scalar_aggregate_that_is_not_null_from_no_rows_does_not_gate() {
         let e = refused(&format!("UPDATE t SET a = 1 WHERE id < ({sub_select})"));
         assert!(e.contains("`UPDATE t` is not gated"), "{sub_select}: {e}");
     }
-    // A NULL row exists: EXISTS is true, and IN is a gate the rules do not take from a row.
+    // A NULL row exists: EXISTS is true.
     refused("UPDATE t SET a = 1 WHERE EXISTS (SELECT min(id) FROM u WHERE leader_fence($1, $2))");
-    refused("UPDATE t SET a = 1 WHERE id IN (SELECT min(id) FROM u WHERE leader_fence($1, $2))");
+    // `ALL` of no rows is true: only the NULL row of an aggregate makes it null.
+    refused("UPDATE t SET a = 1 WHERE id <> ALL (SELECT id FROM u WHERE leader_fence($1, $2))");
+    refused(
+        "UPDATE t SET a = 1 WHERE id <> ALL (SELECT count(*) FROM u WHERE leader_fence($1, $2))",
+    );
+    // Not a strict comparison: IS DISTINCT FROM is true against NULL.
+    refused(
+        "UPDATE t SET a = 1 WHERE id IS DISTINCT FROM ANY (SELECT min(id) FROM u WHERE leader_fence($1, $2))",
+    );
     // Not a comparison: IS DISTINCT FROM is true against NULL.
     refused(
         "UPDATE t SET a = 1 WHERE id IS DISTINCT FROM (SELECT min(id) FROM u WHERE leader_fence($1, $2))",
@@ -894,4 +902,107 @@ fn a_scalar_aggregate_that_is_not_null_from_no_rows_does_not_gate() {
     // Where the row itself is what counts, a NULL row is a row: INSERT … SELECT inserts it.
     let e = refused("INSERT INTO log (k) SELECT min(id) FROM u WHERE leader_fence($1, $2)");
     assert!(e.contains("aggregates without GROUP BY"), "{e}");
+}
+
+#[test]
+fn any_all_and_not_in_over_the_null_row_of_an_aggregate_gate() {
+    // `x = NULL` is null, and so is `ANY` or `ALL` of nulls and `NOT` of null: no row passes.
+    for condition in [
+        "id IN (SELECT min(id) FROM u WHERE leader_fence($1, $2))",
+        "id = ANY (SELECT max(id) FROM u WHERE leader_fence($1, $2))",
+        "id <> ALL (SELECT max(id) FROM u WHERE leader_fence($1, $2))",
+        "id NOT IN (SELECT min(id) FROM u WHERE leader_fence($1, $2))",
+        "id = ANY (ARRAY (SELECT min(id) FROM u WHERE leader_fence($1, $2)))",
+        "id <> ALL (ARRAY (SELECT min(id) FROM u WHERE leader_fence($1, $2)))",
+        "NOT (id < (SELECT min(id) FROM u WHERE leader_fence($1, $2)))",
+    ] {
+        accepted(&format!("UPDATE t SET a = 1 WHERE {condition}"));
+    }
+    // An empty sub-select: `NOT IN` and `<> ALL` of nothing are true.
+    for condition in [
+        "id NOT IN (SELECT id FROM u WHERE leader_fence($1, $2))",
+        "id <> ALL (ARRAY (SELECT id FROM u WHERE leader_fence($1, $2)))",
+        "NOT (id IN (SELECT min(id) FROM u WHERE leader_fence($1, $2) GROUP BY k))",
+    ] {
+        let e = refused(&format!("UPDATE t SET a = 1 WHERE {condition}"));
+        assert!(e.contains("`UPDATE t` is not gated"), "{condition}: {e}");
+    }
+}
+
+#[test]
+fn case_gates_when_no_arm_can_be_true() {
+    for condition in [
+        "CASE WHEN leader_fence($1, $2) THEN id > 2 ELSE false END",
+        "CASE WHEN owner IS NULL THEN leader_fence($1, $2) ELSE false END",
+        "CASE WHEN owner IS NULL THEN leader_fence($1, $2) END",
+        "CASE WHEN a THEN leader_fence($1, $2) WHEN b THEN NULL ELSE leader_fence($1, $2) END",
+        "CASE status WHEN 'new' THEN leader_fence($1, $2) ELSE false END",
+        "CASE WHEN leader_fence($1, $2) THEN true ELSE NULL::boolean END",
+    ] {
+        accepted(&format!("UPDATE t SET a = 1 WHERE {condition}"));
+    }
+    for condition in [
+        // An arm or the ELSE can be true without the fence.
+        "CASE WHEN a THEN leader_fence($1, $2) ELSE true END",
+        "CASE WHEN a THEN leader_fence($1, $2) WHEN b THEN c ELSE false END",
+        "CASE WHEN leader_fence($1, $2) THEN false ELSE id > 2 END",
+        // In a simple CASE the WHEN values are not conditions.
+        "CASE leader_fence($1, $2) WHEN true THEN id > 2 ELSE false END",
+    ] {
+        let e = refused(&format!("UPDATE t SET a = 1 WHERE {condition}"));
+        assert!(e.contains("`UPDATE t` is not gated"), "{condition}: {e}");
+    }
+}
+
+#[test]
+fn or_gates_when_every_arm_does() {
+    accepted(
+        "UPDATE t SET a = 1 WHERE (leader_fence($1, $2) AND a) OR (b AND leader_fence($1, $2))",
+    );
+    accepted(
+        "DELETE FROM t WHERE id IN (SELECT id FROM u WHERE leader_fence($1, $2))
+            OR id = ANY (SELECT id FROM v WHERE leader_fence($1, $2))",
+    );
+    let e = refused("UPDATE t SET a = 1 WHERE (leader_fence($1, $2) AND a) OR b");
+    assert!(e.contains("under OR"), "{e}");
+}
+
+#[test]
+fn having_that_removes_the_group_of_no_rows() {
+    // On no rows `count` is 0 and `min` NULL: these HAVINGs remove the one group.
+    for having in [
+        "count(*) > 1",
+        "count(*) >= 1",
+        "0 < count(id)",
+        "count(*) <> 0",
+        "min(id) > 3",
+        "max(id) = max(id)",
+    ] {
+        accepted(&format!(
+            "INSERT INTO log (k) SELECT 1 FROM u WHERE leader_fence($1, $2) HAVING {having}"
+        ));
+        accepted(&format!(
+            "SELECT 1 FROM u WHERE leader_fence($1, $2) GROUP BY () HAVING {having}"
+        ));
+    }
+    for having in [
+        "count(*) = 0",
+        "count(*) < 5",
+        "count(*) >= 0",
+        "sum(id) IS NULL",
+        "coalesce(min(id), 0) = 0",
+        "count(*) > 1 OR true",
+        // An aggregate of the enclosing query is a constant here.
+        "(SELECT count(t.id) FROM t) > 1",
+    ] {
+        let e = refused(&format!(
+            "INSERT INTO log (k) SELECT 1 FROM u WHERE leader_fence($1, $2) HAVING {having}"
+        ));
+        assert!(e.contains("returns a row from no rows"), "{having}: {e}");
+    }
+    // A correlated aggregate of the outer query, in HAVING: not this level's group.
+    let e = refused(
+        "SELECT (SELECT 1 FROM u WHERE leader_fence($1, $2) HAVING count(t.id) > 1) FROM t FOR UPDATE",
+    );
+    assert!(e.contains("FOR UPDATE"), "{e}");
 }
