@@ -141,7 +141,12 @@ pub struct Refusals {
     /// The shortest of them that did nothing as the superseded leader and acted as the live one:
     /// a claim someone could want to write, refused.
     pub shortest_false: Option<String>,
+    /// The first [`SAMPLES`] of them, as they came: for `--false-rejections`.
+    pub false_samples: Vec<String>,
 }
+
+/// How many false rejections of each reason are kept as samples.
+pub const SAMPLES: usize = 12;
 
 impl Refusals {
     fn add(&mut self, case: &Case) {
@@ -153,6 +158,9 @@ impl Refusals {
             .is_none_or(|shortest| case.rendered.sql.len() < shortest.len());
         if wanted && shorter {
             self.shortest_false = Some(case.rendered.sql.clone());
+        }
+        if wanted && self.false_samples.len() < SAMPLES {
+            self.false_samples.push(case.rendered.sql.clone());
         }
     }
 }

@@ -197,6 +197,31 @@ fn refusals(w: &mut String, outcome: &Outcome) -> fmt::Result {
     Ok(())
 }
 
+/// The sampled false rejections of each reason that acted as the live leader, most false
+/// rejections first (`--false-rejections`).
+pub fn false_rejection_samples(outcome: &Outcome) -> String {
+    let mut reasons: Vec<_> = outcome
+        .refusals
+        .iter()
+        .filter(|(_, refusals)| !refusals.false_samples.is_empty())
+        .collect();
+    reasons.sort_by_key(|(_, refusals)| std::cmp::Reverse(refusals.counts.of(Class::RefusedSafe)));
+    let mut page = String::from(
+        "# False rejections that acted as the live leader, by reason\n\n\
+         Written by `fence-differential --false-rejections`: the first few of each reason.\n",
+    );
+    for (reason, refusals) in reasons {
+        page += &format!(
+            "\n## {} false rejections: {reason}\n\n",
+            refusals.counts.of(Class::RefusedSafe)
+        );
+        for sql in &refusals.false_samples {
+            page += &format!("- `{sql}`\n");
+        }
+    }
+    page
+}
+
 /// What PostgreSQL refused, by SQLSTATE.
 fn pg_errors(w: &mut String, outcome: &Outcome) -> fmt::Result {
     writeln!(w, "## PostgreSQL's refusals\n")?;

@@ -1,10 +1,12 @@
 //! `fence-differential [--cases N] [--seed S] [--shrinks K] [--no-live] [--reads-are-claims]
-//! [--sharded] [--write PATH]`: the long run of the generated differential test, for the figures
+//! [--sharded] [--write PATH] [--false-rejections PATH]`: the long run of the generated differential test, for the figures
 //! in `docs/benchmarks/fence-differential.md` (and, with `--sharded`,
 //! `docs/benchmarks/fence-differential-shards.md`). `--reads-are-claims` also counts rows
 //! returned by a statement that only reads as acting, which the checker's contract allows.
 //! `--sharded` runs the statements as shard claims on a role of two shards (see
-//! `Settings::sharded`).
+//! `Settings::sharded`). `--false-rejections` writes, for each reason the checker refused a
+//! statement safe on PostgreSQL for, the first false rejections that acted as the live leader:
+//! the claims to look at when making the checker accept more.
 //!
 //! It runs on the server in `DATABASE_URL`, or starts its own throwaway PostgreSQL when that is
 //! unset, prints the page, and with `--write` puts it in the file between the generated-report
@@ -24,17 +26,19 @@ use fence_differential::{Res, report};
 
 const NAME: &str = "fence-differential";
 const USAGE: &str = "usage: fence-differential [--cases N] [--seed S] [--shrinks K] [--no-live] \
-                     [--reads-are-claims] [--sharded] [--write PATH]";
+                     [--reads-are-claims] [--sharded] [--write PATH] [--false-rejections PATH]";
 
 /// What the command line asks for.
 struct Args {
     settings: Settings,
     write: Option<String>,
+    false_rejections: Option<String>,
 }
 
 fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     let mut settings = Settings::new(100_000, 1);
     let mut write = None;
+    let mut false_rejections = None;
     while let Some(arg) = args.next() {
         let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
         match arg.as_str() {
@@ -45,11 +49,16 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--reads-are-claims" => settings.reads_are_claims = true,
             "--sharded" => settings.sharded = true,
             "--write" => write = Some(value("--write")?),
+            "--false-rejections" => false_rejections = Some(value("--false-rejections")?),
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
-    Ok(Args { settings, write })
+    Ok(Args {
+        settings,
+        write,
+        false_rejections,
+    })
 }
 
 fn number<T: std::str::FromStr>(text: &str, name: &str) -> Result<T, String>
@@ -136,6 +145,11 @@ async fn run(args: Args) -> Res<bool> {
         load_after: page::load_average(),
         server_version,
     };
+    if let Some(path) = &args.false_rejections {
+        std::fs::write(path, report::false_rejection_samples(&outcome))
+            .map_err(|e| format!("cannot write {path}: {e}"))?;
+        eprintln!("{NAME}: wrote the false rejections' samples to {path}");
+    }
     let page = page::page(NAME, &facts, &report::markdown(&outcome));
     println!("{page}");
     if let Some(path) = &args.write {
