@@ -9,8 +9,8 @@ use billing_demo::checks::Kind;
 use clap::Parser;
 use leader_drills::fault::Fault;
 use leader_drills::run::{
-    DrillError, RunConfig, RunResult, SETTLING_WINDOW, Servers, Settling, default_log_dir,
-    replica_binary, violated,
+    DrillError, RoleSettling, RunConfig, RunResult, SETTLING_WINDOW, Servers, Settling,
+    default_log_dir, replica_binary, violated,
 };
 use leader_testkit::PoolerSettings;
 
@@ -221,7 +221,7 @@ fn print_run(result: &RunResult) {
 
 /// The run's grants per role in the minute after the server came back, and its verdict.
 fn print_settling(settling: &Settling) {
-    let each = |figure: fn(&leader_drills::run::RoleSettling) -> i64| {
+    let each = |figure: fn(&RoleSettling) -> i64| {
         settling
             .roles
             .iter()
@@ -520,19 +520,20 @@ fn print_settling_tables(results: &BTreeMap<(u64, Fault), Vec<RunResult>>, ancho
         );
         println!("---|---|---|---|---|---|---");
         for role in &first.roles {
-            let per_run: Vec<(i64, i64, bool, bool)> = settled
+            // The role in each run, and whether that run went through PgBouncer.
+            let per_run: Vec<(&RoleSettling, bool)> = settled
                 .iter()
-                .filter_map(|(s, via_pooler)| {
-                    s.role(&role.role)
-                        .map(|r| (r.grants, r.early_ends, r.storm(), *via_pooler))
-                })
+                .filter_map(|(s, via_pooler)| s.role(&role.role).map(|r| (r, *via_pooler)))
                 .collect();
-            let mut grants: Vec<i64> = per_run.iter().map(|r| r.0).collect();
+            let mut grants: Vec<i64> = per_run.iter().map(|(r, _)| r.grants).collect();
             grants.sort();
-            let listed = |figure: fn(&(i64, i64, bool, bool)) -> i64| {
+            let listed = |figure: fn(&RoleSettling) -> i64| {
                 per_run
                     .iter()
-                    .map(|r| format!("{}{}", figure(r), if r.3 { " (pgbouncer)" } else { "" }))
+                    .map(|(r, via_pooler)| {
+                        let pooler = if *via_pooler { " (pgbouncer)" } else { "" };
+                        format!("{}{pooler}", figure(r))
+                    })
                     .collect::<Vec<_>>()
                     .join(", ")
             };
@@ -540,11 +541,11 @@ fn print_settling_tables(results: &BTreeMap<(u64, Fault), Vec<RunResult>>, ancho
                 "{} | {} | {} | {} | {} | {} | {}",
                 role.role,
                 role.rows,
-                listed(|r| r.0),
+                listed(|r| r.grants),
                 grants[(grants.len() - 1) / 2],
                 grants[grants.len() - 1],
-                listed(|r| r.1),
-                per_run.iter().filter(|r| r.2).count()
+                listed(|r| r.early_ends),
+                per_run.iter().filter(|(r, _)| r.storm()).count()
             );
         }
     }
