@@ -91,6 +91,15 @@ impl Fault {
         self == Fault::AnchorEnd
     }
 
+    /// Whether the fault ends every session on the server, and so every anchor: a restart of
+    /// PostgreSQL or a failover to its standby.
+    pub fn ends_every_session(self) -> bool {
+        matches!(
+            self,
+            Fault::PgRestartFast | Fault::PgRestartImmediate | Fault::Failover
+        )
+    }
+
     /// Whether the run needs a standby.
     pub fn needs_standby(self) -> bool {
         matches!(self, Fault::Failover | Fault::ReadOnly)

@@ -9,7 +9,8 @@ use billing_demo::checks::Kind;
 use clap::Parser;
 use leader_drills::fault::Fault;
 use leader_drills::run::{
-    DrillError, RunConfig, RunResult, Servers, default_log_dir, replica_binary, violated,
+    DrillError, RoleSettling, RunConfig, RunResult, SETTLING_WINDOW, Servers, Settling,
+    default_log_dir, replica_binary, violated,
 };
 use leader_testkit::PoolerSettings;
 
@@ -213,6 +214,41 @@ fn print_run(result: &RunResult) {
     for note in &result.notes {
         println!("    note: {note}");
     }
+    if let Some(settling) = &result.settling {
+        print_settling(settling);
+    }
+}
+
+/// The run's grants per role in the minute after the server came back, and its verdict.
+fn print_settling(settling: &Settling) {
+    let each = |figure: fn(&RoleSettling) -> i64| {
+        settling
+            .roles
+            .iter()
+            .map(|r| {
+                let rows = if r.rows > 1 {
+                    format!(" ({} rows)", r.rows)
+                } else {
+                    String::new()
+                };
+                format!("{} {}{rows}", r.role, figure(r))
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    println!(
+        "    the {} s after the server came back (at {} on its clock): grants {}; leases ended \
+         early {}; {}",
+        SETTLING_WINDOW.as_secs(),
+        settling.back_at.format("%H:%M:%S%.3f"),
+        each(|r| r.grants),
+        each(|r| r.early_ends),
+        if settling.storm() {
+            "STORM: a role had more leases ended early than lease rows"
+        } else {
+            "no storm"
+        }
+    );
 }
 
 /// How many seeded-bug freezes to try before giving up on exposing the bug.
@@ -238,6 +274,7 @@ async fn seeded_bug(args: &Args, servers: &Servers, index: &mut usize) -> Result
             advisory_lock: false,
             anchors: false,
             takeover_without_anchor_check: false,
+            settling: false,
         };
         let result = servers.run(*index, &config).await?;
         print_run(&result);
@@ -318,6 +355,7 @@ async fn drill(args: &Args) -> Result<bool, DrillError> {
                     advisory_lock: args.advisory_lock,
                     anchors: args.anchors,
                     takeover_without_anchor_check: false,
+                    settling: !args.quick,
                 };
                 let result = servers.run(index, &config).await?;
                 print_run(&result);
@@ -343,6 +381,7 @@ async fn drill(args: &Args) -> Result<bool, DrillError> {
             advisory_lock: false,
             anchors: false,
             takeover_without_anchor_check: false,
+            settling: false,
         };
         let result = servers.run(index, &config).await?;
         print_run(&result);
@@ -368,6 +407,7 @@ async fn drill(args: &Args) -> Result<bool, DrillError> {
             advisory_lock: false,
             anchors: true,
             takeover_without_anchor_check: true,
+            settling: false,
         };
         let result = servers.run(index, &config).await?;
         print_run(&result);
@@ -384,6 +424,7 @@ async fn drill(args: &Args) -> Result<bool, DrillError> {
     }
     if !args.quick {
         print_tables(&results);
+        print_settling_tables(&results, args.anchors);
     }
     let caught = caught && counterexample;
     println!(
@@ -445,6 +486,66 @@ fn print_tables(results: &BTreeMap<(u64, Fault), Vec<RunResult>>) {
                     .sum::<i64>(),
                 runs.iter().filter(|r| violated(r, Kind::Liveness)).count(),
                 fault.outage_means()
+            );
+        }
+    }
+}
+
+/// For each fault that ends every session, each role's grants in the minute after the server
+/// came back, over the runs.
+fn print_settling_tables(results: &BTreeMap<(u64, Fault), Vec<RunResult>>, anchors: bool) {
+    for ((ttl, fault), runs) in results {
+        let settled: Vec<(&Settling, bool)> = runs
+            .iter()
+            .filter_map(|r| r.settling.as_ref().map(|s| (s, r.config.via_pooler)))
+            .collect();
+        let Some((first, _)) = settled.first() else {
+            continue;
+        };
+        println!();
+        println!(
+            "TTL {:.0} s, {fault}, {}: grants per role in the {} s after the server came back \
+             (database clock; each run in order, (pgbouncer) marks a run through PgBouncer). \
+             Storm: more leases of a role ended early than it has rows",
+            *ttl as f64 / 1000.0,
+            if anchors {
+                "with anchors"
+            } else {
+                "without anchors"
+            },
+            SETTLING_WINDOW.as_secs()
+        );
+        println!(
+            "role | lease rows | grants, each run | grants median | grants max | ended early, each run | runs with a storm"
+        );
+        println!("---|---|---|---|---|---|---");
+        for role in &first.roles {
+            // The role in each run, and whether that run went through PgBouncer.
+            let per_run: Vec<(&RoleSettling, bool)> = settled
+                .iter()
+                .filter_map(|(s, via_pooler)| s.role(&role.role).map(|r| (r, *via_pooler)))
+                .collect();
+            let mut grants: Vec<i64> = per_run.iter().map(|(r, _)| r.grants).collect();
+            grants.sort();
+            let listed = |figure: fn(&RoleSettling) -> i64| {
+                per_run
+                    .iter()
+                    .map(|(r, via_pooler)| {
+                        let pooler = if *via_pooler { " (pgbouncer)" } else { "" };
+                        format!("{}{pooler}", figure(r))
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            println!(
+                "{} | {} | {} | {} | {} | {} | {}",
+                role.role,
+                role.rows,
+                listed(|r| r.grants),
+                grants[(grants.len() - 1) / 2],
+                grants[grants.len() - 1],
+                listed(|r| r.early_ends),
+                per_run.iter().filter(|(r, _)| r.storm()).count()
             );
         }
     }

@@ -18,6 +18,7 @@ use super::records::{
 };
 use super::replicas::Replica;
 use super::servers::local;
+use super::settling::settle;
 use super::strike::{STARTUP, Struck, drain};
 use super::{DrillError, RunConfig, Servers};
 
@@ -74,6 +75,9 @@ impl Servers {
             .bind(issued.ledger_token)
             .fetch_one(&new_admin)
             .await?;
+        if config.settling {
+            struck.settling = Some(settle(&new_admin, promoted_at).await?);
+        }
         tokio::time::sleep(Duration::from_secs(1)).await;
         drain(&new_admin, config, timings).await?;
         let reissued = reissued(&new_admin, &issued, fault_at).await?;

@@ -8,12 +8,14 @@
 //! * `strike`: the fault on the leader, its role, the server or the pooler, held and healed.
 //! * `failover`: the failover to a promoted standby.
 //! * `read_only`: a replica on the read-only standby.
+//! * `settling`: each role's grants in the minute after a restart or failover.
 
 mod failover;
 mod read_only;
 mod records;
 mod replicas;
 mod servers;
+mod settling;
 mod strike;
 
 use std::path::PathBuf;
@@ -26,6 +28,7 @@ use sqlx::PgPool;
 
 pub use self::replicas::replica_binary;
 pub use self::servers::{SEEDED_BUG_SQL, Servers, TOKEN_PLUS_ONE_SQL};
+pub use self::settling::{RoleSettling, Settling, WINDOW as SETTLING_WINDOW};
 use self::strike::Struck;
 use crate::fault::Fault;
 use crate::ledger;
@@ -53,6 +56,9 @@ pub struct RunConfig {
     /// The drill-only seeded bug of the takeover: ACQUIRE takes over a lease whose holder's
     /// anchor lives (with `anchors`); the checker must report it.
     pub takeover_without_anchor_check: bool,
+    /// For a fault that ends every session ([`Fault::ends_every_session`]): wait out the minute
+    /// after the server came back, before the drain, and count each role's grants in it.
+    pub settling: bool,
 }
 
 /// What one run found.
@@ -71,6 +77,9 @@ pub struct RunResult {
     /// For the seeded-bug freeze: what the frozen leader did once it resumed, read from the
     /// fault log and the records, not from the checker.
     pub resumed: Option<Resumed>,
+    /// For a run with [`RunConfig::settling`]: each role's grants in the minute after the server
+    /// came back.
+    pub settling: Option<Settling>,
     /// What carried the replicas' connections: `netns` (a namespace and veth pair each, direct
     /// to PostgreSQL) or `proxy` (the harness's TCP proxy).
     pub link: &'static str,
@@ -135,6 +144,7 @@ impl Servers {
             takeover: struck.takeover,
             victim: struck.victim,
             resumed: struck.resumed,
+            settling: struck.settling,
             link: if in_netns { "netns" } else { "proxy" },
             notes,
         })

@@ -18,6 +18,7 @@ use super::records::{
     wait_outage,
 };
 use super::replicas::{Replica, signal};
+use super::settling::{Settling, settle};
 use super::{DrillError, Resumed, RunConfig, Servers};
 use crate::fault::Fault;
 
@@ -31,6 +32,7 @@ pub(super) struct Struck {
     pub(super) takeover: Option<Duration>,
     pub(super) victim: Option<String>,
     pub(super) resumed: Option<Resumed>,
+    pub(super) settling: Option<Settling>,
     /// The pool to check through when the run ended on another server (a failover).
     pub(super) admin: Option<PgPool>,
     /// Checks only this fault can make.
@@ -86,6 +88,9 @@ impl Servers {
                 "drill_ledger did not run again within {:?} of the fault",
                 outage_limit(config)
             ));
+        }
+        if config.settling && config.fault.ends_every_session() {
+            struck.settling = Some(settle(admin, heal_at).await?);
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
         drain(admin, config, timings).await?;
