@@ -53,7 +53,9 @@
 //!   that group as a row unless a conjunct of its `HAVING` is false or null on it: a strict
 //!   comparison of integer or NULL constants and its own aggregates, `count` being 0 there and
 //!   the others NULL (`HAVING count(*) > 1`, `HAVING min(due) < 5`). Such a level returns no
-//!   row only if it is never evaluated or its `HAVING` removes that group.
+//!   row only if it is never evaluated or its `HAVING` removes that group. A `HAVING` conjunct
+//!   that is a gate (as in `WHERE`) removes every group; the level still reads its rows and
+//!   evaluates its aggregates' arguments on them.
 //!
 //! The rules:
 //!

@@ -160,7 +160,9 @@ impl<'l, 'a> Props<'l, 'a> {
     /// Whether the level returns no row when the fence is false.
     pub fn empty(&self, level: usize) -> bool {
         match self.levels.levels[level].kind {
-            Kind::Select => self.gated(level) && !self.rows_from_nothing(level),
+            Kind::Select => {
+                (self.gated(level) && !self.rows_from_nothing(level)) || self.having_gates(level)
+            }
             _ => self.gated(level),
         }
     }
@@ -491,7 +493,9 @@ impl<'l, 'a> Props<'l, 'a> {
                     || self.groups_from_nothing(level)
                     || !self.conjunct_reads_level(level, n, true)
             }
-            Pos::Output => !self.gated(level) || self.rows_from_nothing(level),
+            Pos::Output => {
+                (!self.gated(level) || self.rows_from_nothing(level)) && !self.having_gates(level)
+            }
             Pos::MergeCondition => {
                 let (source_empty, by_source) = self.merge_source(level);
                 !source_empty || by_source

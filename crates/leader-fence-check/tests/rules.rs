@@ -985,6 +985,19 @@ fn having_that_removes_the_group_of_no_rows() {
             "SELECT 1 FROM u WHERE leader_fence($1, $2) GROUP BY () HAVING {having}"
         ));
     }
+    // A gate in HAVING removes every group, the one from no rows included; the aggregates'
+    // arguments are still evaluated on the rows the level reads.
+    accepted(
+        "INSERT INTO log (k) SELECT max(id) FROM u GROUP BY ROLLUP (k) HAVING leader_fence($1, $2)",
+    );
+    accepted(
+        "INSERT INTO log (k) SELECT k FROM u GROUP BY k
+          HAVING k IN (SELECT k FROM v WHERE leader_fence($1, $2))",
+    );
+    let e = refused(
+        "INSERT INTO log (k) SELECT max(take_budget(u)) FROM u HAVING leader_fence($1, $2)",
+    );
+    assert!(e.contains("take_budget"), "{e}");
     for having in [
         "count(*) = 0",
         "count(*) < 5",

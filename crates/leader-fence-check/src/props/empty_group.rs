@@ -1,5 +1,5 @@
-//! The empty group: what an aggregating level's `HAVING` makes of the one group it forms from no
-//! rows.
+//! `HAVING`: a conjunct that gates every group, and what the others make of the one group an
+//! aggregating level forms from no rows.
 //!
 //! A `SELECT` that aggregates without `GROUP BY` (or groups by a set that includes the empty
 //! set) forms a group even from no input rows, and returns it unless its `HAVING` removes it.
@@ -29,6 +29,16 @@ pub(super) enum Known {
 }
 
 impl Props<'_, '_> {
+    /// Whether a conjunct of the level's `HAVING` gates ([`Props::conjunct_gates`]): false or
+    /// null whatever the group, so the level returns no row, though it reads and aggregates its
+    /// input rows first (the aggregates' arguments are evaluated on every one of them).
+    pub fn having_gates(&self, level: usize) -> bool {
+        self.levels.levels[level]
+            .having
+            .iter()
+            .any(|c| self.conjunct_gates(c))
+    }
+
     /// Whether a conjunct of the level's `HAVING` is false or null on the group formed from no
     /// rows.
     pub(super) fn having_removes_empty_group(&self, level: usize) -> bool {
