@@ -12,6 +12,10 @@
 //!    cycle. The kill instant (`clock_timestamp()` right after the kill) and the instant the
 //!    survivor's job starts (its job inserts `clock_timestamp()`) are both on the database clock.
 //!
+//! Parts 3 to 7 are described in their modules: `scale`, `handoff`, `takeover` (part 5, a dead
+//! holder's takeover with anchors), `anchor_loss` (6, an anchor ended while its holder lives) and
+//! `sharded_takeover` (7, a sharded role's shards after SIGKILL).
+//!
 //! It always starts its own throwaway cluster (`DATABASE_URL` is ignored): it reads the server's
 //! log file. Every connection is direct: no pooler. No server or replica process outlives it:
 //! the cluster is stopped on exit (and by the testkit's watchdog otherwise), replicas are killed
@@ -32,7 +36,7 @@ use leader_benches::stats::{max, median, min};
 use leader_benches::{Res, machine};
 use leader_core::lease::{self, Acquired, Renewed};
 use leader_core::{Fence, Role, Timings};
-use leader_runtime::{JobError, Runtime, TickContext};
+use leader_runtime::{CancelCause, JobError, Runtime, TickContext};
 use leader_testkit::Cluster;
 use rand::Rng;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -93,7 +97,11 @@ CREATE TABLE runtime_ticks (
     run        integer     NOT NULL,
     holder     text        NOT NULL,
     token      bigint      NOT NULL,
-    started_at timestamptz NOT NULL
+    shard      integer     NOT NULL,
+    started_at timestamptz NOT NULL,
+    -- When the job saw its tick cancelled, and why (`CancelCause::as_str`).
+    cancelled_at timestamptz,
+    cause      text
 )";
 
 fn timings() -> Timings {
@@ -104,15 +112,19 @@ fn secs_between(from: DateTime<Utc>, to: DateTime<Utc>) -> f64 {
     (to - from).num_microseconds().unwrap_or(i64::MAX) as f64 / 1e6
 }
 
+mod anchor_loss;
 mod handoff;
 mod idle;
 mod scale;
+mod sharded_takeover;
 mod takeover;
 
+use anchor_loss::*;
 use handoff::*;
 use idle::*;
 use leader_benches::server_log::*;
 use scale::*;
+use sharded_takeover::*;
 use takeover::*;
 
 enum Args {
@@ -130,15 +142,17 @@ enum Args {
 fn parse_args() -> Result<Args, String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("replica") {
-        let [_, url, holder, run, ttl_ms, mode] = args.as_slice() else {
-            return Err("replica needs URL HOLDER RUN TTL_MS anchors|expiry".into());
+        let [_, url, holder, run, ttl_ms, mode, lead] = args.as_slice() else {
+            return Err(
+                "replica needs URL HOLDER RUN TTL_MS anchors|expiry role|shards=COUNT".into(),
+            );
         };
         let run = run.parse().map_err(|e| format!("bad run number: {e}"))?;
         return Ok(Args::Replica {
             url: url.clone(),
             holder: holder.clone(),
             run,
-            setup: Setup::parse(ttl_ms, mode)?,
+            setup: Setup::parse(ttl_ms, mode, lead)?,
         });
     }
     Ok(Args::Bench {
@@ -190,6 +204,8 @@ async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
     let (takeovers, takeover_errors) = takeover_runs(cluster, &mut admin).await?;
     let handoffs = handoff_runs(&options, &mut admin).await?;
     let dead_holders = dead_holder_runs(cluster, &mut admin).await?;
+    let anchor_losses = anchor_loss_runs(cluster, &mut admin).await?;
+    let shard_takeovers = sharded_takeover_runs(cluster, &mut admin).await?;
     drop(admin);
     drop(marker);
     drop(maintenance);
@@ -207,7 +223,7 @@ async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
     let takeover_ok = takeover_errors.is_empty()
         && overlap.is_empty()
         && dead_holders.iter().all(|(_, _, errors)| errors.is_empty());
-    let ok = idle_ok && takeover_ok;
+    let ok = idle_ok && takeover_ok && anchor_losses.ok() && shard_takeovers.ok();
 
     // The report.
     let mut r = String::new();
@@ -218,6 +234,8 @@ async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
     scale_section(w, &scale)?;
     handoff_section(w, &handoffs)?;
     dead_holder_section(w, &dead_holders)?;
+    anchor_loss_section(w, &anchor_losses)?;
+    sharded_takeover_section(w, &shard_takeovers)?;
 
     print!("{r}");
     Ok(report::conclude(NAME, &r, write, ok, "a check failed")?)

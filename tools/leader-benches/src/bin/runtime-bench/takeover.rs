@@ -10,37 +10,72 @@ pub(super) struct Replica {
     pub(super) _stdin: ChildStdin,
 }
 
-/// How a takeover run's replicas lead: their lease TTL, and whether they run with
-/// `take_over_when_dead` (their wake connection, to the same server, anchors them).
+/// How a takeover run's replicas lead: their lease TTL, whether they run with
+/// `take_over_when_dead` (their wake connection, to the same server, anchors them), and which
+/// role they lead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Setup {
     pub(super) ttl: Duration,
     pub(super) anchors: bool,
+    /// `None`: the replica leads [`TAKEOVER`], each tick held until it is cancelled
+    /// ([`hold_tick`]); `Some(count)`: it leads [`SHARDED`] in `count` shards
+    /// ([`shard_tick`]).
+    pub(super) shards: Option<u32>,
 }
 
 impl Setup {
+    /// Replicas of [`TAKEOVER`].
+    pub(super) fn unsharded(ttl: Duration, anchors: bool) -> Setup {
+        Setup {
+            ttl,
+            anchors,
+            shards: None,
+        }
+    }
+
     pub(super) fn timings(self) -> Timings {
         Timings::scaled_to_ttl(self.ttl).expect("the bench's TTLs scale to valid timings")
     }
 
     /// The `replica` command's arguments after the run number.
-    fn args(self) -> [String; 2] {
+    fn args(self) -> [String; 3] {
         [
             self.ttl.as_millis().to_string(),
             if self.anchors { "anchors" } else { "expiry" }.to_owned(),
+            match self.shards {
+                None => "role".to_owned(),
+                Some(count) => format!("shards={count}"),
+            },
         ]
     }
 
     /// The inverse of [`Setup::args`].
-    pub(super) fn parse(ttl_ms: &str, mode: &str) -> Result<Setup, String> {
+    pub(super) fn parse(ttl_ms: &str, mode: &str, lead: &str) -> Result<Setup, String> {
         let ttl = Duration::from_millis(ttl_ms.parse().map_err(|e| format!("bad TTL: {e}"))?);
         let anchors = match mode {
             "anchors" => true,
             "expiry" => false,
             other => return Err(format!("bad mode {other:?}: anchors or expiry")),
         };
-        Ok(Setup { ttl, anchors })
+        let shards = match lead.strip_prefix("shards=") {
+            Some(count) => Some(count.parse().map_err(|e| format!("bad shard count: {e}"))?),
+            None if lead == "role" => None,
+            None => return Err(format!("bad lead {lead:?}: role or shards=COUNT")),
+        };
+        Ok(Setup {
+            ttl,
+            anchors,
+            shards,
+        })
     }
+}
+
+/// The URL replica processes connect with: the benchmark database on `cluster`, direct.
+pub(super) fn replica_url(cluster: &Cluster) -> String {
+    format!(
+        "{}/{DATABASE}",
+        cluster.url().rsplit_once('/').expect("a URL").0
+    )
 }
 
 pub(super) async fn spawn_replica(
@@ -191,9 +226,9 @@ pub(super) async fn takeover_drill(
     })
 }
 
-/// `runtime-bench replica URL HOLDER RUN TTL_MS anchors|expiry`: one runtime leading
-/// [`TAKEOVER`]; its job records the tick's start on the database clock, then waits until the
-/// tick is cancelled.
+/// `runtime-bench replica URL HOLDER RUN TTL_MS anchors|expiry role|shards=COUNT`: one runtime
+/// leading [`TAKEOVER`] (or [`SHARDED`]); its job records each tick's start, and its
+/// cancellation with the cause, on the database clock in `runtime_ticks`.
 pub(super) async fn replica(url: &str, holder: &str, run: i32, setup: Setup) -> Res<()> {
     // Exit as soon as the parent goes away, however it ends: its end of our stdin closes.
     std::thread::spawn(|| {
@@ -202,30 +237,23 @@ pub(super) async fn replica(url: &str, holder: &str, run: i32, setup: Setup) -> 
     });
     let pool = PgPoolOptions::new().max_connections(3).connect(url).await?;
     let me = holder.to_owned();
-    let mut builder = Runtime::builder(pool);
+    let mut builder = Runtime::builder(pool)
+        .timings(setup.timings())
+        .holder_id(holder);
     if setup.anchors {
         builder = builder.wake_on_release(url.parse()?).take_over_when_dead();
     }
-    let runtime = builder
-        .timings(setup.timings())
-        .holder_id(holder)
-        .role(TAKEOVER, EVERY, move |tick: TickContext| {
-            let me = me.clone();
-            async move {
-                sqlx::query(
-                    "INSERT INTO runtime_ticks (run, holder, token, started_at)
-                     VALUES ($1, $2, $3, clock_timestamp())",
-                )
-                .bind(run)
-                .bind(&me)
-                .bind(tick.fence().token())
-                .execute(tick.pool())
-                .await?;
-                tick.cancelled().await;
-                Ok::<(), JobError>(())
-            }
-        })
-        .build()?;
+    let builder = match setup.shards {
+        None => builder.role(TAKEOVER, EVERY, move |tick: TickContext| {
+            hold_tick(tick, run, me.clone())
+        }),
+        Some(count) => {
+            builder.sharded_role(SHARDED, SHARD_EVERY, count, move |tick: TickContext| {
+                shard_tick(tick, run, me.clone())
+            })
+        }
+    };
+    let runtime = builder.build()?;
     {
         let mut out = std::io::stdout().lock();
         writeln!(out, "ready")?;
@@ -234,6 +262,55 @@ pub(super) async fn replica(url: &str, holder: &str, run: i32, setup: Setup) -> 
     runtime
         .run_until_cancelled(CancellationToken::new())
         .await?;
+    Ok(())
+}
+
+/// A tick of [`TAKEOVER`]: recorded when it starts, held until the runtime cancels it, and its
+/// cancellation recorded; the job sends nothing after that record.
+async fn hold_tick(tick: TickContext, run: i32, holder: String) -> Result<(), JobError> {
+    record_start(&tick, run, &holder).await?;
+    let cause = tick.cancelled().await;
+    record_cancel(&tick, run, &holder, cause).await
+}
+
+/// Inserts this tick's row into `runtime_ticks`, started at the insert's `clock_timestamp()`.
+pub(super) async fn record_start(
+    tick: &TickContext,
+    run: i32,
+    holder: &str,
+) -> Result<(), JobError> {
+    let shard = tick.shard().map_or(0, |shard| shard.index());
+    sqlx::query(
+        "INSERT INTO runtime_ticks (run, holder, token, shard, started_at)
+         VALUES ($1, $2, $3, $4, clock_timestamp())",
+    )
+    .bind(run)
+    .bind(holder)
+    .bind(tick.fence().token())
+    .bind(i32::try_from(shard).expect("a shard index fits an integer"))
+    .execute(tick.pool())
+    .await?;
+    Ok(())
+}
+
+/// Stamps this tick's row with the `clock_timestamp()` at which the job saw it cancelled, and
+/// why.
+pub(super) async fn record_cancel(
+    tick: &TickContext,
+    run: i32,
+    holder: &str,
+    cause: CancelCause,
+) -> Result<(), JobError> {
+    sqlx::query(
+        "UPDATE runtime_ticks SET cancelled_at = clock_timestamp(), cause = $4
+          WHERE run = $1 AND holder = $2 AND token = $3",
+    )
+    .bind(run)
+    .bind(holder)
+    .bind(tick.fence().token())
+    .bind(cause.as_str())
+    .execute(tick.pool())
+    .await?;
     Ok(())
 }
 
@@ -249,16 +326,10 @@ pub(super) async fn takeover_runs(
         ),
     );
     let exe = std::env::current_exe()?;
-    let url = format!(
-        "{}/{DATABASE}",
-        cluster.url().rsplit_once('/').expect("a URL").0
-    );
+    let url = replica_url(cluster);
     let mut takeovers = Vec::with_capacity(TAKEOVER_RUNS);
     let mut takeover_errors = Vec::new();
-    let setup = Setup {
-        ttl: TTL,
-        anchors: false,
-    };
+    let setup = Setup::unsharded(TTL, false);
     for run in 0..TAKEOVER_RUNS {
         match takeover_run(&exe, &url, admin, run, setup).await {
             Ok(t) => {
@@ -381,19 +452,13 @@ pub(super) async fn dead_holder_runs(
     admin: &mut PgConnection,
 ) -> Res<Vec<(Setup, Vec<TakeoverRun>, Vec<String>)>> {
     let exe = std::env::current_exe()?;
-    let url = format!(
-        "{}/{DATABASE}",
-        cluster.url().rsplit_once('/').expect("a URL").0
-    );
+    let url = replica_url(cluster);
     let mut setups: Vec<Setup> = DEAD_HOLDER_TTLS
         .iter()
-        .map(|&ttl| Setup { ttl, anchors: true })
+        .map(|&ttl| Setup::unsharded(ttl, true))
         .collect();
     if let Some(&longest) = DEAD_HOLDER_TTLS.iter().max() {
-        setups.push(Setup {
-            ttl: longest,
-            anchors: false,
-        });
+        setups.push(Setup::unsharded(longest, false));
     }
     let mut results = Vec::new();
     // Run numbers continue after part 2's, so each run's ticks are its own.
