@@ -12,9 +12,10 @@
 //!   grants the waiting watcher its lock at once; in the same statement the watcher unlocks it
 //!   and sends `NOTIFY leader_anchor_ended`, which every anchor hears and which makes each
 //!   replica poll at once. The notice carries no authority: ACQUIRE's own statement decides.
-//!   A replica that joins cancels the wait of whoever watched its next (that watcher then reads
-//!   the ring again and watches the newcomer), so the ring re-forms without any polling: while
-//!   nobody joins or dies, a watcher sends nothing.
+//!   A replica that joins cancels the wait of whoever watched its next, and of any watcher still
+//!   on its way to a wait (those then read the ring again, one watching the newcomer), and a wait
+//!   reads the ring again in its own statement; so the ring re-forms without any polling, and
+//!   without a gap: while nobody joins or dies, a watcher sends nothing.
 //!
 //! [`RuntimeBuilder::take_over_when_dead`]: crate::RuntimeBuilder::take_over_when_dead
 
@@ -165,6 +166,7 @@ async fn watch_until_error(
     // watcher's backend checks every second, so a dead replica's watcher frees its wait soon.
     let options = options
         .clone()
+        .application_name(lease::WATCHER_APPLICATION_NAME)
         .options([("client_connection_check_interval", "1000")]);
     let mut session = match PgConnection::connect_with(&options).await {
         Ok(session) => session,
@@ -182,7 +184,7 @@ async fn watch_until_error(
             ?next,
             "the anchor watcher waits on the next anchor in the ring"
         );
-        match lease::await_anchor_end(&mut session, next).await {
+        match lease::await_anchor_end(&mut session, holder, next).await {
             Ok(AnchorWait::Ended) if next.is_own() => {
                 // Alone in the ring, it watched its own anchor, which ended: wait for the next.
                 tracing::info!("this replica's anchor ended");

@@ -14,7 +14,9 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use common::{ALPHA, claim};
-use leader_runtime::protocol::lease::{self, Acquired, Anchor, AnchorError, RefusalReason, Wanted};
+use leader_runtime::protocol::lease::{
+    self, Acquired, Anchor, AnchorError, AnchorWait, RefusalReason, Wanted,
+};
 use leader_runtime::{Fence, Shard, Timings};
 use leader_testkit::TestDb;
 use sqlx::postgres::PgConnectOptions;
@@ -301,4 +303,92 @@ async fn a_dead_replicas_shards_all_move_in_one_acquire() {
         b_took.iter().all(|x| matches!(x, Acquired::Granted(_))),
         "{b_took:?}"
     );
+}
+
+/// How long a statement that must return at once may take before the test calls it stuck: a
+/// guard against hanging, far above any delay a loaded machine adds.
+const STUCK: Duration = Duration::from_secs(120);
+
+/// A watcher's session, as the runtime opens one: to PostgreSQL itself, named for the ring.
+async fn watcher(db: &TestDb) -> PgConnection {
+    let options = PgConnectOptions::from_str(&db.url())
+        .unwrap()
+        .username("leader_app")
+        .application_name(lease::WATCHER_APPLICATION_NAME);
+    PgConnection::connect_with(&options).await.unwrap()
+}
+
+/// A replica that joins between another watcher's reading of the ring and the start of its wait
+/// finds nobody waiting to turn: the wait reads the ring again in its own statement and returns
+/// at once, rather than watching a gap (here, its own anchor, while it is no longer alone).
+#[tokio::test]
+async fn a_wait_on_a_ring_read_before_a_replica_joined_reads_the_ring_again() {
+    let (db, _app) = database().await;
+    let (_a, _) = anchored(&db, "a").await;
+    let mut watcher_a = watcher(&db).await;
+    let alone = lease::next_in_ring(&mut watcher_a, "a", &hour_lease())
+        .await
+        .unwrap();
+    assert!(alone.is_own());
+    let (_b, _) = anchored(&db, "b").await;
+    let mut watcher_b = watcher(&db).await;
+    let after_b = lease::next_in_ring(&mut watcher_b, "b", &hour_lease())
+        .await
+        .unwrap();
+    assert!(!after_b.is_own());
+    let wait = tokio::time::timeout(STUCK, lease::await_anchor_end(&mut watcher_a, "a", alone))
+        .await
+        .expect("the wait returns though a's anchor lives")
+        .unwrap();
+    assert_eq!(wait, AnchorWait::RingChanged);
+    let after_a = lease::next_in_ring(&mut watcher_a, "a", &hour_lease())
+        .await
+        .unwrap();
+    assert!(!after_a.is_own(), "a now watches b");
+}
+
+/// A watcher on its way to a wait (its statement running, no lock requested yet) is cancelled by
+/// a replica that joins, whatever it was about to watch: it then reads the ring again.
+#[tokio::test]
+async fn a_joining_replica_turns_a_watcher_on_its_way_to_a_wait() {
+    let (db, _app) = database().await;
+    let (_a, _) = anchored(&db, "a").await;
+    let mut on_its_way = watcher(&db).await;
+    let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(&mut on_its_way)
+        .await
+        .unwrap();
+    let running = tokio::spawn(async move {
+        sqlx::query("SELECT pg_sleep(3600)")
+            .execute(&mut on_its_way)
+            .await
+            .map(|_| ())
+    });
+    loop {
+        let active: Option<bool> =
+            sqlx::query_scalar("SELECT state = 'active' FROM pg_stat_activity WHERE pid = $1")
+                .bind(pid)
+                .fetch_optional(db.admin())
+                .await
+                .unwrap();
+        if active == Some(true) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let (_b, _) = anchored(&db, "b").await;
+    let mut watcher_b = watcher(&db).await;
+    lease::next_in_ring(&mut watcher_b, "b", &hour_lease())
+        .await
+        .unwrap();
+    let ended = tokio::time::timeout(STUCK, running)
+        .await
+        .expect("the joining replica cancelled the statement")
+        .unwrap();
+    let code = ended
+        .unwrap_err()
+        .as_database_error()
+        .and_then(|e| e.code())
+        .map(|c| c.into_owned());
+    assert_eq!(code.as_deref(), Some("57014"));
 }

@@ -126,10 +126,15 @@ impl Anchor {
 /// the payload is that anchor's lock key.
 pub const ANCHOR_ENDED_CHANNEL: &str = "leader_anchor_ended";
 
-/// Reads the ring of live anchors (the granted anchor locks in `pg_locks`, ordered by key), picks
-/// the one after `holder`'s (its own when alone), and cancels any other session waiting on it:
-/// that one watched the gap the holder now fills, and reads the ring again.
-const NEXT_IN_RING: &str = "
+/// The `application_name` of every watcher session: [`next_in_ring`] finds the watchers it may
+/// have to turn by it. Set it on the watcher's connection.
+pub const WATCHER_APPLICATION_NAME: &str = "leader-anchor-watcher";
+
+/// The ring of live anchors (the granted anchor locks in `pg_locks`, ordered by key) and the one
+/// after `:holder`'s in it (its own when alone), as `next (key)`.
+macro_rules! ring {
+    () => {
+        "
 WITH members AS (
     SELECT objid::bigint AS key
       FROM pg_locks
@@ -142,23 +147,50 @@ next AS (
                     (SELECT min(m.key) FROM members m WHERE m.key <> (SELECT key FROM me)),
                     (SELECT key FROM me)) AS key
 )
+"
+    };
+}
+
+/// Reads the ring and picks the anchor after `holder`'s, and turns every other watcher that may
+/// be watching the gap the holder now fills: a watcher waiting on that anchor's lock, and a
+/// watcher still on its way to a wait (its statement running, no lock requested yet), whose
+/// target this replica cannot see. Both are cancelled and read the ring again; a watcher already
+/// waiting on another anchor keeps its wait. With [`AWAIT_END`]'s own reading of the ring, no
+/// watcher is left on a gap: one that read the ring before this replica joined either waits on it
+/// by now (cancelled here) or reads the ring again in its wait's own statement.
+const NEXT_IN_RING: &str = concat!(
+    ring!(),
+    "
 SELECT next.key, next.key = (SELECT key FROM me) AS own,
        (SELECT count(*) FROM (
-            SELECT pg_cancel_backend(l.pid)
-              FROM pg_locks l
-             WHERE l.locktype = 'advisory' AND l.classid = :class::oid AND l.objsubid = 2
-               AND l.objid = next.key::oid AND NOT l.granted AND l.pid <> pg_backend_pid()
+            SELECT pg_cancel_backend(a.pid)
+              FROM pg_stat_activity a
+             WHERE a.application_name = :watcher AND a.state = 'active'
+               AND a.pid <> pg_backend_pid() AND a.datname = current_database()
+               AND NOT EXISTS (
+                   SELECT 1
+                     FROM pg_locks l
+                    WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.classid = :class::oid
+                      AND l.objsubid = 2 AND NOT l.granted AND l.objid <> next.key::oid)
         ) AS cancelled) AS cancelled
   FROM next
-";
+"
+);
 
 /// Blocks until the anchor lock `:key` is free (its session ended), frees it at once (so that a
-/// restarted replica with that holder id can anchor again), and tells every anchor.
-const AWAIT_END: &str = "
+/// restarted replica with that holder id can anchor again), and tells every anchor; returns no
+/// row, at once, when the ring no longer puts `:key` after `:holder` (a replica joined since the
+/// watcher read it).
+const AWAIT_END: &str = concat!(
+    ring!(),
+    "
 SELECT pg_advisory_lock(:class::integer, :key::integer),
        pg_advisory_unlock(:class::integer, :key::integer),
        pg_notify(:channel, :key::text)
-";
+  FROM next
+ WHERE next.key::oid::integer = :key::integer
+"
+);
 
 /// The lock key of the anchor a watcher watches: the one after its own in the ring of live
 /// anchors, or its own when it is alone.
@@ -198,17 +230,35 @@ pub async fn next_in_ring(
     holder_id: &str,
     timings: &Timings,
 ) -> Result<RingKey, StatementError> {
+    use crate::inline::Value;
     let sql = crate::inline::render(
         NEXT_IN_RING,
         &[
-            (
-                "class",
-                crate::inline::Value::Int(i64::from(ANCHOR_LOCK_CLASS)),
-            ),
-            ("holder", crate::inline::Value::Text(holder_id)),
+            ("class", Value::Int(i64::from(ANCHOR_LOCK_CLASS))),
+            ("holder", Value::Text(holder_id)),
+            ("watcher", Value::Text(WATCHER_APPLICATION_NAME)),
         ],
     );
-    let rows = send(session, Statement::Anchor, timings.statement_timeout(), sql).await?;
+    // Another replica joining may cancel this very statement (it turns every watcher on its
+    // way to a wait): read the ring again.
+    let mut cancels = 0;
+    let rows = loop {
+        match send(
+            &mut *session,
+            Statement::Anchor,
+            timings.statement_timeout(),
+            sql.clone(),
+        )
+        .await
+        {
+            Err(StatementError::Database { source, .. })
+                if is_cancel(&source) && cancels < RING_READ_CANCELS =>
+            {
+                cancels += 1;
+            }
+            sent => break sent?,
+        }
+    };
     let row = single(Statement::Anchor, rows)?;
     let field = StatementError::database(Statement::Anchor);
     let key: i64 = row.try_get("key").map_err(&field)?;
@@ -219,14 +269,18 @@ pub async fn next_in_ring(
     })
 }
 
-/// Waits, with no timeout, until the anchor `key` ends, then notifies [`ANCHOR_ENDED_CHANNEL`].
-/// Send it on the watcher's own session, which does nothing else meanwhile.
+/// Waits, with no timeout, until the anchor `key` ends, then notifies [`ANCHOR_ENDED_CHANNEL`];
+/// returns [`AnchorWait::RingChanged`] at once instead when the ring, read again in the same
+/// statement, no longer puts `key` after `holder_id`'s anchor, and when a joining replica
+/// cancels the wait. Send it on the watcher's own session, connected with
+/// [`WATCHER_APPLICATION_NAME`], which does nothing else meanwhile.
 ///
 /// # Errors
 ///
 /// [`StatementError::Database`] if the session failed.
 pub async fn await_anchor_end(
     session: &mut PgConnection,
+    holder_id: &str,
     key: RingKey,
 ) -> Result<AnchorWait, StatementError> {
     use crate::inline::Value;
@@ -234,6 +288,7 @@ pub async fn await_anchor_end(
         AWAIT_END,
         &[
             ("class", Value::Int(i64::from(ANCHOR_LOCK_CLASS))),
+            ("holder", Value::Text(holder_id)),
             ("key", Value::Int(i64::from(key.key))),
             ("channel", Value::Text(ANCHOR_ENDED_CHANNEL)),
         ],
@@ -242,10 +297,18 @@ pub async fn await_anchor_end(
         .execute(session)
         .await;
     match sent {
+        Ok(done) if done.rows_affected() == 0 => Ok(AnchorWait::RingChanged),
         Ok(_) => Ok(AnchorWait::Ended),
-        Err(sqlx::Error::Database(error)) if error.code().as_deref() == Some("57014") => {
-            Ok(AnchorWait::RingChanged)
-        }
+        Err(error) if is_cancel(&error) => Ok(AnchorWait::RingChanged),
         Err(error) => Err(StatementError::database(Statement::Anchor)(error)),
     }
+}
+
+/// How many times in a row [`next_in_ring`] reads the ring again after a joining replica
+/// cancelled its statement, before it reports the cancellation.
+const RING_READ_CANCELS: usize = 8;
+
+/// Whether the server cancelled the statement (`57014`, `query_canceled`).
+fn is_cancel(error: &sqlx::Error) -> bool {
+    matches!(error, sqlx::Error::Database(e) if e.code().as_deref() == Some("57014"))
 }

@@ -60,7 +60,7 @@ pub use acquire::{
 };
 pub use anchor::{
     ANCHOR_ENDED_CHANNEL, ANCHOR_LOCK_CLASS, Anchor, AnchorError, AnchorWait, RingKey,
-    await_anchor_end, next_in_ring,
+    WATCHER_APPLICATION_NAME, await_anchor_end, next_in_ring,
 };
 pub use leave::leave;
 pub use release::{
