@@ -100,12 +100,13 @@ pub struct Probe {
 
 impl Probe {
     /// Opens both connections directly to the server (never through a pooler: the measurement
-    /// needs its transaction and its snapshot on one session).
+    /// needs its transaction and its snapshot on one session); with `index_scans`, the claims
+    /// run with `enable_seqscan = off`.
     ///
     /// # Errors
     ///
     /// If a connection or a setting fails.
-    pub async fn connect(db: &TestDb) -> Res<Probe> {
+    pub async fn connect(db: &TestDb, index_scans: bool) -> Res<Probe> {
         let options = (*db.admin().connect_options()).clone();
         let mut claim = PgConnection::connect_with(&options).await?;
         let mut watcher = PgConnection::connect_with(&options).await?;
@@ -117,6 +118,11 @@ impl Probe {
         for conn in [&mut claim, &mut watcher] {
             sqlx::raw_sql(sqlx::AssertSqlSafe(timeout.clone()))
                 .execute(&mut *conn)
+                .await?;
+        }
+        if index_scans {
+            sqlx::raw_sql("SET enable_seqscan = off")
+                .execute(&mut claim)
                 .await?;
         }
         let measure = TABLES

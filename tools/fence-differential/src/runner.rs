@@ -39,6 +39,11 @@ pub struct Settings {
     /// [`Fixture::sharded`]: then a statement acts unsafely also if it acts with another shard's
     /// live token bound as this shard's.
     pub sharded: bool,
+    /// Whether the statements run with `enable_seqscan = off`, so that PostgreSQL reads the
+    /// fixture's ten-row tables through their indexes as it reads a large table: index
+    /// conditions, their keys evaluated when a scan is rescanned, and joins that rescan an index
+    /// scan are then exercised, which sequential scans of tiny tables never are.
+    pub index_scans: bool,
 }
 
 impl Settings {
@@ -53,6 +58,7 @@ impl Settings {
             max_shrink_steps: 400,
             reads_are_claims: false,
             sharded: false,
+            index_scans: false,
         }
     }
 
@@ -105,7 +111,7 @@ pub async fn run(
     settings: &Settings,
     mut progress: impl FnMut(usize),
 ) -> Res<Outcome> {
-    let mut probe = Probe::connect(&fixture.db).await?;
+    let mut probe = Probe::connect(&fixture.db, settings.index_scans).await?;
     let strategy = generator::statements();
     let mut seed = [0u8; 32];
     seed[..8].copy_from_slice(&settings.seed.to_le_bytes());

@@ -1,10 +1,13 @@
 //! `fence-differential [--cases N] [--seed S] [--shrinks K] [--no-live] [--reads-are-claims]
-//! [--sharded] [--write PATH] [--false-rejections PATH]`: the long run of the generated differential test, for the figures
+//! [--sharded] [--index-scans] [--write PATH] [--false-rejections PATH]`: the long run of the
+//! generated differential test, for the figures
 //! in `docs/benchmarks/fence-differential.md` (and, with `--sharded`,
 //! `docs/benchmarks/fence-differential-shards.md`). `--reads-are-claims` also counts rows
 //! returned by a statement that only reads as acting, which the checker's contract allows.
 //! `--sharded` runs the statements as shard claims on a role of two shards (see
-//! `Settings::sharded`). `--false-rejections` writes, for each reason the checker refused a
+//! `Settings::sharded`). `--index-scans` runs them with `enable_seqscan = off`, so that the
+//! plans read the tables through their indexes, as on large tables (`Settings::index_scans`).
+//! `--false-rejections` writes, for each reason the checker refused a
 //! statement safe on PostgreSQL for, the first false rejections that acted as the live leader:
 //! the claims to look at when making the checker accept more.
 //!
@@ -26,7 +29,8 @@ use fence_differential::{Res, report};
 
 const NAME: &str = "fence-differential";
 const USAGE: &str = "usage: fence-differential [--cases N] [--seed S] [--shrinks K] [--no-live] \
-                     [--reads-are-claims] [--sharded] [--write PATH] [--false-rejections PATH]";
+                     [--reads-are-claims] [--sharded] [--index-scans] [--write PATH] \
+                     [--false-rejections PATH]";
 
 /// What the command line asks for.
 struct Args {
@@ -48,6 +52,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--no-live" => settings.live = false,
             "--reads-are-claims" => settings.reads_are_claims = true,
             "--sharded" => settings.sharded = true,
+            "--index-scans" => settings.index_scans = true,
             "--write" => write = Some(value("--write")?),
             "--false-rejections" => false_rejections = Some(value("--false-rejections")?),
             "-h" | "--help" => return Err(String::new()),
@@ -83,6 +88,9 @@ fn command(settings: &Settings) -> String {
     }
     if settings.reads_are_claims {
         command += " --reads-are-claims";
+    }
+    if settings.index_scans {
+        command += " --index-scans";
     }
     if settings.sharded {
         return command + " --sharded --write docs/benchmarks/fence-differential-shards.md";
