@@ -30,11 +30,17 @@ fn totals(w: &mut String, outcome: &Outcome) -> fmt::Result {
         w,
         "{} statements from seed {}, each checked by `leader_fence_check::check_with` (given the \
          columns of the fixture's tables and views, as `#[fenced]` reads a crate's migrations) \
-         and run as the superseded leader{}, in {:.1} s ({:.1} ms a statement); shrinking took {:.1} s more.\n",
+         and run as the superseded leader{}{}, in {:.1} s ({:.1} ms a statement); shrinking took {:.1} s more.\n",
         total.total(),
         settings.seed,
         if settings.live {
             " (and, where it did nothing, as the live one)"
+        } else {
+            ""
+        },
+        if settings.index_scans {
+            ", with `enable_seqscan = off` (`--index-scans`: the plans read the tables through \
+             their indexes, as on large tables)"
         } else {
             ""
         },

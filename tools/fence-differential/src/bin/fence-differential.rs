@@ -91,6 +91,9 @@ fn command(settings: &Settings) -> String {
     }
     if settings.index_scans {
         command += " --index-scans";
+        if !settings.sharded {
+            return command + " --write docs/benchmarks/fence-differential-index-scans.md";
+        }
     }
     if settings.sharded {
         return command + " --sharded --write docs/benchmarks/fence-differential-shards.md";
