@@ -10,6 +10,7 @@ use std::fmt;
 /// | `failed` | the job returned an error | unchanged | now + min(interval, 60 s) |
 /// | `shutdown` | the runtime shut down (even if the job then panicked, or did not return within the grace period) | unchanged | unchanged: claimable at once |
 /// | `lost` | RENEW found the lease taken over, released, expired or paused (even if the job then panicked) | unchanged | now + min(interval, 60 s), if the row is still this token's |
+/// | `anchor_lost` | the server ended the anchor session the lease was granted under (even if the job then panicked) | unchanged | unchanged: claimable at once |
 /// | `panicked` | the job panicked | unchanged | now + interval |
 /// | `lost`, no RELEASE | the heartbeat timed out | unchanged | unchanged: the lease runs out after its TTL |
 ///
@@ -19,7 +20,10 @@ use std::fmt;
 /// interval after a panic keeps a deterministic panic from re-running more than once an interval.
 /// A shutdown says nothing about the job or the database (it is a deploy or a scale-down), so
 /// it sets no cooldown: another replica may take the role at once, as it could after a crash
-/// once the TTL ran out.
+/// once the TTL ran out. An ended anchor says nothing about them either (a server restart, a
+/// failover, a network blip or `pg_terminate_backend` ends it), and any other replica could already
+/// take the lease over early, so it sets none: after a restart each role runs again as soon as a
+/// replica claims it, not one cooldown later.
 ///
 /// The same word names the outcome in RELEASE, in the `outcome` label of
 /// `leader_tick_duration_seconds`, in the runtime's log line and in the docs.
@@ -35,19 +39,23 @@ pub enum ReleaseOutcome {
     Failed,
     /// The lease was lost during the tick (even if the work then panicked).
     Lost,
+    /// The server ended the anchor session the lease was granted under, so the tick stopped as
+    /// on a lost lease (even if the work then panicked); unlike [`Lost`](Self::Lost), no cooldown.
+    AnchorLost,
     /// The work panicked.
     Panicked,
 }
 
 impl ReleaseOutcome {
     /// The name used in the RELEASE statement, logs and metric labels: `completed`, `shutdown`,
-    /// `failed`, `lost` or `panicked`.
+    /// `failed`, `lost`, `anchor_lost` or `panicked`.
     pub const fn as_str(self) -> &'static str {
         match self {
             ReleaseOutcome::Completed => "completed",
             ReleaseOutcome::Shutdown => "shutdown",
             ReleaseOutcome::Failed => "failed",
             ReleaseOutcome::Lost => "lost",
+            ReleaseOutcome::AnchorLost => "anchor_lost",
             ReleaseOutcome::Panicked => "panicked",
         }
     }

@@ -36,7 +36,7 @@ pub const INTERVAL_SECONDS: &str = "leader_interval_seconds";
 /// `released`, `expired`, `heartbeat_timeout`, `anchor_lost`, `panicked`): ticks that ended without their lease.
 pub const LEASE_LOST_TOTAL: &str = "leader_lease_lost_total";
 /// `leader_tick_duration_seconds`. A histogram labelled `role` and `outcome` (`completed`,
-/// `failed`, `panicked`, `shutdown`, `lost`): how long each tick ran.
+/// `failed`, `panicked`, `shutdown`, `lost`, `anchor_lost`): how long each tick ran.
 pub const TICK_DURATION_SECONDS: &str = "leader_tick_duration_seconds";
 /// `leader_database_read_only`. A gauge labelled `role`: 1 while this replica's ACQUIRE for the
 /// role is refused because the server is read-only, else 0.
@@ -96,7 +96,7 @@ const DESCRIPTIONS: [(&str, Kind, Option<Unit>, &str); 12] = [
         TICK_DURATION_SECONDS,
         Kind::Histogram,
         Some(Unit::Seconds),
-        "How long each tick ran, by outcome (completed, failed, panicked, shutdown, lost).",
+        "How long each tick ran, by outcome (completed, failed, panicked, shutdown, lost, anchor_lost).",
     ),
     (
         DATABASE_READ_ONLY,

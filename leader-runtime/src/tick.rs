@@ -52,7 +52,9 @@ pub(crate) struct TickReport {
 /// The outcome rules, in the order they are checked:
 ///
 /// 1. A loss wins over everything: a tick whose lease was lost is released as lost even if its
-///    work then panicked or failed (after a heartbeat timeout nothing at all is sent).
+///    work then panicked or failed (after a heartbeat timeout nothing at all is sent); a loss of
+///    the anchor is released as `anchor_lost`, with no cooldown, since it says nothing about the
+///    job or the database.
 /// 2. A shutdown wins over a panic: the tick is released as shut down, with no cooldown, so a
 ///    deploy adds no wait, and the panic is still logged.
 /// 3. A panic is released as panicked (cooldown one interval).
@@ -63,6 +65,7 @@ pub(crate) struct TickReport {
 pub(crate) fn decide(cause: Option<CancelCause>, end: &TickEnd) -> (ReleaseOutcome, bool) {
     match (cause, end) {
         (Some(CancelCause::HeartbeatTimeout), _) => (ReleaseOutcome::Lost, false),
+        (Some(CancelCause::AnchorLost), _) => (ReleaseOutcome::AnchorLost, true),
         (Some(cause), _) if cause.is_loss() => (ReleaseOutcome::Lost, true),
         (Some(_), _) => (ReleaseOutcome::Shutdown, true),
         (None, TickEnd::Panicked(_)) => (ReleaseOutcome::Panicked, true),
@@ -549,7 +552,7 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_tick_whose_anchor_ends_stops_at_once_and_is_released_as_lost() {
+    async fn a_tick_whose_anchor_ends_stops_at_once_and_is_released_as_anchor_lost() {
         let recorder = DebuggingRecorder::new();
         let snapshotter = recorder.snapshotter();
         let _guard = metrics::set_default_local_recorder(&recorder);
@@ -579,7 +582,7 @@ mod tests {
         assert_eq!(report.cause, Some(CancelCause::AnchorLost));
         assert_eq!(
             (report.outcome, report.released),
-            (ReleaseOutcome::Lost, true)
+            (ReleaseOutcome::AnchorLost, true)
         );
         let (cause, _) = seen.lock().unwrap().expect("the job saw the cancellation");
         assert_eq!(cause, CancelCause::AnchorLost);

@@ -291,25 +291,29 @@ async fn a_shutdown_release_leaves_the_role_claimable_at_once_while_an_interrupt
     let db = database().await;
     let interval = HOUR;
 
-    make_due(&db, ALPHA).await;
-    let stamp_before = lease(&db, ALPHA).await.last_tick_ended_at;
-    let fence = grant(&db, ALPHA, "deployed-away").await;
-    assert!(release(&db, fence, ReleaseOutcome::Shutdown, interval).await);
-    let row = lease(&db, ALPHA).await;
-    assert!(row.holder_id.is_none(), "holder cleared");
-    assert_eq!(row.last_tick_ended_at, stamp_before, "not a completion");
-    assert!(
-        row.not_before.is_none(),
-        "no cooldown: {:?}",
-        row.cooldown_ms
-    );
-    assert!(
-        matches!(
-            acquire(&db, ALPHA, "successor", interval).await,
-            Acquired::Granted(_)
-        ),
-        "another replica takes it at once"
-    );
+    // A shutdown and an ended anchor say nothing about the job or the database.
+    for outcome in [ReleaseOutcome::Shutdown, ReleaseOutcome::AnchorLost] {
+        make_due(&db, ALPHA).await;
+        let stamp_before = lease(&db, ALPHA).await.last_tick_ended_at;
+        let fence = grant(&db, ALPHA, "deployed-away").await;
+        assert!(release(&db, fence, outcome, interval).await);
+        let row = lease(&db, ALPHA).await;
+        assert!(row.holder_id.is_none(), "{outcome}: holder cleared");
+        assert_eq!(
+            row.last_tick_ended_at, stamp_before,
+            "{outcome}: not a completion"
+        );
+        assert!(
+            row.not_before.is_none(),
+            "{outcome}: no cooldown: {:?}",
+            row.cooldown_ms
+        );
+        let successor = acquire(&db, ALPHA, "successor", interval).await;
+        let Acquired::Granted(successor) = successor else {
+            panic!("{outcome}: another replica takes it at once: {successor:?}");
+        };
+        assert!(release(&db, successor.fence, ReleaseOutcome::Shutdown, interval).await);
+    }
 
     make_due(&db, BETA).await;
     let fence = grant(&db, BETA, "failed-job").await;

@@ -77,6 +77,8 @@ UPDATE leader_leases
            -- hourly tick into a partial tick every few seconds, and without this a rolling
            -- deploy would wait up to 60 s where a crash waits one TTL.
            WHEN 'shutdown' THEN not_before
+           -- An ended anchor (a server restart, a blip) says nothing about them either.
+           WHEN 'anchor_lost' THEN not_before
            WHEN 'panicked' THEN now() + :interval_ms * interval '1 millisecond'
            ELSE now() + least(:interval_ms * interval '1 millisecond', interval '60 seconds')
        END

@@ -504,10 +504,15 @@ impl Model for LeaseModel {
                         end_tick(r, Phase::Idle);
                     }
                     Cause::HeartbeatTimeout => return None,
-                    Cause::Lost | Cause::Paused | Cause::AnchorLost => {
+                    cause @ (Cause::Lost | Cause::Paused | Cause::AnchorLost) => {
+                        let outcome = if cause == Cause::AnchorLost {
+                            Outcome::AnchorLost
+                        } else {
+                            Outcome::Lost
+                        };
                         let release = Statement::Release {
                             fence: tick.fence(),
-                            outcome: Outcome::Lost,
+                            outcome,
                             completed: false,
                         };
                         self.send_release(&mut state, id, release, delivery);

@@ -25,7 +25,7 @@ pub const TOKENS_NEVER_REISSUED: &str = "tokens only grow, across the failover";
 /// RELEASE stamps `last_tick_ended_at` only for a tick whose work returned.
 pub const STAMPED_ONLY_IF_COMPLETED: &str = "a tick is stamped completed only if it completed";
 /// No grant comes within one interval of a RELEASE of a tick that did not complete (a shutdown
-/// release sets no cooldown, so it is not counted).
+/// or `anchor_lost` release sets no cooldown, so it is not counted).
 pub const COOLDOWN_RESPECTED: &str =
     "a tick that did not complete is not retried within its cooldown";
 

@@ -131,8 +131,9 @@ impl LeaseModel {
                 row.completed_instants |= bit;
                 row.last_completed_instant = row.last_completed_instant.max(Some(instant));
             }
-        } else if outcome == Outcome::Shutdown {
-            // No cooldown: a shutdown says nothing about the job or the database.
+        } else if matches!(outcome, Outcome::Shutdown | Outcome::AnchorLost) {
+            // No cooldown: a shutdown or an ended anchor says nothing about the job or the
+            // database.
         } else {
             // Panicked: now + interval; interrupted and lost: now + min(interval, 60 s), the
             // same at these bounds.

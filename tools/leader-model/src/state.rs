@@ -81,6 +81,8 @@ pub enum Outcome {
     Lost,
     /// `shutdown`: clears the holder, leaves `not_before` and `last_tick_*` alone.
     Shutdown,
+    /// `anchor_lost`: as `shutdown`, no cooldown.
+    AnchorLost,
 }
 
 /// Why a tick was cancelled (`leader_runtime`'s `CancelCause`, less shutdown).

@@ -26,8 +26,9 @@ pub(super) struct AnchorLossRun {
     pub(super) next_lead: f64,
     /// The next lease was granted under an anchor (`holder_anchor_pid` set on its grant).
     pub(super) next_anchored: bool,
-    /// When the old holder's RELEASE of its cancelled tick (outcome `lost`) found the lease still
-    /// its own: the end of the cooldown it set (`not_before`) minus the terminate instant
+    /// The end of a cooldown (`not_before`) on the row after the next grant, minus the terminate
+    /// instant: only the old holder's RELEASE of its cancelled tick could have set one, and its
+    /// outcome `anchor_lost` sets none
     /// (seconds). `None` when another replica had taken the lease first.
     pub(super) cooldown_until: Option<f64>,
     /// The next leader's job start minus the old leader's last statement, its cancellation
@@ -283,11 +284,11 @@ pub(super) fn anchor_loss_section(w: &mut String, losses: &AnchorLosses) -> Res<
          is the first job start after the terminate (either replica's), minus the terminate \
          instant; \"gap\" is that start minus the old job's cancellation record, its last \
          statement (negative: the two jobs overlapped on the database clock). \"Old holder's \
-         RELEASE\": the old holder releases its cancelled tick (outcome `lost`); if that RELEASE \
-         still finds the lease its own (the other replica's ACQUIRE has not yet ended and granted \
-         it), it releases it with a cooldown of one interval ({} ms here), shown as the end of that \
-         cooldown (`not_before`) after the terminate; otherwise it finds the lease taken. All \
-         instants are on the database clock.\n",
+         RELEASE\": the old holder releases its cancelled tick as `anchor_lost`, which sets no \
+         cooldown (an outcome with one, `lost`, would hold the role for one interval, {} ms here); \
+         the column shows the cooldown (`not_before`, after the terminate) found on the row after \
+         the next grant, which only that RELEASE could have set. All instants are on the database \
+         clock.\n",
         TTL,
         KILL_BASE.as_millis(),
         t.heartbeat().as_millis(),
@@ -300,8 +301,8 @@ pub(super) fn anchor_loss_section(w: &mut String, losses: &AnchorLosses) -> Res<
     writeln!(w, "|---:|---|---:|---|---|---|---:|---|---|---:|")?;
     for (i, r) in losses.runs.iter().enumerate() {
         let released = match r.cooldown_until {
-            Some(until) => format!("released; cooldown to {:.0} ms", until * 1e3),
-            None => "found it taken".to_owned(),
+            Some(until) => format!("**cooldown to {:.0} ms**", until * 1e3),
+            None => "no cooldown".to_owned(),
         };
         writeln!(
             w,
@@ -348,32 +349,26 @@ pub(super) fn anchor_loss_section(w: &mut String, losses: &AnchorLosses) -> Res<
             min(&next),
             n - same
         )?;
-        let early: Vec<f64> = losses
+        let free = losses
             .runs
             .iter()
             .filter(|r| r.cooldown_until.is_none())
-            .map(|r| r.next_lead * 1e3)
-            .collect();
+            .count();
         let after_cooldown: Vec<f64> = losses
             .runs
             .iter()
             .filter_map(|r| r.cooldown_until.map(|until| (r.next_lead - until) * 1e3))
             .collect();
-        if !early.is_empty() {
-            writeln!(
-                w,
-                "- The other replica took the lease before the old holder's RELEASE in {} of {n} \
-                 runs: the next lead came a median {:.1} ms (max {:.1} ms) after the terminate.",
-                early.len(),
-                median(early.clone()),
-                max(&early)
-            )?;
-        }
+        writeln!(
+            w,
+            "- No cooldown was left on the row in {free} of {n} runs (the old holder's RELEASE \
+             is `anchor_lost`)."
+        )?;
         if !after_cooldown.is_empty() {
             writeln!(
                 w,
-                "- The old holder's RELEASE came first in {} of {n} runs: the next lead came a \
-                 median {:.1} ms (max {:.1} ms) after the cooldown it set ended.",
+                "- **A cooldown was left on the row in {} of {n} runs**: the next lead came a \
+                 median {:.1} ms (max {:.1} ms) after it ended.",
                 after_cooldown.len(),
                 median(after_cooldown.clone()),
                 max(&after_cooldown)
