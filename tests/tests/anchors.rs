@@ -305,10 +305,6 @@ async fn a_dead_replicas_shards_all_move_in_one_acquire() {
     );
 }
 
-/// How long a statement that must return at once may take before the test calls it stuck: a
-/// guard against hanging, far above any delay a loaded machine adds.
-const STUCK: Duration = Duration::from_secs(120);
-
 /// A watcher's session, as the runtime opens one: to PostgreSQL itself, named for the ring.
 async fn watcher(db: &TestDb) -> PgConnection {
     let options = PgConnectOptions::from_str(&db.url())
@@ -321,11 +317,16 @@ async fn watcher(db: &TestDb) -> PgConnection {
 /// A replica that joins between another watcher's reading of the ring and the start of its wait
 /// finds nobody waiting to turn: the wait reads the ring again in its own statement and returns
 /// at once, rather than watching a gap (here, its own anchor, while it is no longer alone).
+///
+/// Without a clock: if the wait blocks on a lock instead (watching the gap), the test ends a's
+/// anchor, so the wait returns `Ended` and the assertion fails, where it would otherwise hang.
 #[tokio::test]
 async fn a_wait_on_a_ring_read_before_a_replica_joined_reads_the_ring_again() {
     let (db, _app) = database().await;
-    let (_a, _) = anchored(&db, "a").await;
+    let (mut a, _) = anchored(&db, "a").await;
+    let a_pid = backend_pid(&mut a).await;
     let mut watcher_a = watcher(&db).await;
+    let watcher_pid = backend_pid(&mut watcher_a).await;
     let alone = lease::next_in_ring(&mut watcher_a, "a", &hour_lease())
         .await
         .unwrap();
@@ -336,11 +337,27 @@ async fn a_wait_on_a_ring_read_before_a_replica_joined_reads_the_ring_again() {
         .await
         .unwrap();
     assert!(!after_b.is_own());
-    let wait = tokio::time::timeout(STUCK, lease::await_anchor_end(&mut watcher_a, "a", alone))
-        .await
-        .expect("the wait returns though a's anchor lives")
-        .unwrap();
-    assert_eq!(wait, AnchorWait::RingChanged);
+    let waiting = tokio::spawn(async move {
+        let wait = lease::await_anchor_end(&mut watcher_a, "a", alone).await;
+        (wait, watcher_a)
+    });
+    while !waiting.is_finished() {
+        if waits_on_a_lock(&db, watcher_pid).await {
+            sqlx::query("SELECT pg_terminate_backend($1, 60000)")
+                .bind(a_pid)
+                .execute(db.admin())
+                .await
+                .unwrap();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let (wait, mut watcher_a) = waiting.await.unwrap();
+    assert_eq!(
+        wait.unwrap(),
+        AnchorWait::RingChanged,
+        "the wait read the ring again instead of watching a's own anchor"
+    );
     let after_a = lease::next_in_ring(&mut watcher_a, "a", &hour_lease())
         .await
         .unwrap();
@@ -349,46 +366,53 @@ async fn a_wait_on_a_ring_read_before_a_replica_joined_reads_the_ring_again() {
 
 /// A watcher on its way to a wait (its statement running, no lock requested yet) is cancelled by
 /// a replica that joins, whatever it was about to watch: it then reads the ring again.
+///
+/// The statement on its way is a `COPY … FROM STDIN` that the test feeds, so that no clock decides
+/// the outcome: `pg_cancel_backend` has signalled the backend by the time the joining replica's
+/// statement returns, and COPY checks for a cancel at each row; so once the test sends the row and
+/// ends the copy, it fails as cancelled if the joining replica cancelled it, and succeeds if it did
+/// not.
 #[tokio::test]
 async fn a_joining_replica_turns_a_watcher_on_its_way_to_a_wait() {
     let (db, _app) = database().await;
     let (_a, _) = anchored(&db, "a").await;
     let mut on_its_way = watcher(&db).await;
-    let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
-        .fetch_one(&mut on_its_way)
+    sqlx::query("CREATE TEMPORARY TABLE way (x integer)")
+        .execute(&mut on_its_way)
         .await
         .unwrap();
-    let running = tokio::spawn(async move {
-        sqlx::query("SELECT pg_sleep(3600)")
-            .execute(&mut on_its_way)
-            .await
-            .map(|_| ())
-    });
-    loop {
-        let active: Option<bool> =
-            sqlx::query_scalar("SELECT state = 'active' FROM pg_stat_activity WHERE pid = $1")
-                .bind(pid)
-                .fetch_optional(db.admin())
-                .await
-                .unwrap();
-        if active == Some(true) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let mut copy = on_its_way.copy_in_raw("COPY way FROM STDIN").await.unwrap();
     let (_b, _) = anchored(&db, "b").await;
     let mut watcher_b = watcher(&db).await;
     lease::next_in_ring(&mut watcher_b, "b", &hour_lease())
         .await
         .unwrap();
-    let ended = tokio::time::timeout(STUCK, running)
-        .await
-        .expect("the joining replica cancelled the statement")
-        .unwrap();
+    let ended = match copy.send(b"1\n".as_slice()).await {
+        Ok(_) => copy.finish().await.map(|_| ()),
+        Err(e) => Err(e),
+    };
     let code = ended
-        .unwrap_err()
+        .expect_err("the joining replica cancelled the statement")
         .as_database_error()
         .and_then(|e| e.code())
         .map(|c| c.into_owned());
     assert_eq!(code.as_deref(), Some("57014"));
+}
+
+async fn backend_pid(session: &mut PgConnection) -> i32 {
+    sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(session)
+        .await
+        .unwrap()
+}
+
+/// Whether the backend `pid` is waiting to be granted a heavyweight lock.
+async fn waits_on_a_lock(db: &TestDb, pid: i32) -> bool {
+    sqlx::query_scalar::<_, bool>(
+        "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE pid = $1 AND NOT granted)",
+    )
+    .bind(pid)
+    .fetch_one(db.admin())
+    .await
+    .unwrap()
 }
