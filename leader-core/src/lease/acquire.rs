@@ -92,6 +92,52 @@ use crate::{Fence, Role, Statement, StatementError, Timings};
 // (leader-model) evaluates by name.
 const ACQUIRE: &str = include_str!("acquire.sql");
 
+// The guards ACQUIRE_GUARDS and TAKEOVER_GUARDS list, each written once.
+const SHARD_COUNT_MATCHES: Guard = Guard {
+    name: "shard_count_matches",
+    sql: "shard_count = :shard_count",
+};
+const UNPAUSED: Guard = Guard {
+    name: "unpaused",
+    sql: "paused_at IS NULL",
+};
+const UNHELD_OR_EXPIRED: Guard = Guard {
+    name: "unheld_or_expired",
+    sql: "(expires_at IS NULL OR expires_at <= now())",
+};
+const PAST_NOT_BEFORE: Guard = Guard {
+    name: "past_not_before",
+    sql: "(not_before IS NULL OR not_before <= now())",
+};
+const DUE: Guard = Guard {
+    name: "due",
+    sql: "(last_tick_ended_at IS NULL OR last_tick_ended_at + :interval_ms * interval '1 millisecond' <= now())",
+};
+const INSTANT_DUE: Guard = Guard {
+    name: "instant_due",
+    sql: "(NOT :calendar OR :instant <= now())",
+};
+const INSTANT_NOT_COMPLETED: Guard = Guard {
+    name: "instant_not_completed",
+    sql: "(NOT :calendar OR last_completed_instant IS NULL OR :instant > last_completed_instant)",
+};
+const INSTANT_IS_NEXT: Guard = Guard {
+    name: "instant_is_next",
+    sql: "(NOT :each OR last_completed_instant IS NULL OR last_completed_instant >= :previous)",
+};
+const CALLER_ANCHOR_LIVES: Guard = Guard {
+    name: "caller_anchor_lives",
+    sql: "(:anchor_pid IS NULL OR EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = :anchor_pid AND a.backend_start = :anchor_start))",
+};
+const UNEXPIRED: Guard = Guard {
+    name: "unexpired",
+    sql: "expires_at > now()",
+};
+const HOLDER_ANCHOR_ENDED: Guard = Guard {
+    name: "holder_anchor_ended",
+    sql: "leader_anchor_ended(holder_anchor_pid, holder_anchor_start, acquired_at)",
+};
+
 /// ACQUIRE's guards, for the protocol model. The model's ACQUIRE (`tools/leader-model/src/guards.rs`) grants
 /// iff every guard here holds; its guard tests fail if this list, `acquire.sql` and the model
 /// disagree. The `due` CTE repeats them to choose which rows to lock; the UPDATE's own WHERE is
@@ -102,42 +148,15 @@ pub const ACQUIRE_GUARDS: Guarded = Guarded {
     sql: ACQUIRE,
     where_after: "granted AS (",
     guards: &[
-        Guard {
-            name: "shard_count_matches",
-            sql: "shard_count = :shard_count",
-        },
-        Guard {
-            name: "unpaused",
-            sql: "paused_at IS NULL",
-        },
-        Guard {
-            name: "unheld_or_expired",
-            sql: "(expires_at IS NULL OR expires_at <= now())",
-        },
-        Guard {
-            name: "past_not_before",
-            sql: "(not_before IS NULL OR not_before <= now())",
-        },
-        Guard {
-            name: "due",
-            sql: "(last_tick_ended_at IS NULL OR last_tick_ended_at + :interval_ms * interval '1 millisecond' <= now())",
-        },
-        Guard {
-            name: "instant_due",
-            sql: "(NOT :calendar OR :instant <= now())",
-        },
-        Guard {
-            name: "instant_not_completed",
-            sql: "(NOT :calendar OR last_completed_instant IS NULL OR :instant > last_completed_instant)",
-        },
-        Guard {
-            name: "instant_is_next",
-            sql: "(NOT :each OR last_completed_instant IS NULL OR last_completed_instant >= :previous)",
-        },
-        Guard {
-            name: "caller_anchor_lives",
-            sql: "(:anchor_pid IS NULL OR EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = :anchor_pid AND a.backend_start = :anchor_start))",
-        },
+        SHARD_COUNT_MATCHES,
+        UNPAUSED,
+        UNHELD_OR_EXPIRED,
+        PAST_NOT_BEFORE,
+        DUE,
+        INSTANT_DUE,
+        INSTANT_NOT_COMPLETED,
+        INSTANT_IS_NEXT,
+        CALLER_ANCHOR_LIVES,
     ],
     plumbing: &[
         "role = wanted_role",
@@ -157,46 +176,16 @@ pub const TAKEOVER_GUARDS: Guarded = Guarded {
     sql: ACQUIRE,
     where_after: "ended_early AS (",
     guards: &[
-        Guard {
-            name: "shard_count_matches",
-            sql: "shard_count = :shard_count",
-        },
-        Guard {
-            name: "unpaused",
-            sql: "paused_at IS NULL",
-        },
-        Guard {
-            name: "unexpired",
-            sql: "expires_at > now()",
-        },
-        Guard {
-            name: "holder_anchor_ended",
-            sql: "leader_anchor_ended(holder_anchor_pid, holder_anchor_start, acquired_at)",
-        },
-        Guard {
-            name: "past_not_before",
-            sql: "(not_before IS NULL OR not_before <= now())",
-        },
-        Guard {
-            name: "due",
-            sql: "(last_tick_ended_at IS NULL OR last_tick_ended_at + :interval_ms * interval '1 millisecond' <= now())",
-        },
-        Guard {
-            name: "instant_due",
-            sql: "(NOT :calendar OR :instant <= now())",
-        },
-        Guard {
-            name: "instant_not_completed",
-            sql: "(NOT :calendar OR last_completed_instant IS NULL OR :instant > last_completed_instant)",
-        },
-        Guard {
-            name: "instant_is_next",
-            sql: "(NOT :each OR last_completed_instant IS NULL OR last_completed_instant >= :previous)",
-        },
-        Guard {
-            name: "caller_anchor_lives",
-            sql: "(:anchor_pid IS NULL OR EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = :anchor_pid AND a.backend_start = :anchor_start))",
-        },
+        SHARD_COUNT_MATCHES,
+        UNPAUSED,
+        UNEXPIRED,
+        HOLDER_ANCHOR_ENDED,
+        PAST_NOT_BEFORE,
+        DUE,
+        INSTANT_DUE,
+        INSTANT_NOT_COMPLETED,
+        INSTANT_IS_NEXT,
+        CALLER_ANCHOR_LIVES,
     ],
     plumbing: &[
         "role = wanted_role",
