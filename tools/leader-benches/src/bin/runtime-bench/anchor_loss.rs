@@ -128,31 +128,24 @@ async fn anchor_loss_run(
     run: usize,
     setup: Setup,
 ) -> Res<AnchorLossRun> {
-    sqlx::query(
-        "UPDATE leader_leases SET holder_id = NULL, acquired_at = NULL, expires_at = NULL,
-                not_before = NULL, last_tick_ended_at = NULL
-          WHERE role = $1",
-    )
-    .bind(TAKEOVER)
-    .execute(&mut *admin)
-    .await?;
-    let mut replicas = Vec::with_capacity(REPLICAS);
-    for i in 0..REPLICAS {
-        replicas.push(spawn_replica(exe, url, &format!("a{run}-{i}"), run, setup).await?);
-    }
-    let result = end_anchor(admin, run, setup).await;
-    for replica in &mut replicas {
-        let _ = replica.child.kill().await;
-    }
-    result
+    let replicas = Replicas {
+        count: REPLICAS,
+        prefix: "a",
+    };
+    replicas
+        .run(exe, url, admin, run, setup, async |admin, _| {
+            end_anchor(admin, run, setup).await
+        })
+        .await
 }
 
 /// Waits for a leader, ends its anchor at a random point of its renew cycle, and waits for its
 /// job's cancellation and the next leader's start.
 async fn end_anchor(admin: &mut PgConnection, run: usize, setup: Setup) -> Res<AnchorLossRun> {
-    let (leader, old_token, _) = first_tick(admin, run, i64::MIN, Duration::from_secs(15))
-        .await?
-        .ok_or("no replica started a tick")?;
+    let (leader, old_token, _) =
+        first_tick(admin, run, TickFilter::default(), Duration::from_secs(15))
+            .await?
+            .ok_or("no replica started a tick")?;
     let delay = KILL_BASE + rand::rng().random_range(Duration::ZERO..setup.timings().heartbeat());
     tokio::time::sleep(delay).await;
     let (held_by, held_token, anchor_pid): (Option<String>, i64, Option<i32>) = sqlx::query_as(
@@ -181,9 +174,17 @@ async fn end_anchor(admin: &mut PgConnection, run: usize, setup: Setup) -> Res<A
     }
     let within = setup.ttl * 3;
     let (cancelled_at, cause) = cancellation(admin, run, &leader, old_token, within).await?;
-    let (successor, new_token, started_at) = next_tick(admin, run, terminated_at, within)
-        .await?
-        .ok_or_else(|| format!("nobody led within {within:?} of the terminate"))?;
+    let (successor, new_token, started_at) = first_tick(
+        admin,
+        run,
+        TickFilter {
+            started_after: Some(terminated_at),
+            ..TickFilter::default()
+        },
+        within,
+    )
+    .await?
+    .ok_or_else(|| format!("nobody led within {within:?} of the terminate"))?;
     // The next tick never ends, so the row still shows its grant, and the cooldown only the old
     // holder's RELEASE can have set (the run started with none).
     let (holder_token, next_anchor, not_before): (i64, Option<i32>, Option<DateTime<Utc>>) =
@@ -218,8 +219,7 @@ async fn cancellation(
     token: i64,
     within: Duration,
 ) -> Res<(DateTime<Utc>, String)> {
-    let deadline = Instant::now() + within;
-    loop {
+    let row = poll_for(within, async || {
         let row: Option<(DateTime<Utc>, String)> = sqlx::query_as(
             "SELECT cancelled_at, cause FROM runtime_ticks
               WHERE run = $1 AND holder = $2 AND token = $3 AND cancelled_at IS NOT NULL",
@@ -229,38 +229,10 @@ async fn cancellation(
         .bind(token)
         .fetch_optional(&mut *admin)
         .await?;
-        if let Some(row) = row {
-            return Ok(row);
-        }
-        if Instant::now() > deadline {
-            return Err(format!("{holder}'s job saw no cancellation within {within:?}").into());
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// The first tick of `run` started after `after`, whoever leads it.
-async fn next_tick(
-    admin: &mut PgConnection,
-    run: usize,
-    after: DateTime<Utc>,
-    within: Duration,
-) -> Res<Option<TickRow>> {
-    let deadline = Instant::now() + within;
-    loop {
-        let row: Option<TickRow> = sqlx::query_as(
-            "SELECT holder, token, started_at FROM runtime_ticks
-              WHERE run = $1 AND started_at > $2 ORDER BY started_at LIMIT 1",
-        )
-        .bind(run as i32)
-        .bind(after)
-        .fetch_optional(&mut *admin)
-        .await?;
-        if row.is_some() || Instant::now() > deadline {
-            return Ok(row);
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        Ok(row)
+    })
+    .await?;
+    row.ok_or_else(|| format!("{holder}'s job saw no cancellation within {within:?}").into())
 }
 
 /// Part 6's section: each run, the notice time and the next lead, and the checks.

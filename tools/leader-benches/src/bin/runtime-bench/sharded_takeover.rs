@@ -127,11 +127,7 @@ pub(super) async fn sharded_takeover_runs(
             NAME,
             &format!(
                 "part 7: {runs} SIGKILLs of a replica of a role in {SHARD_COUNT} shards, {REPLICAS} replica processes, {}",
-                if anchors {
-                    "with take_over_when_dead"
-                } else {
-                    "without it"
-                }
+                setup.anchors_label()
             ),
         );
         let (mut done, mut errors) = (Vec::new(), Vec::new());
@@ -173,28 +169,15 @@ async fn shard_takeover_run(
     run: usize,
     setup: Setup,
 ) -> Res<ShardTakeoverRun> {
-    // Clean rows and no presence: the previous run's replicas were killed holding shards.
-    sqlx::query(
-        "UPDATE leader_leases SET holder_id = NULL, acquired_at = NULL, expires_at = NULL,
-                not_before = NULL, last_tick_ended_at = NULL, last_tick_holder = NULL
-          WHERE role = $1",
-    )
-    .bind(SHARDED)
-    .execute(&mut *admin)
-    .await?;
-    sqlx::query("DELETE FROM leader_presence WHERE role = $1")
-        .bind(SHARDED)
-        .execute(&mut *admin)
-        .await?;
-    let mut replicas = Vec::with_capacity(REPLICAS);
-    for i in 0..REPLICAS {
-        replicas.push(spawn_replica(exe, url, &format!("s{run}-{i}"), run, setup).await?);
-    }
-    let result = kill_a_holder(admin, run, &mut replicas, setup).await;
-    for replica in &mut replicas {
-        let _ = replica.child.kill().await;
-    }
-    result
+    let replicas = Replicas {
+        count: REPLICAS,
+        prefix: "s",
+    };
+    replicas
+        .run(exe, url, admin, run, setup, async |admin, replicas| {
+            kill_a_holder(admin, run, replicas, setup).await
+        })
+        .await
 }
 
 /// A held shard as `leader_leases` shows it: holder, index, token, expiry.
@@ -274,11 +257,18 @@ async fn kill_a_holder(
     let within = setup.ttl * 3;
     let mut moves = Vec::with_capacity(its.len());
     for &(_, shard, token, expires_at) in its {
-        let (survivor, _, started_at) = first_shard_tick(admin, run, shard, token, within)
-            .await?
-            .ok_or_else(|| {
-            format!("shard {shard}: nobody took it within {within:?} of the kill")
-        })?;
+        let (survivor, _, started_at) = first_tick(
+            admin,
+            run,
+            TickFilter {
+                above_token: Some(token),
+                shard: Some(shard),
+                ..TickFilter::default()
+            },
+            within,
+        )
+        .await?
+        .ok_or_else(|| format!("shard {shard}: nobody took it within {within:?} of the kill"))?;
         if survivor == victim {
             return Err(format!("shard {shard}: a tick of the killed {victim} started").into());
         }
@@ -300,32 +290,6 @@ async fn kill_a_holder(
         spread,
         moves,
     })
-}
-
-/// The first tick of `run` on `shard` under a token above `token`.
-async fn first_shard_tick(
-    admin: &mut PgConnection,
-    run: usize,
-    shard: i32,
-    token: i64,
-    within: Duration,
-) -> Res<Option<TickRow>> {
-    let deadline = Instant::now() + within;
-    loop {
-        let row: Option<TickRow> = sqlx::query_as(
-            "SELECT holder, token, started_at FROM runtime_ticks
-              WHERE run = $1 AND shard = $2 AND token > $3 ORDER BY started_at LIMIT 1",
-        )
-        .bind(run as i32)
-        .bind(shard)
-        .bind(token)
-        .fetch_optional(&mut *admin)
-        .await?;
-        if row.is_some() || Instant::now() > deadline {
-            return Ok(row);
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// Part 7's section: each run, then the takeover with and without anchors against issue 33's

@@ -33,6 +33,23 @@ impl Setup {
         }
     }
 
+    /// The role its replicas lead.
+    pub(super) fn role(self) -> Role {
+        match self.shards {
+            None => TAKEOVER,
+            Some(_) => SHARDED,
+        }
+    }
+
+    /// How the progress lines name the setup's anchors.
+    pub(super) fn anchors_label(self) -> &'static str {
+        if self.anchors {
+            "with take_over_when_dead"
+        } else {
+            "without it"
+        }
+    }
+
     pub(super) fn timings(self) -> Timings {
         Timings::scaled_to_ttl(self.ttl).expect("the bench's TTLs scale to valid timings")
     }
@@ -126,22 +143,52 @@ pub(super) struct TakeoverRun {
 
 pub(super) type TickRow = (String, i64, DateTime<Utc>);
 
+/// Which ticks of a run [`first_tick`] looks for; a field left `None` does not filter.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct TickFilter {
+    /// Tokens above this one.
+    pub(super) above_token: Option<i64>,
+    /// Ticks started after this instant.
+    pub(super) started_after: Option<DateTime<Utc>>,
+    /// Ticks of this shard.
+    pub(super) shard: Option<i32>,
+}
+
+/// The earliest tick of `run` that `filter` lets through, waiting up to `within` for one.
 pub(super) async fn first_tick(
     admin: &mut PgConnection,
     run: usize,
-    above_token: i64,
+    filter: TickFilter,
     within: Duration,
 ) -> Res<Option<TickRow>> {
-    let deadline = Instant::now() + within;
-    loop {
+    poll_for(within, async || {
         let row: Option<TickRow> = sqlx::query_as(
             "SELECT holder, token, started_at FROM runtime_ticks
-              WHERE run = $1 AND token > $2 ORDER BY started_at LIMIT 1",
+              WHERE run = $1
+                AND ($2::bigint IS NULL OR token > $2)
+                AND ($3::timestamptz IS NULL OR started_at > $3)
+                AND ($4::integer IS NULL OR shard = $4)
+              ORDER BY started_at LIMIT 1",
         )
         .bind(run as i32)
-        .bind(above_token)
+        .bind(filter.above_token)
+        .bind(filter.started_after)
+        .bind(filter.shard)
         .fetch_optional(&mut *admin)
         .await?;
+        Ok(row)
+    })
+    .await
+}
+
+/// Calls `read` every 20 ms until it returns a row, or `within` has passed (then `None`).
+pub(super) async fn poll_for<T>(
+    within: Duration,
+    mut read: impl AsyncFnMut() -> Res<Option<T>>,
+) -> Res<Option<T>> {
+    let deadline = Instant::now() + within;
+    loop {
+        let row = read().await?;
         if row.is_some() || Instant::now() > deadline {
             return Ok(row);
         }
@@ -156,24 +203,60 @@ pub(super) async fn takeover_run(
     run: usize,
     setup: Setup,
 ) -> Res<TakeoverRun> {
-    // A clean row: no holder, no cooldown (the previous run's replicas were killed holding it).
-    sqlx::query(
-        "UPDATE leader_leases SET holder_id = NULL, acquired_at = NULL, expires_at = NULL,
-                not_before = NULL, last_tick_ended_at = NULL
-          WHERE role = $1",
-    )
-    .bind(TAKEOVER)
-    .execute(&mut *admin)
-    .await?;
-    let mut replicas = Vec::with_capacity(TAKEOVER_REPLICAS);
-    for i in 0..TAKEOVER_REPLICAS {
-        replicas.push(spawn_replica(exe, url, &format!("r{run}-{i}"), run, setup).await?);
+    let replicas = Replicas {
+        count: TAKEOVER_REPLICAS,
+        prefix: "r",
+    };
+    replicas
+        .run(exe, url, admin, run, setup, async |admin, replicas| {
+            takeover_drill(admin, run, replicas, setup).await
+        })
+        .await
+}
+
+/// The replica processes of one run: how many, and the prefix of their holder ids
+/// (`{prefix}{run}-{index}`).
+pub(super) struct Replicas {
+    pub(super) count: usize,
+    pub(super) prefix: &'static str,
+}
+
+impl Replicas {
+    /// Clears the setup's role (no holder, no cooldown, no presence: the previous run's replicas
+    /// were killed holding it), starts the replicas, runs `drill` with them and kills them all.
+    pub(super) async fn run<T>(
+        &self,
+        exe: &Path,
+        url: &str,
+        admin: &mut PgConnection,
+        run: usize,
+        setup: Setup,
+        drill: impl AsyncFnOnce(&mut PgConnection, &mut [Replica]) -> Res<T>,
+    ) -> Res<T> {
+        let role = setup.role();
+        sqlx::query(
+            "UPDATE leader_leases SET holder_id = NULL, acquired_at = NULL, expires_at = NULL,
+                    not_before = NULL, last_tick_ended_at = NULL, last_tick_holder = NULL
+              WHERE role = $1",
+        )
+        .bind(role)
+        .execute(&mut *admin)
+        .await?;
+        sqlx::query("DELETE FROM leader_presence WHERE role = $1")
+            .bind(role)
+            .execute(&mut *admin)
+            .await?;
+        let mut replicas = Vec::with_capacity(self.count);
+        for i in 0..self.count {
+            let holder = format!("{}{run}-{i}", self.prefix);
+            replicas.push(spawn_replica(exe, url, &holder, run, setup).await?);
+        }
+        let result = drill(admin, &mut replicas).await;
+        for replica in &mut replicas {
+            let _ = replica.child.kill().await;
+        }
+        result
     }
-    let result = takeover_drill(admin, run, &mut replicas, setup).await;
-    for replica in &mut replicas {
-        let _ = replica.child.kill().await;
-    }
-    result
 }
 
 pub(super) async fn takeover_drill(
@@ -182,7 +265,7 @@ pub(super) async fn takeover_drill(
     replicas: &mut [Replica],
     setup: Setup,
 ) -> Res<TakeoverRun> {
-    let (leader, token, _) = first_tick(admin, run, i64::MIN, Duration::from_secs(15))
+    let (leader, token, _) = first_tick(admin, run, TickFilter::default(), Duration::from_secs(15))
         .await?
         .ok_or("no replica started a tick")?;
     let delay = KILL_BASE + rand::rng().random_range(Duration::ZERO..setup.timings().heartbeat());
@@ -212,9 +295,17 @@ pub(super) async fn takeover_drill(
     }
     let expires_at = expires_at.ok_or("a held lease without expiry")?;
     let within = setup.ttl * 3;
-    let (successor, _, started_at) = first_tick(admin, run, token, within)
-        .await?
-        .ok_or_else(|| format!("run {run}: no takeover within {within:?} of the kill"))?;
+    let (successor, _, started_at) = first_tick(
+        admin,
+        run,
+        TickFilter {
+            above_token: Some(token),
+            ..TickFilter::default()
+        },
+        within,
+    )
+    .await?
+    .ok_or_else(|| format!("run {run}: no takeover within {within:?} of the kill"))?;
     let remaining = secs_between(killed_at, expires_at);
     Ok(TakeoverRun {
         killed: leader,
@@ -469,11 +560,7 @@ pub(super) async fn dead_holder_runs(
             &format!(
                 "part 5: {DEAD_HOLDER_RUNS} takeovers of a SIGKILLed leader at TTL {:?}, {}",
                 setup.ttl,
-                if setup.anchors {
-                    "with take_over_when_dead"
-                } else {
-                    "without it"
-                }
+                setup.anchors_label()
             ),
         );
         let (mut done, mut errors) = (Vec::new(), Vec::new());
