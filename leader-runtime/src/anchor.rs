@@ -184,7 +184,10 @@ async fn watch_until_error(
             ?next,
             "the anchor watcher waits on the next anchor in the ring"
         );
-        match lease::await_anchor_end(&mut session, holder, next).await {
+        // An ended anchor's backend leaves pg_stat_activity a moment after it frees its lock;
+        // it is given as long as one statement may take.
+        let exit_wait = timings.statement_timeout();
+        match lease::await_anchor_end(&mut session, holder, next, exit_wait).await {
             Ok(AnchorWait::Ended) if next.is_own() => {
                 // Alone in the ring, it watched its own anchor, which ended: wait for the next.
                 tracing::info!("this replica's anchor ended");

@@ -134,6 +134,44 @@ async fn a_lease_whose_holders_anchor_ended_is_taken_over_at_once_with_a_larger_
     assert_eq!(claim(&app, new).await, 10);
 }
 
+/// The ACQUIRE that ends a dead holder's lease early tells every listening replica, as the ended
+/// anchor's watcher does: it may not be the one to take the lease (a sharded role's caller may
+/// hold its share already), and a concurrent ACQUIRE skipped the rows it locked.
+///
+/// Without a clock: notifications arrive in commit order, so the test's own marker, sent after
+/// the ACQUIRE, comes first only if the ACQUIRE sent nothing.
+#[tokio::test]
+async fn an_acquire_that_ends_a_lease_early_wakes_the_other_replicas() {
+    let (db, app) = database().await;
+    let (_a_session, a) = anchored(&db, "a").await;
+    let (_b_session, b) = anchored(&db, "b").await;
+    granted(acquire(&app, "a", Some(&a)).await);
+    let mut listener = sqlx::postgres::PgListener::connect(&db.url())
+        .await
+        .unwrap();
+    listener.listen(lease::ANCHOR_ENDED_CHANNEL).await.unwrap();
+    terminate(&db, &a).await;
+    assert_eq!(
+        refused(acquire(&app, "b", Some(&b)).await),
+        RefusalReason::HolderAnchorEnded
+    );
+    sqlx::query("SELECT pg_notify($1, 'marker')")
+        .bind(lease::ANCHOR_ENDED_CHANNEL)
+        .execute(db.admin())
+        .await
+        .unwrap();
+    let a_key: i32 = sqlx::query_scalar("SELECT hashtext('a')")
+        .fetch_one(db.admin())
+        .await
+        .unwrap();
+    let first = listener.recv().await.unwrap();
+    assert_eq!(
+        first.payload(),
+        a_key.to_string(),
+        "the early end told of a's anchor"
+    );
+}
+
 #[tokio::test]
 async fn no_lease_is_taken_over_while_its_holders_anchor_lives() {
     let (db, app) = database().await;
@@ -338,7 +376,7 @@ async fn a_wait_on_a_ring_read_before_a_replica_joined_reads_the_ring_again() {
         .unwrap();
     assert!(!after_b.is_own());
     let waiting = tokio::spawn(async move {
-        let wait = lease::await_anchor_end(&mut watcher_a, "a", alone).await;
+        let wait = lease::await_anchor_end(&mut watcher_a, "a", alone, HOUR).await;
         (wait, watcher_a)
     });
     while !waiting.is_finished() {
@@ -362,6 +400,79 @@ async fn a_wait_on_a_ring_read_before_a_replica_joined_reads_the_ring_again() {
         .await
         .unwrap();
     assert!(!after_a.is_own(), "a now watches b");
+}
+
+/// A backend that exits frees its anchor lock before it leaves `pg_stat_activity`, where ACQUIRE
+/// looks for it: a watcher granted the lock tells the others only once the session it waited on
+/// has left, or its ACQUIRE would still count the anchor as alive. Here the anchor's session frees
+/// its lock itself and lives on, as an exiting backend does for a moment, until the test ends it.
+///
+/// Without a clock: the test sends its own marker once the watcher has the lock and looks at
+/// `pg_stat_activity`, then ends the session; notifications arrive in commit order, so the marker
+/// comes first unless the watcher told the others while the session was still listed.
+#[tokio::test]
+async fn a_watcher_tells_of_an_end_only_once_the_session_has_left_pg_stat_activity() {
+    let (db, _app) = database().await;
+    let (mut a, a_anchor) = anchored(&db, "a").await;
+    let (_b, _) = anchored(&db, "b").await;
+    let mut watcher_b = watcher(&db).await;
+    let watcher_pid = backend_pid(&mut watcher_b).await;
+    let next = lease::next_in_ring(&mut watcher_b, "b", &hour_lease())
+        .await
+        .unwrap();
+    let mut listener = sqlx::postgres::PgListener::connect(&db.url())
+        .await
+        .unwrap();
+    listener.listen(lease::ANCHOR_ENDED_CHANNEL).await.unwrap();
+    let waiting =
+        tokio::spawn(async move { lease::await_anchor_end(&mut watcher_b, "b", next, HOUR).await });
+    while !waits_on_a_lock(&db, watcher_pid).await {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    sqlx::query("SELECT pg_advisory_unlock_all()")
+        .execute(&mut a)
+        .await
+        .unwrap();
+    // The watcher is granted the lock at once; then it either told the others already or looks
+    // at pg_stat_activity, where a's session is listed.
+    loop {
+        let looking: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+                             WHERE pid = $1 AND query LIKE '%AS listed%')",
+        )
+        .bind(watcher_pid)
+        .fetch_one(db.admin())
+        .await
+        .unwrap();
+        if looking || waiting.is_finished() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    sqlx::query("SELECT pg_notify($1, 'marker')")
+        .bind(lease::ANCHOR_ENDED_CHANNEL)
+        .execute(db.admin())
+        .await
+        .unwrap();
+    terminate(&db, &a_anchor).await;
+    assert_eq!(waiting.await.unwrap().unwrap(), AnchorWait::Ended);
+    sqlx::query("SELECT pg_notify($1, 'after')")
+        .bind(lease::ANCHOR_ENDED_CHANNEL)
+        .execute(db.admin())
+        .await
+        .unwrap();
+    let first = listener.recv().await.unwrap();
+    assert_eq!(
+        first.payload(),
+        "marker",
+        "the watcher told the others while the ended session was still listed"
+    );
+    let second = listener.recv().await.unwrap();
+    assert_ne!(
+        second.payload(),
+        "after",
+        "then it told them, before it returned"
+    );
 }
 
 /// A watcher on its way to a wait (its statement running, no lock requested yet) is cancelled by

@@ -82,7 +82,12 @@ use crate::{Fence, Role, Statement, StatementError, Timings};
 // so no claim of the old token starts after the new token's `acquired_at`, as after an expiry.
 // Granting in the same statement would let a claim that started while the statement ran (and
 // so saw the old row) pass the fence after the new grant's `acquired_at`: the drills' checker
-// reported exactly that.
+// reported exactly that. An early end sends NOTIFY on ANCHOR_ENDED_CHANNEL with the ended
+// anchor's lock key, as that anchor's watcher did, so that every listening replica polls again:
+// the caller may not be the one to take the lease (a sharded role's caller may hold its share
+// already), and a concurrent ACQUIRE skipped the rows this one locked, so without it the lease
+// waited for some replica's next scheduled poll. (A release on RELEASED_CHANNEL would not do: a
+// replica takes a shard's release for its runner's, and does not poll for it.)
 //
 // `:interval_ms`, `:calendar`, `:instant`, `:each`, `:previous` and `:shard_count` in the guards
 // are rendered as the columns `wanted_interval_ms`, `wanted_calendar`, `wanted_instant`,
@@ -477,6 +482,10 @@ where
                 Value::Int(i64::try_from(max_grants.max(1)).unwrap_or(i64::MAX)),
             ),
             ("lock_ms", Value::Int(lock_timeout(timings))),
+            (
+                "anchor_ended_channel",
+                Value::Text(super::anchor::ANCHOR_ENDED_CHANNEL),
+            ),
             (
                 "anchor_pid",
                 match anchor {

@@ -117,7 +117,7 @@ ended_early AS (
        AND (:anchor_pid IS NULL
             OR EXISTS (SELECT 1 FROM pg_stat_activity a
                         WHERE a.pid = :anchor_pid AND a.backend_start = :anchor_start))
-    RETURNING role AS ended_role, shard_index AS ended_shard_index
+    RETURNING role AS ended_role, shard_index AS ended_shard_index, holder_id AS ended_holder
 ),
 granted AS (
     UPDATE leader_leases
@@ -176,6 +176,16 @@ SELECT s.wanted_role                 AS wanted_role,
        EXISTS (SELECT 1 FROM ended_early e
                 WHERE e.ended_role = s.wanted_role AND e.ended_shard_index = s.wanted_shard_index)
                                      AS ended_early,
+       -- A lease ended early tells every replica that listens, as the watcher of the ended
+       -- anchor did, so that they poll at once: the caller may not be the one to take it (a
+       -- sharded role's caller may hold its share already, and a concurrent ACQUIRE skipped the
+       -- rows this one locked).
+       (SELECT count(*) FROM (SELECT pg_notify(:anchor_ended_channel,
+                                               hashtext(e.ended_holder)::text)
+                                FROM ended_early e
+                               WHERE e.ended_role = s.wanted_role
+                                 AND e.ended_shard_index = s.wanted_shard_index) AS sent)
+                                     AS ended_early_notified,
        coalesce(s.expires_at > now(), false) AS held,
        NOT (:anchor_pid IS NULL
             OR EXISTS (SELECT 1 FROM pg_stat_activity a

@@ -18,6 +18,8 @@
 //!
 //! The design, and why each part is needed, is `docs/design/dead-holder-takeover.md`.
 
+use std::time::Duration;
+
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgExecutor, Row};
 
@@ -122,8 +124,9 @@ impl Anchor {
     }
 }
 
-/// The channel a watcher notifies when the anchor it watched has ended ([`await_anchor_end`]);
-/// the payload is that anchor's lock key.
+/// The channel a watcher notifies when the anchor it watched has ended ([`await_anchor_end`]),
+/// and ACQUIRE whenever it ends a lease of an ended anchor early; the payload is that anchor's
+/// lock key.
 pub const ANCHOR_ENDED_CHANNEL: &str = "leader_anchor_ended";
 
 /// The `application_name` of every watcher session: [`next_in_ring`] finds the watchers it may
@@ -177,20 +180,34 @@ SELECT next.key, next.key = (SELECT key FROM me) AS own,
 "
 );
 
-/// Blocks until the anchor lock `:key` is free (its session ended), frees it at once (so that a
-/// restarted replica with that holder id can anchor again), and tells every anchor; returns no
+/// Blocks until the anchor lock `:key` is free (its session ended) and frees it at once (so that
+/// a restarted replica with that holder id can anchor again); answers with the pid of the session
+/// that held the lock when the wait began (read before it blocks; NULL if none did). Returns no
 /// row, at once, when the ring no longer puts `:key` after `:holder` (a replica joined since the
 /// watcher read it).
 const AWAIT_END: &str = concat!(
     ring!(),
     "
-SELECT pg_advisory_lock(:class::integer, :key::integer),
-       pg_advisory_unlock(:class::integer, :key::integer),
-       pg_notify(:channel, :key::text)
+SELECT (SELECT l.pid
+          FROM pg_locks l
+         WHERE l.locktype = 'advisory' AND l.classid = :class::oid
+           AND l.objid = (:key::integer)::oid AND l.objsubid = 2 AND l.granted
+         LIMIT 1) AS holder_pid,
+       pg_advisory_lock(:class::integer, :key::integer),
+       pg_advisory_unlock(:class::integer, :key::integer)
   FROM next
  WHERE next.key::oid::integer = :key::integer
 "
 );
+
+/// Whether the session `:pid` is still listed in `pg_stat_activity`, which ACQUIRE reads.
+const LISTED: &str = "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = :pid) AS listed";
+
+/// Tells every anchor that the anchor `:key` has ended.
+const NOTIFY_ENDED: &str = "SELECT pg_notify(:channel, :key::text)";
+
+/// How often a watcher looks whether an ended anchor's backend has left `pg_stat_activity`.
+const EXIT_LOOK_EVERY: Duration = Duration::from_millis(2);
 
 /// The lock key of the anchor a watcher watches: the one after its own in the ring of live
 /// anchors, or its own when it is alone.
@@ -269,8 +286,9 @@ pub async fn next_in_ring(
     })
 }
 
-/// Waits, with no timeout, until the anchor `key` ends, then notifies [`ANCHOR_ENDED_CHANNEL`];
-/// returns [`AnchorWait::RingChanged`] at once instead when the ring, read again in the same
+/// Waits, with no timeout, until the anchor `key` ends, then, once the ended session has left
+/// `pg_stat_activity` (where ACQUIRE looks for it; a backend that exits releases its locks first)
+/// or `exit_wait` has passed, notifies [`ANCHOR_ENDED_CHANNEL`]; returns [`AnchorWait::RingChanged`] at once instead when the ring, read again in the same
 /// statement, no longer puts `key` after `holder_id`'s anchor, and when a joining replica
 /// cancels the wait. Send it on the watcher's own session, connected with
 /// [`WATCHER_APPLICATION_NAME`], which does nothing else meanwhile.
@@ -282,26 +300,58 @@ pub async fn await_anchor_end(
     session: &mut PgConnection,
     holder_id: &str,
     key: RingKey,
+    exit_wait: Duration,
 ) -> Result<AnchorWait, StatementError> {
     use crate::inline::Value;
+    let failed = StatementError::database(Statement::Anchor);
+    let class = Value::Int(i64::from(ANCHOR_LOCK_CLASS));
     let sql = crate::inline::render(
         AWAIT_END,
         &[
-            ("class", Value::Int(i64::from(ANCHOR_LOCK_CLASS))),
+            ("class", class),
             ("holder", Value::Text(holder_id)),
             ("key", Value::Int(i64::from(key.key))),
-            ("channel", Value::Text(ANCHOR_ENDED_CHANNEL)),
         ],
     );
-    let sent = sqlx::raw_sql(sqlx::AssertSqlSafe(Statement::Anchor.tag(&sql)))
-        .execute(session)
+    let waited = sqlx::raw_sql(sqlx::AssertSqlSafe(Statement::Anchor.tag(&sql)))
+        .fetch_optional(&mut *session)
         .await;
-    match sent {
-        Ok(done) if done.rows_affected() == 0 => Ok(AnchorWait::RingChanged),
-        Ok(_) => Ok(AnchorWait::Ended),
-        Err(error) if is_cancel(&error) => Ok(AnchorWait::RingChanged),
-        Err(error) => Err(StatementError::database(Statement::Anchor)(error)),
+    let holder_pid: Option<i32> = match waited {
+        Ok(None) => return Ok(AnchorWait::RingChanged),
+        Ok(Some(row)) => row.try_get("holder_pid").map_err(&failed)?,
+        Err(error) if is_cancel(&error) => return Ok(AnchorWait::RingChanged),
+        Err(error) => return Err(failed(error)),
+    };
+    // A backend that exits releases its locks before it leaves pg_stat_activity, where ACQUIRE
+    // looks for it: told at once, the others' ACQUIRE could still count the anchor as alive and
+    // the lease would wait for a later poll.
+    if let Some(pid) = holder_pid {
+        let listed = crate::inline::render(LISTED, &[("pid", Value::Int(i64::from(pid)))]);
+        let deadline = tokio::time::Instant::now() + exit_wait;
+        loop {
+            let still: bool =
+                sqlx::query_scalar(sqlx::AssertSqlSafe(Statement::Anchor.tag(&listed)))
+                    .fetch_one(&mut *session)
+                    .await
+                    .map_err(&failed)?;
+            if !still || tokio::time::Instant::now() >= deadline {
+                break;
+            }
+            tokio::time::sleep(EXIT_LOOK_EVERY).await;
+        }
     }
+    let notify = crate::inline::render(
+        NOTIFY_ENDED,
+        &[
+            ("channel", Value::Text(ANCHOR_ENDED_CHANNEL)),
+            ("key", Value::Int(i64::from(key.key))),
+        ],
+    );
+    sqlx::raw_sql(sqlx::AssertSqlSafe(Statement::Anchor.tag(&notify)))
+        .execute(&mut *session)
+        .await
+        .map_err(&failed)?;
+    Ok(AnchorWait::Ended)
 }
 
 /// How many times in a row [`next_in_ring`] reads the ring again after a joining replica
