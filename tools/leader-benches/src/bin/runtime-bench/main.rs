@@ -14,7 +14,8 @@
 //!
 //! Parts 3 to 7 are described in their modules: `scale`, `handoff`, `takeover` (part 5, a dead
 //! holder's takeover with anchors), `anchor_loss` (6, an anchor ended while its holder lives) and
-//! `sharded_takeover` (7, a sharded role's shards after SIGKILL).
+//! `sharded_takeover` (7, a sharded role's shards after SIGKILL). The replica processes of parts
+//! 2 and 5 to 7 are `replicas`.
 //!
 //! It always starts its own throwaway cluster (`DATABASE_URL` is ignored): it reads the server's
 //! log file. Every connection is direct: no pooler. No server or replica process outlives it:
@@ -115,6 +116,7 @@ fn secs_between(from: DateTime<Utc>, to: DateTime<Utc>) -> f64 {
 mod anchor_loss;
 mod handoff;
 mod idle;
+mod replicas;
 mod scale;
 mod sharded_takeover;
 mod takeover;
@@ -123,6 +125,7 @@ use anchor_loss::*;
 use handoff::*;
 use idle::*;
 use leader_benches::server_log::*;
+use replicas::*;
 use scale::*;
 use sharded_takeover::*;
 use takeover::*;
