@@ -350,11 +350,11 @@ impl<S: Clone + Send + Sync + 'static> RuntimeBuilder<S> {
     /// `backend_start`). When, in its own statement, the server shows that a holder's anchor
     /// session no longer exists, ACQUIRE ends that lease early, and the next ACQUIRE (sent at
     /// once) grants it as any expired lease, with a new, larger token: the old holder's fence is
-    /// false from then on. If this replica's own anchor ends while it runs (`pg_terminate_backend`, a network
-    /// fault the server noticed, a server restart), its ticks under that anchor are cancelled at
-    /// once (`CancelCause::AnchorLost`) and released as `anchor_lost`, with no cooldown, so any
-    /// replica may lead the role again at once, and it anchors again. The watchers form a ring over the
-    /// live replicas and send nothing while nobody joins or dies; the one that hears a death
+    /// false from then on. If this replica's own anchor ends while it runs
+    /// (`pg_terminate_backend`, a network fault the server noticed, a server restart), its ticks
+    /// under that anchor are cancelled at once (`CancelCause::AnchorLost`) and released as
+    /// `anchor_lost`, with no cooldown, so any replica may lead the role again at once, and it
+    /// anchors again. The watchers form a ring over the live replicas and send nothing while nobody joins or dies; the one that hears a death
     /// wakes every replica. Where the server still has the session (a frozen process, a
     /// partition the server has not noticed), leases move at their expiry, as without it. The
     /// direct connections must log in as the same database role as `pool`, or the runtime says

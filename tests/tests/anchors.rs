@@ -146,20 +146,13 @@ async fn an_acquire_that_ends_a_lease_early_wakes_the_other_replicas() {
     let (_a_session, a) = anchored(&db, "a").await;
     let (_b_session, b) = anchored(&db, "b").await;
     granted(acquire(&app, "a", Some(&a)).await);
-    let mut listener = sqlx::postgres::PgListener::connect(&db.url())
-        .await
-        .unwrap();
-    listener.listen(lease::ANCHOR_ENDED_CHANNEL).await.unwrap();
+    let mut listener = listen_for_ended_anchors(&db).await;
     terminate(&db, &a).await;
     assert_eq!(
         refused(acquire(&app, "b", Some(&b)).await),
         RefusalReason::HolderAnchorEnded
     );
-    sqlx::query("SELECT pg_notify($1, 'marker')")
-        .bind(lease::ANCHOR_ENDED_CHANNEL)
-        .execute(db.admin())
-        .await
-        .unwrap();
+    tell_ended_anchors(&db, "marker").await;
     let a_key: i32 = sqlx::query_scalar("SELECT hashtext('a')")
         .fetch_one(db.admin())
         .await
@@ -361,8 +354,7 @@ async fn watcher(db: &TestDb) -> PgConnection {
 #[tokio::test]
 async fn a_wait_on_a_ring_read_before_a_replica_joined_reads_the_ring_again() {
     let (db, _app) = database().await;
-    let (mut a, _) = anchored(&db, "a").await;
-    let a_pid = backend_pid(&mut a).await;
+    let (_a, a) = anchored(&db, "a").await;
     let mut watcher_a = watcher(&db).await;
     let watcher_pid = backend_pid(&mut watcher_a).await;
     let alone = lease::next_in_ring(&mut watcher_a, "a", &hour_lease())
@@ -381,11 +373,7 @@ async fn a_wait_on_a_ring_read_before_a_replica_joined_reads_the_ring_again() {
     });
     while !waiting.is_finished() {
         if waits_on_a_lock(&db, watcher_pid).await {
-            sqlx::query("SELECT pg_terminate_backend($1, 60000)")
-                .bind(a_pid)
-                .execute(db.admin())
-                .await
-                .unwrap();
+            terminate(&db, &a).await;
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -420,10 +408,7 @@ async fn a_watcher_tells_of_an_end_only_once_the_session_has_left_pg_stat_activi
     let next = lease::next_in_ring(&mut watcher_b, "b", &hour_lease())
         .await
         .unwrap();
-    let mut listener = sqlx::postgres::PgListener::connect(&db.url())
-        .await
-        .unwrap();
-    listener.listen(lease::ANCHOR_ENDED_CHANNEL).await.unwrap();
+    let mut listener = listen_for_ended_anchors(&db).await;
     let waiting =
         tokio::spawn(async move { lease::await_anchor_end(&mut watcher_b, "b", next, HOUR).await });
     while !waits_on_a_lock(&db, watcher_pid).await {
@@ -449,18 +434,10 @@ async fn a_watcher_tells_of_an_end_only_once_the_session_has_left_pg_stat_activi
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    sqlx::query("SELECT pg_notify($1, 'marker')")
-        .bind(lease::ANCHOR_ENDED_CHANNEL)
-        .execute(db.admin())
-        .await
-        .unwrap();
+    tell_ended_anchors(&db, "marker").await;
     terminate(&db, &a_anchor).await;
     assert_eq!(waiting.await.unwrap().unwrap(), AnchorWait::Ended);
-    sqlx::query("SELECT pg_notify($1, 'after')")
-        .bind(lease::ANCHOR_ENDED_CHANNEL)
-        .execute(db.admin())
-        .await
-        .unwrap();
+    tell_ended_anchors(&db, "after").await;
     let first = listener.recv().await.unwrap();
     assert_eq!(
         first.payload(),
@@ -526,4 +503,23 @@ async fn waits_on_a_lock(db: &TestDb, pid: i32) -> bool {
     .fetch_one(db.admin())
     .await
     .unwrap()
+}
+
+/// A session to PostgreSQL itself that listens on the channel of ended anchors.
+async fn listen_for_ended_anchors(db: &TestDb) -> sqlx::postgres::PgListener {
+    let mut listener = sqlx::postgres::PgListener::connect(&db.url())
+        .await
+        .unwrap();
+    listener.listen(lease::ANCHOR_ENDED_CHANNEL).await.unwrap();
+    listener
+}
+
+/// Sends `payload` on the channel of ended anchors, as the test's own marker.
+async fn tell_ended_anchors(db: &TestDb, payload: &str) {
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(lease::ANCHOR_ENDED_CHANNEL)
+        .bind(payload)
+        .execute(db.admin())
+        .await
+        .unwrap();
 }

@@ -288,9 +288,9 @@ pub async fn next_in_ring(
 
 /// Waits, with no timeout, until the anchor `key` ends, then, once the ended session has left
 /// `pg_stat_activity` (where ACQUIRE looks for it; a backend that exits releases its locks first)
-/// or `exit_wait` has passed, notifies [`ANCHOR_ENDED_CHANNEL`]; returns [`AnchorWait::RingChanged`] at once instead when the ring, read again in the same
-/// statement, no longer puts `key` after `holder_id`'s anchor, and when a joining replica
-/// cancels the wait. Send it on the watcher's own session, connected with
+/// or `exit_wait` has passed, notifies [`ANCHOR_ENDED_CHANNEL`]; returns
+/// [`AnchorWait::RingChanged`] at once instead when the ring, read again in the same statement,
+/// no longer puts `key` after `holder_id`'s anchor, and when a joining replica cancels the wait. Send it on the watcher's own session, connected with
 /// [`WATCHER_APPLICATION_NAME`], which does nothing else meanwhile.
 ///
 /// # Errors
@@ -304,11 +304,10 @@ pub async fn await_anchor_end(
 ) -> Result<AnchorWait, StatementError> {
     use crate::inline::Value;
     let failed = StatementError::database(Statement::Anchor);
-    let class = Value::Int(i64::from(ANCHOR_LOCK_CLASS));
     let sql = crate::inline::render(
         AWAIT_END,
         &[
-            ("class", class),
+            ("class", Value::Int(i64::from(ANCHOR_LOCK_CLASS))),
             ("holder", Value::Text(holder_id)),
             ("key", Value::Int(i64::from(key.key))),
         ],

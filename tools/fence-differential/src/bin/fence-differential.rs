@@ -91,14 +91,17 @@ fn command(settings: &Settings) -> String {
     }
     if settings.index_scans {
         command += " --index-scans";
-        if !settings.sharded {
-            return command + " --write docs/benchmarks/fence-differential-index-scans.md";
-        }
     }
     if settings.sharded {
-        return command + " --sharded --write docs/benchmarks/fence-differential-shards.md";
+        command += " --sharded";
     }
-    command + " --write docs/benchmarks/fence-differential.md"
+    let page = match (settings.sharded, settings.index_scans) {
+        (false, false) => "fence-differential.md",
+        (true, false) => "fence-differential-shards.md",
+        (false, true) => "fence-differential-index-scans.md",
+        (true, true) => "fence-differential-shards-index-scans.md",
+    };
+    command + " --write docs/benchmarks/" + page
 }
 
 #[tokio::main]

@@ -94,8 +94,15 @@ pub(super) async fn anchor_loss_runs(
     let url = replica_url(cluster);
     let setup = Setup::unsharded(TTL, true);
     let mut losses = AnchorLosses::default();
+    let replicas = Replicas {
+        count: REPLICAS,
+        prefix: "a",
+    };
     for run in FIRST_RUN..FIRST_RUN + RUNS {
-        match anchor_loss_run(&exe, &url, admin, run, setup).await {
+        let ended = replicas.run(&exe, &url, admin, run, setup, async |admin, _| {
+            end_anchor(admin, run, setup).await
+        });
+        match ended.await {
             Ok(r) => {
                 progress(
                     NAME,
@@ -119,24 +126,6 @@ pub(super) async fn anchor_loss_runs(
         }
     }
     Ok(losses)
-}
-
-async fn anchor_loss_run(
-    exe: &Path,
-    url: &str,
-    admin: &mut PgConnection,
-    run: usize,
-    setup: Setup,
-) -> Res<AnchorLossRun> {
-    let replicas = Replicas {
-        count: REPLICAS,
-        prefix: "a",
-    };
-    replicas
-        .run(exe, url, admin, run, setup, async |admin, _| {
-            end_anchor(admin, run, setup).await
-        })
-        .await
 }
 
 /// Waits for a leader, ends its anchor at a random point of its renew cycle, and waits for its
@@ -174,17 +163,10 @@ async fn end_anchor(admin: &mut PgConnection, run: usize, setup: Setup) -> Res<A
     }
     let within = setup.ttl * 3;
     let (cancelled_at, cause) = cancellation(admin, run, &leader, old_token, within).await?;
-    let (successor, new_token, started_at) = first_tick(
-        admin,
-        run,
-        TickFilter {
-            started_after: Some(terminated_at),
-            ..TickFilter::default()
-        },
-        within,
-    )
-    .await?
-    .ok_or_else(|| format!("nobody led within {within:?} of the terminate"))?;
+    let (successor, new_token, started_at) =
+        first_tick(admin, run, TickFilter::started_after(terminated_at), within)
+            .await?
+            .ok_or_else(|| format!("nobody led within {within:?} of the terminate"))?;
     // The next tick never ends, so the row still shows its grant, and the cooldown only the old
     // holder's RELEASE can have set (the run started with none).
     let (holder_token, next_anchor, not_before): (i64, Option<i32>, Option<DateTime<Utc>>) =

@@ -141,6 +141,24 @@ pub(super) struct TickFilter {
     pub(super) shard: Option<i32>,
 }
 
+impl TickFilter {
+    /// Ticks under a token above `token`.
+    pub(super) fn above_token(token: i64) -> TickFilter {
+        TickFilter {
+            above_token: Some(token),
+            ..TickFilter::default()
+        }
+    }
+
+    /// Ticks started after `instant`.
+    pub(super) fn started_after(instant: DateTime<Utc>) -> TickFilter {
+        TickFilter {
+            started_after: Some(instant),
+            ..TickFilter::default()
+        }
+    }
+}
+
 /// The earliest tick of `run` that `filter` lets through, waiting up to `within` for one.
 pub(super) async fn first_tick(
     admin: &mut PgConnection,

@@ -131,8 +131,15 @@ pub(super) async fn sharded_takeover_runs(
             ),
         );
         let (mut done, mut errors) = (Vec::new(), Vec::new());
+        let replicas = Replicas {
+            count: REPLICAS,
+            prefix: "s",
+        };
         for i in 0..runs {
-            match shard_takeover_run(&exe, &url, admin, run, setup).await {
+            let killed = replicas.run(&exe, &url, admin, run, setup, async |admin, replicas| {
+                kill_a_holder(admin, run, replicas, setup).await
+            });
+            match killed.await {
                 Ok(r) => {
                     progress(
                         NAME,
@@ -160,24 +167,6 @@ pub(super) async fn sharded_takeover_runs(
         });
     }
     Ok(ShardedTakeovers(all))
-}
-
-async fn shard_takeover_run(
-    exe: &Path,
-    url: &str,
-    admin: &mut PgConnection,
-    run: usize,
-    setup: Setup,
-) -> Res<ShardTakeoverRun> {
-    let replicas = Replicas {
-        count: REPLICAS,
-        prefix: "s",
-    };
-    replicas
-        .run(exe, url, admin, run, setup, async |admin, replicas| {
-            kill_a_holder(admin, run, replicas, setup).await
-        })
-        .await
 }
 
 /// A held shard as `leader_leases` shows it: holder, index, token, expiry.
@@ -261,9 +250,8 @@ async fn kill_a_holder(
             admin,
             run,
             TickFilter {
-                above_token: Some(token),
                 shard: Some(shard),
-                ..TickFilter::default()
+                ..TickFilter::above_token(token)
             },
             within,
         )

@@ -70,17 +70,9 @@ pub(super) async fn takeover_drill(
     }
     let expires_at = expires_at.ok_or("a held lease without expiry")?;
     let within = setup.ttl * 3;
-    let (successor, _, started_at) = first_tick(
-        admin,
-        run,
-        TickFilter {
-            above_token: Some(token),
-            ..TickFilter::default()
-        },
-        within,
-    )
-    .await?
-    .ok_or_else(|| format!("run {run}: no takeover within {within:?} of the kill"))?;
+    let (successor, _, started_at) = first_tick(admin, run, TickFilter::above_token(token), within)
+        .await?
+        .ok_or_else(|| format!("run {run}: no takeover within {within:?} of the kill"))?;
     let remaining = secs_between(killed_at, expires_at);
     Ok(TakeoverRun {
         killed: leader,
