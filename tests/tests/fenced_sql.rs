@@ -269,6 +269,12 @@ const CASES: &[Case] = &[
         params: &[],
     },
     Case {
+        marker: "WHERE EXISTS (SELECT 1 FROM tasks g WHERE leader_fence($1, $2))",
+        setup: TASKS,
+        tables: &["tasks"],
+        params: &[],
+    },
+    Case {
         marker: "UPDATE tasks SET id = id",
         setup: TASKS,
         tables: &["tasks"],

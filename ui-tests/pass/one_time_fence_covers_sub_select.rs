@@ -18,6 +18,20 @@ async fn claim(pool: &PgPool, fence: Fence) -> sqlx::Result<Vec<i64>> {
     .await
 }
 
+/// A fenced sub-select that reads no column of the query around it is evaluated once too: an
+/// init plan in the One-Time Filter, before the locking sub-select in FROM reads a row.
+#[fenced]
+async fn claim_behind_a_gate(pool: &PgPool, fence: Fence) -> sqlx::Result<Vec<i64>> {
+    sqlx::query_scalar(
+        "SELECT b.id FROM (SELECT id FROM tasks ORDER BY id LIMIT 3 FOR UPDATE SKIP LOCKED) b
+          WHERE EXISTS (SELECT 1 FROM tasks g WHERE leader_fence($1, $2))",
+    )
+    .bind(fence.role())
+    .bind(fence.token())
+    .fetch_all(pool)
+    .await
+}
+
 fn main() {
-    let _ = claim;
+    let _ = (claim, claim_behind_a_gate);
 }

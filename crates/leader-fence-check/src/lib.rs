@@ -21,12 +21,26 @@
 //!
 //! * **A one-time fence.** `leader_fence($i, $j)` as a top-level `AND` conjunct of a level's own
 //!   `WHERE` reads no column and takes bind parameters, so PostgreSQL evaluates it once, as a
-//!   One-Time Filter above everything the level reads: when it is false the level reads no row,
+//!   One-Time Filter above everything the level reads. So does a conjunct that is a gate (below)
+//!   and reads no column of the level: outside its sub-selects only constants, bind parameters,
+//!   built-in comparisons, boolean logic, `CASE`, null tests and the fence; inside them only
+//!   their own columns (`EXISTS (SELECT 1 FROM lanes WHERE leader_fence($1, $2))`, which
+//!   PostgreSQL runs as an init plan). When it is false the level reads no row,
 //!   and nothing evaluated on its rows (its `FROM` items, the sub-selects of conditions on its
 //!   columns, its select list, `SET` and `RETURNING`) runs. Not covered: its `LIMIT` and
-//!   `OFFSET` (evaluated before it), its `WITH` queries (evaluated wherever they are read), and
-//!   conditions that read no column of the level (PostgreSQL may evaluate them up front, beside
-//!   the fence, in any order). PostgreSQL also flattens a sub-select in `FROM` (one without
+//!   `OFFSET` (evaluated before it), and conditions that read no column of the level
+//!   (PostgreSQL may evaluate them up front, beside the fence, in any order). A `LIMIT` of a
+//!   sub-select in its `FROM` is covered unless the level's plan may be rescanned (a
+//!   correlated sub-select's plan is rescanned at each run, and a rescanned Limit recomputes
+//!   its count whether or not it then runs). A `WITH` query that changes rows runs to
+//!   completion whatever reads it; one that only reads runs as far as a query reads it, so it
+//!   is covered where every query that reads it in its `FROM` is (in a `WITH RECURSIVE` whose
+//!   queries read one declared after them, none is).
+//! * **A limit of 0.** A `LIMIT` that is a scalar sub-select of one `count(..)` over a gated
+//!   query (no `GROUP BY`, no `HAVING`) is 0 for a superseded leader, and PostgreSQL's Limit
+//!   node, above everything else of its level, then returns at once: the level reads no row
+//!   and evaluates nothing but its `LIMIT`, `OFFSET` and `WITH` queries. (Any other value of an
+//!   empty query is NULL, which is no limit.) PostgreSQL also flattens a sub-select in `FROM` (one without
 //!   `LIMIT`, `OFFSET`, `ORDER BY`, `DISTINCT`, `GROUP BY`, `HAVING`, `WITH` or a locking
 //!   clause), and the sub-select of an `EXISTS` or `IN` condition (a semi-join), into the level
 //!   around it: a condition of such a sub-select that reads none of its columns becomes one

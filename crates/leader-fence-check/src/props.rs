@@ -1,15 +1,18 @@
 //! What PostgreSQL does with each level when the fence is false.
 //!
-//! * **One-time gate** ([`Props::one_time`]): `leader_fence($i, $j)` is a top-level `AND`
-//!   conjunct of the level's own `WHERE`. Its arguments are bind parameters and it reads no
-//!   column, so PostgreSQL evaluates it once, as a One-Time Filter above everything the level
-//!   reads: false, and the level reads no row at all.
+//! * **One-time gate** ([`Props::one_time`]): `leader_fence($i, $j)`, or a gate that reads no
+//!   column of the level (`EXISTS (SELECT 1 FROM lanes WHERE leader_fence($1, $2))`), is a
+//!   top-level `AND` conjunct of the level's own `WHERE`. It reads no column, so PostgreSQL
+//!   evaluates it once, as a One-Time Filter above everything the level reads: false, and the
+//!   level reads no row at all (`one_time`).
 //! * **Gated** ([`Props::gated`]): a conjunct of the level's `WHERE` is false or null, or an
 //!   inner-joined `FROM` item is empty, for every row (the conditions that are: `gates`). The
 //!   level then produces (and changes) no row, but it may still *read* rows while it finds that
 //!   out.
 //! * **Empty** ([`Props::empty`]): the level returns no row: gated, and no form that makes a
 //!   row from no rows ([`Props::rows_from_nothing`], its `HAVING` aside: `empty_group`).
+//! * **Zero limit** ([`Props::zero_limit`]): the level's `LIMIT` counts the rows of a gated
+//!   query, 0: PostgreSQL evaluates its `LIMIT`, `OFFSET` and `WITH` queries, and nothing else.
 //! * **Reached** ([`Props::reached`]): PostgreSQL may evaluate the level at all. Inside a
 //!   one-time-gated level only `LIMIT`, `OFFSET`, `WITH` queries and conjuncts that read no
 //!   column of the level (which PostgreSQL may evaluate up front beside the fence, in any order)
@@ -24,6 +27,8 @@ use serde_json::Value;
 
 mod empty_group;
 mod gates;
+mod one_time;
+mod zero_limit;
 
 use crate::functions;
 use crate::levels::{ConjunctOf, Kind, Levels, Pos, Source};
@@ -57,15 +62,6 @@ impl<'l, 'a> Props<'l, 'a> {
         };
         (props.outer_aggregates, props.aggregate_owners) = props.find_outer_aggregates();
         props
-    }
-
-    /// Whether the fence is a top-level conjunct of the level's own `WHERE`.
-    pub fn one_time(&self, level: usize) -> bool {
-        let l = &self.levels.levels[level];
-        matches!(l.kind, Kind::Select | Kind::Update | Kind::Delete)
-            && l.conjuncts
-                .iter()
-                .any(|(of, c)| *of == ConjunctOf::Where && is_fence_call(c))
     }
 
     /// Whether the level produces (and changes) no row when the fence is false.
@@ -161,8 +157,11 @@ impl<'l, 'a> Props<'l, 'a> {
     pub fn empty(&self, level: usize) -> bool {
         match self.levels.levels[level].kind {
             Kind::Select => {
-                (self.gated(level) && !self.rows_from_nothing(level)) || self.having_gates(level)
+                (self.gated(level) && !self.rows_from_nothing(level))
+                    || self.having_gates(level)
+                    || self.zero_limit(level)
             }
+            Kind::SetOp(_) => self.gated(level) || self.zero_limit(level),
             _ => self.gated(level),
         }
     }
@@ -387,8 +386,14 @@ impl<'l, 'a> Props<'l, 'a> {
         if let Some(known) = self.reached.borrow()[level] {
             return known;
         }
+        // A level that reaches itself (a query reading a WITH query that reads it) is taken to
+        // be reached through itself.
+        self.reached.borrow_mut()[level] = Some(true);
         let reached = match self.levels.levels[level].parent {
             None => true,
+            Some(parent) if parent.pos == Pos::With && self.reads_only(level) => {
+                self.read_where_evaluated(level)
+            }
             Some(parent) => {
                 self.evaluated(parent.level, parent.pos)
                     || (self.evaluated_on_rescan(level) && self.rescanned(parent.level))
@@ -396,6 +401,32 @@ impl<'l, 'a> Props<'l, 'a> {
         };
         self.reached.borrow_mut()[level] = Some(reached);
         reached
+    }
+
+    /// Whether a `WITH` query only reads: a `SELECT`, a set operation or `VALUES`, which
+    /// PostgreSQL runs only as far as a query reads it (a data-modifying one runs to completion
+    /// whether or not anything reads it). In a `WITH RECURSIVE`, whose queries may read each
+    /// other before this tree knows their levels, every query is taken to be read.
+    fn reads_only(&self, level: usize) -> bool {
+        let levels = &self.levels.levels;
+        matches!(
+            levels[level].kind,
+            Kind::Select | Kind::SetOp(_) | Kind::Values
+        ) && !levels
+            .iter()
+            .any(|l| l.items.iter().any(|item| item.source == Source::Cte(None)))
+    }
+
+    /// Whether a query that reads the `WITH` query `level` in its `FROM` may be evaluated when
+    /// the fence is false: PostgreSQL plans a `WITH` query no query reads not at all, and runs
+    /// one that is read only when a scan of it is.
+    fn read_where_evaluated(&self, level: usize) -> bool {
+        self.levels.levels.iter().enumerate().any(|(at, l)| {
+            l.items
+                .iter()
+                .any(|item| item.source == Source::Cte(Some(level)))
+                && self.evaluated(at, Pos::Input)
+        })
     }
 
     /// Whether the level is an expression PostgreSQL evaluates when it rescans the plan of the
@@ -417,7 +448,7 @@ impl<'l, 'a> Props<'l, 'a> {
     /// as the inner side of a join), and each sub-select in the `FROM` of one it rescans, whose
     /// plan is part of it, fences or not. Rescanning resets a plan and evaluates its
     /// [`Self::evaluated_on_rescan`] expressions; the statement's own plan is never rescanned.
-    fn rescanned(&self, level: usize) -> bool {
+    pub fn rescanned(&self, level: usize) -> bool {
         let Some(parent) = self.levels.levels[level].parent else {
             return false;
         };
@@ -482,6 +513,9 @@ impl<'l, 'a> Props<'l, 'a> {
     /// Whether PostgreSQL may evaluate what stands at `pos` of a reached level when the fence
     /// is false.
     pub fn live(&self, level: usize, pos: Pos) -> bool {
+        if self.zero_limit(level) && !matches!(pos, Pos::Head | Pos::With) {
+            return false;
+        }
         match pos {
             Pos::Head | Pos::With => true,
             Pos::Input => !self.one_time(level),

@@ -201,21 +201,13 @@ impl Rules<'_, '_, '_> {
     }
 
     /// Whether an expression at `pos` of `level` is kept from a superseded leader: PostgreSQL
-    /// does not evaluate it for one (see [`Self::evaluated`]), and it is in no `LIMIT` or
-    /// `OFFSET`, nor in a sub-select within one. A `LIMIT`'s sub-select is an init plan, and the
-    /// differential test found PostgreSQL running one for a superseded leader inside a level
-    /// a fence kept from being evaluated.
+    /// does not evaluate it for one (see [`Self::evaluated`]), and, in a `LIMIT` or `OFFSET`,
+    /// the level's plan is never rescanned (a rescanned Limit recomputes its count, whether or
+    /// not it then runs: [`Props::rescanned`]). A sub-select in a `LIMIT` is kept so when its
+    /// level is not reached, which counts the rescans of the level it limits.
     fn protected_by_own_level(&self, level: usize, pos: Pos, aggregate: Option<usize>) -> bool {
-        let in_a_limit = pos == Pos::Head
-            || std::iter::successors(Some(level), |&l| {
-                self.levels.levels[l].parent.map(|p| p.level)
-            })
-            .any(|l| {
-                self.levels.levels[l]
-                    .parent
-                    .is_some_and(|parent| parent.pos == Pos::Head)
-            });
-        !in_a_limit && !self.evaluated(level, pos, aggregate)
+        let recomputed = pos == Pos::Head && self.props.rescanned(level);
+        !recomputed && !self.evaluated(level, pos, aggregate)
     }
 
     /// Whether PostgreSQL may evaluate an expression at `pos` of `level` (inside aggregate
@@ -392,7 +384,7 @@ impl Rules<'_, '_, '_> {
 
     /// Whether a level reads no row when the fence is false.
     fn reads_nothing(&self, level: usize) -> bool {
-        !self.props.reached(level) || self.props.one_time(level)
+        !self.props.reached(level) || self.props.one_time(level) || self.props.zero_limit(level)
     }
 
     fn lock_why(&self, at: usize, via: Option<String>) -> Option<String> {

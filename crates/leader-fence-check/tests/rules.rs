@@ -220,9 +220,31 @@ fn locking_sub_select_needs_its_own_fence() {
         "{e}"
     );
     assert!(e.contains("line 2 of the SQL"), "{e}");
-    refused(
+    // A WITH query that only reads runs as far as a query reads it: under a one-time fence, not
+    // at all (PostgreSQL 15: `LockRows (never executed)`); read up front, in full.
+    accepted(
         "WITH c AS (SELECT id FROM t FOR UPDATE) UPDATE t SET a = 1 FROM c
           WHERE id = c.id AND leader_fence($1, $2)",
+    );
+    accepted("WITH c AS (SELECT id FROM t FOR UPDATE) SELECT 1 WHERE leader_fence($1, $2)");
+    let e = refused(
+        "WITH c AS (SELECT id FROM t FOR UPDATE) UPDATE t SET a = 1
+          WHERE leader_fence($1, $2) AND EXISTS (SELECT 1 FROM c)",
+    );
+    assert!(e.contains("WITH query"), "{e}");
+    refused(
+        "WITH c AS (SELECT id FROM t FOR UPDATE), d AS (SELECT id FROM c)
+         UPDATE t SET a = 1 FROM d WHERE t.id = d.id",
+    );
+    // In a WITH RECURSIVE whose queries read one declared after them, every one is taken to
+    // run.
+    accepted(
+        "WITH RECURSIVE c AS (SELECT id FROM t FOR UPDATE) UPDATE t SET a = 1 FROM c
+          WHERE id = c.id AND leader_fence($1, $2)",
+    );
+    refused(
+        "WITH RECURSIVE d AS (SELECT id FROM c), c AS (SELECT id FROM t FOR UPDATE)
+         UPDATE t SET a = 1 FROM d WHERE t.id = d.id AND leader_fence($1, $2)",
     );
     // A one-time fence of the enclosing query stops everything that reads its rows, a
     // sub-select in its FROM or in a condition on its columns included.
@@ -300,6 +322,44 @@ fn conditions_of_a_flattened_sub_select_join_the_fence_up_front() {
     accepted(
         "SELECT * FROM (SELECT id FROM t WHERE id IN (SELECT id FROM u FOR UPDATE)) s
           WHERE leader_fence($1, $2)",
+    );
+}
+
+#[test]
+fn a_gate_that_reads_no_column_of_its_query_is_evaluated_once_before_it() {
+    // PostgreSQL runs the sub-select of such a condition as an init plan and the condition as a
+    // One-Time Filter above the query's scans: the sub-select in FROM, which locks rows as it
+    // reads them, never runs for a superseded leader.
+    let locking = |gate: &str| {
+        format!(
+            "SELECT b.id FROM (SELECT id FROM t ORDER BY id LIMIT 3 FOR UPDATE SKIP LOCKED) b
+              WHERE b.id > 0 AND {gate}"
+        )
+    };
+    for gate in [
+        "EXISTS (SELECT 1 FROM u WHERE leader_fence($1, $2))",
+        "EXISTS (SELECT * FROM u WHERE leader_fence($1, $2))",
+        "1 = (SELECT 1 FROM u WHERE leader_fence($1, $2))",
+        "1 IN (SELECT u.id FROM u WHERE leader_fence($1, $2))",
+        "$3::int = ANY (ARRAY (SELECT v.n FROM u v WHERE leader_fence($1, $2)))",
+    ] {
+        accepted(&locking(gate));
+    }
+    // Not once: it reads a column of the query (a semi-join, or a condition per row), it may
+    // (`id` may be `b`'s where `u` has none), or it calls a function outside the sub-select.
+    for gate in [
+        "EXISTS (SELECT 1 FROM u WHERE u.id = b.id AND leader_fence($1, $2))",
+        "EXISTS (SELECT 1 FROM u WHERE id = 1 AND leader_fence($1, $2))",
+        "b.id IN (SELECT u.id FROM u WHERE leader_fence($1, $2))",
+        "floor(random()) = (SELECT 1 FROM u WHERE leader_fence($1, $2))",
+    ] {
+        let e = refused(&locking(gate));
+        assert!(e.contains("lock"), "{gate}: {e}");
+    }
+    // The query's LIMIT is still evaluated before it.
+    refused(
+        "SELECT id FROM t WHERE EXISTS (SELECT 1 FROM u WHERE leader_fence($1, $2))
+          LIMIT (SELECT count(*) FROM v FOR UPDATE)",
     );
 }
 

@@ -231,11 +231,8 @@ fn a_gate_on_rows_is_in_time_for_a_lock_on_a_table_not_on_a_view() {
     assert!(e[0].contains("may be a view"), "{e:?}");
 }
 
-/// The differential test's two finds (seed 1, 100,000 statements): a VOLATILE call in the `LIMIT`
-/// of a sub-select that a fenced level reads. That level's fence did not keep PostgreSQL from
-/// running the `LIMIT`'s sub-select (an init plan) for a superseded leader.
-#[test]
-fn a_volatile_call_is_not_protected_by_a_fence_around_the_level_it_is_in() {
+/// The differential's schema: `take_budget(q)` is VOLATILE and writes `budget`.
+fn with_take_budget() -> Schema {
     let mut schema = Schema::new("the differential's schema");
     schema
         .read(
@@ -243,9 +240,20 @@ fn a_volatile_call_is_not_protected_by_a_fence_around_the_level_it_is_in() {
             "CREATE TABLE q (id bigint PRIMARY KEY, grp int, status text, owner bigint);
              CREATE TABLE budget (spent int NOT NULL);
              CREATE FUNCTION take_budget(q) RETURNS int LANGUAGE plpgsql VOLATILE
+             AS $$ BEGIN UPDATE budget SET spent = spent + 1; RETURN 1; END $$;
+             CREATE FUNCTION bump(bigint) RETURNS int LANGUAGE plpgsql VOLATILE
              AS $$ BEGIN UPDATE budget SET spent = spent + 1; RETURN 1; END $$;",
         )
         .unwrap();
+    schema
+}
+
+/// The differential test's two finds (seed 1, 100,000 statements): a VOLATILE call in the `LIMIT`
+/// of a sub-select that a fenced level reads. That level's fence did not keep PostgreSQL from
+/// running the `LIMIT`'s sub-select (an init plan) for a superseded leader.
+#[test]
+fn a_volatile_call_is_not_protected_by_a_fence_around_the_level_it_is_in() {
+    let schema = with_take_budget();
     for sql in [
         "DELETE FROM q t0 USING (SELECT t3.id AS id, t3.grp AS grp, t3.status AS status, t3.owner AS owner FROM (SELECT coalesce(max(t1.id), 1) AS id, max(t1.grp) AS grp, max(t1.status) AS status, max(t1.owner) AS owner FROM q t1 WHERE leader_fence($1, $2) ORDER BY 1 LIMIT (SELECT t2.take_budget FROM q t2 ORDER BY t2.id LIMIT 1)) t3 WHERE leader_fence($1, $2) ORDER BY 1 LIMIT 1) t4 WHERE t0.id = t4.id AND t0.id = ANY (SELECT (SELECT coalesce(max(t5.id), 1)) AS id FROM q t5 WHERE leader_fence($1, $2))",
         "MERGE INTO q t0 USING q t1 ON t0.id = t1.id WHEN MATCHED AND t1.id = ANY (SELECT t4.id AS id FROM (SELECT t2.id AS id, t2.grp AS grp, t2.status AS status, t2.owner AS owner FROM q t2 WHERE leader_fence($1, $2) ORDER BY 1 LIMIT (SELECT take_budget(t3) FROM q t3 ORDER BY t3.id LIMIT 1)) t4 WHERE leader_fence($1, $2)) THEN UPDATE SET status = 'm'",
@@ -373,5 +381,81 @@ fn init_plans_a_rescan_evaluates_are_not_kept_by_the_fence_around_them() {
     ] {
         let e = errors(accepted, &schema);
         assert!(e.is_empty(), "{accepted}\n{e:?}");
+    }
+}
+
+#[test]
+fn a_limit_is_evaluated_where_its_query_runs_or_is_rescanned() {
+    let schema = with_take_budget();
+    // Under the statement's one-time fence the sub-select in FROM never runs, and the
+    // statement's plan is never rescanned: its LIMIT is never computed (PostgreSQL 15 wrote no
+    // row of `budget` for a superseded leader; the differential's false rejections held 3,775
+    // such statements in 100,000).
+    for accepted in [
+        "SELECT t3.id FROM (SELECT t1.id FROM q t1 WHERE leader_fence($1, $2) ORDER BY 1
+           LIMIT (SELECT take_budget(t2) FROM q t2 ORDER BY t2.id LIMIT 1)) t3
+          WHERE leader_fence($1, $2)",
+        "SELECT t3.id FROM (SELECT t1.id FROM q t1 ORDER BY 1
+           LIMIT (SELECT t2.take_budget FROM q t2 ORDER BY t2.id LIMIT 1)) t3
+          WHERE leader_fence($1, $2)",
+    ] {
+        let e = errors(accepted, &schema);
+        assert!(e.is_empty(), "{accepted}\n{e:?}");
+    }
+    // The statement's own LIMIT is computed before its fence.
+    let e = errors(
+        "SELECT t1.id FROM q t1 WHERE leader_fence($1, $2)
+          LIMIT (SELECT take_budget(t2) FROM q t2 ORDER BY t2.id LIMIT 1)",
+        &schema,
+    );
+    assert!(e.iter().any(|e| e.contains("LIMIT or OFFSET")), "{e:?}");
+    // A correlated sub-select rescans its plan at each run, and a rescanned Limit recomputes
+    // its count, a call written in it too, though the fence keeps the Limit from running.
+    let e = errors(
+        "SELECT t0.id FROM q t0 WHERE t0.id IN (SELECT s.id * t0.grp
+           FROM (SELECT t1.id FROM q t1 ORDER BY 1 LIMIT bump(t0.id)) s
+          WHERE leader_fence($1, $2))",
+        &schema,
+    );
+    assert!(
+        e.iter()
+            .any(|e| e.contains("cannot see what `bump(..)` does") || e.contains("`bump`")),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn a_limit_that_counts_a_gated_query_is_zero_and_nothing_below_it_runs() {
+    let schema = with_take_budget();
+    // `count(*)` of no rows is 0, and a Limit of 0 returns before it reads a row: no lock, no
+    // call below it.
+    for accepted in [
+        "SELECT t1.id FROM q t1 ORDER BY 1
+          LIMIT (SELECT count(*) FROM q t2 WHERE leader_fence($1, $2)) FOR UPDATE SKIP LOCKED",
+        "SELECT t1.id * take_budget(t1) FROM q t1
+          LIMIT (SELECT count(*) FROM q t2 WHERE leader_fence($1, $2))",
+        "(SELECT id FROM q FOR UPDATE) UNION ALL (SELECT id FROM q FOR UPDATE)
+          LIMIT (SELECT count(*) FROM q t2 WHERE leader_fence($1, $2))",
+        "SELECT t1.id FROM q t1 ORDER BY 1
+          LIMIT (SELECT count(DISTINCT t2.grp) FROM q t2 WHERE leader_fence($1, $2)) FOR UPDATE",
+    ] {
+        let e = errors(accepted, &schema);
+        assert!(e.is_empty(), "{accepted}\n{e:?}");
+    }
+    // Any other value of an empty query is NULL, and a NULL limit is no limit; a GROUP BY
+    // or HAVING may leave no row to count; a count of the outer query's column is the outer
+    // query's aggregate.
+    for limit in [
+        "(SELECT max(t2.id) FROM q t2 WHERE leader_fence($1, $2))",
+        "(SELECT count(t1.id) FROM q t2 WHERE leader_fence($1, $2))",
+        "(SELECT count(*) FROM q t2 WHERE leader_fence($1, $2) GROUP BY t2.grp)",
+        "(SELECT count(*) FROM q t2 WHERE leader_fence($1, $2) HAVING count(*) > 0)",
+        "(SELECT count(*) FROM q t2 WHERE t2.id > 0)",
+    ] {
+        let e = errors(
+            &format!("SELECT t1.id FROM q t1 ORDER BY 1 LIMIT {limit} FOR UPDATE SKIP LOCKED"),
+            &schema,
+        );
+        assert!(!e.is_empty(), "{limit} was taken for a limit of 0");
     }
 }
