@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use crate::probe::{Effect, Ran};
+use crate::probe::{Effect, Plan, Ran};
 use crate::refusal;
 use crate::runner::{Case, Settings};
 use crate::tags::Tag;
@@ -63,6 +63,8 @@ pub struct Reproducer {
     pub tags: BTreeSet<Tag>,
     /// What it did as the superseded leader.
     pub effect: Effect,
+    /// The forced plan it did that under, where it did nothing under the chosen one.
+    pub acted_under: Option<Plan>,
     /// The statement as first generated.
     pub original: String,
     /// How many shrink steps ran.
@@ -173,6 +175,9 @@ pub struct Outcome {
     pub by_tag: BTreeMap<Tag, Counts>,
     /// The statements that only read (not claims) and returned rows as the superseded leader.
     pub reads_returning_rows: Counts,
+    /// The statements that did nothing as the superseded leader under the plan PostgreSQL
+    /// chose and acted under a forced one, by the first such plan: unsafe all the same.
+    pub acted_under: BTreeMap<Plan, Counts>,
     /// The refused statements by the reason of the checker's first error ([`refusal::reason`]).
     pub refusals: BTreeMap<String, Refusals>,
     /// PostgreSQL's refusals: SQLSTATE → (how many, one message).
@@ -195,6 +200,7 @@ impl Outcome {
             total: Counts::default(),
             by_tag: BTreeMap::new(),
             reads_returning_rows: Counts::default(),
+            acted_under: BTreeMap::new(),
             refusals: BTreeMap::new(),
             sqlstates: BTreeMap::new(),
             reproducers: Vec::new(),
@@ -217,6 +223,9 @@ impl Outcome {
             && effect.returned > 0
         {
             self.reads_returning_rows.add(case);
+        }
+        if let Some(plan) = case.acted_under {
+            self.acted_under.entry(plan).or_default().add(case);
         }
         if let Some(message) = &case.refusal {
             let refusals = self.refusals.entry(refusal::reason(message)).or_default();
@@ -251,6 +260,22 @@ impl Outcome {
             }
         }
         alike
+    }
+
+    /// The totals as a run of the chosen plan alone would count them: a statement that acted
+    /// only under a forced plan counted as safe.
+    pub fn chosen_plan_only(&self) -> Counts {
+        let mut counts = self.total;
+        for forced in self.acted_under.values() {
+            for (unsafe_class, safe_class) in [
+                (Class::AcceptedUnsafe, Class::AcceptedSafe),
+                (Class::RefusedUnsafe, Class::RefusedSafe),
+            ] {
+                counts.by_class[unsafe_class.index()] -= forced.of(unsafe_class);
+                counts.by_class[safe_class.index()] += forced.of(unsafe_class);
+            }
+        }
+        counts
     }
 
     /// The mean time per statement (checked, run stale and, if set, live).

@@ -69,6 +69,64 @@ impl std::fmt::Display for Effect {
     }
 }
 
+/// A plan PostgreSQL may choose for a statement, forced for one run by turning the planner's
+/// other choices off in the run's transaction (`SET LOCAL`, through `set_config`).
+///
+/// The checker's contract holds for every plan PostgreSQL may choose, while one run measures
+/// only the plan it chose for the fixture's ten-row tables. A statement that does nothing there
+/// but acts under another plan (a join that reads its inner side first, an index scan
+/// rescanned per outer row) is unsafe all the same, and refusing it is no false rejection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Plan {
+    /// The plan PostgreSQL chose, nothing forced.
+    Chosen,
+    /// Nested loops only: the inner side of each join rescanned per outer row.
+    NestedLoops,
+    /// Hash joins only: the inner side read into a table, which may come first.
+    HashJoins,
+    /// Merge joins only: both sides read, sorted.
+    MergeJoins,
+    /// Index scans wherever an index serves (`enable_seqscan = off`), as on large tables.
+    IndexScans,
+}
+
+impl Plan {
+    /// The plans forced after [`Plan::Chosen`], in the order they are tried.
+    pub const FORCED: [Plan; 3] = [Plan::NestedLoops, Plan::HashJoins, Plan::MergeJoins];
+
+    /// The plan as the report names it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Plan::Chosen => "chosen",
+            Plan::NestedLoops => "nested loops",
+            Plan::HashJoins => "hash joins",
+            Plan::MergeJoins => "merge joins",
+            Plan::IndexScans => "index scans",
+        }
+    }
+
+    /// The statement that forces it for the rest of a transaction (`set_config(…, true)` is
+    /// `SET LOCAL`; one statement, as each of the probe's).
+    const fn settings(self) -> &'static str {
+        match self {
+            Plan::Chosen => "SELECT",
+            Plan::NestedLoops => {
+                "SELECT set_config('enable_hashjoin', 'off', true), \
+                        set_config('enable_mergejoin', 'off', true)"
+            }
+            Plan::HashJoins => {
+                "SELECT set_config('enable_nestloop', 'off', true), \
+                        set_config('enable_mergejoin', 'off', true)"
+            }
+            Plan::MergeJoins => {
+                "SELECT set_config('enable_nestloop', 'off', true), \
+                        set_config('enable_hashjoin', 'off', true)"
+            }
+            Plan::IndexScans => "SELECT set_config('enable_seqscan', 'off', true)",
+        }
+    }
+}
+
 /// The outcome of running a statement.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ran {
@@ -224,7 +282,24 @@ impl Probe {
     /// If the connection fails, or a measuring query does; a statement PostgreSQL refuses is
     /// [`Ran::Error`], not an error.
     pub async fn run(&mut self, sql: &str, fence: Option<FenceBinds<'_>>) -> Res<Ran> {
+        self.run_planned(sql, fence, Plan::Chosen).await
+    }
+
+    /// [`Probe::run`], with the planner's choices narrowed to `plan`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Probe::run`].
+    pub async fn run_planned(
+        &mut self,
+        sql: &str,
+        fence: Option<FenceBinds<'_>>,
+        plan: Plan,
+    ) -> Res<Ran> {
         let mut tx = self.claim.begin().await?;
+        if plan != Plan::Chosen {
+            sqlx::query(plan.settings()).execute(&mut *tx).await?;
+        }
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql.to_owned())).persistent(false);
         if let Some(fence) = fence {
             query = query.bind(fence.role).bind(fence.token);

@@ -30,7 +30,7 @@ fn totals(w: &mut String, outcome: &Outcome) -> fmt::Result {
         w,
         "{} statements from seed {}, each checked by `leader_fence_check::check_with` (given the \
          columns of the fixture's tables and views, as `#[fenced]` reads a crate's migrations) \
-         and run as the superseded leader{}{}, in {:.1} s ({:.1} ms a statement); shrinking took {:.1} s more.\n",
+         and run as the superseded leader{}{}{}, in {:.1} s ({:.1} ms a statement); shrinking took {:.1} s more.\n",
         total.total(),
         settings.seed,
         if settings.live {
@@ -43,6 +43,13 @@ fn totals(w: &mut String, outcome: &Outcome) -> fmt::Result {
              their indexes, as on large tables)"
         } else {
             ""
+        },
+        if settings.forced_plans {
+            "; a statement that did nothing under the plan PostgreSQL chose was run again under \
+             each forced plan (nested loops, hash joins, merge joins, index scans: `SET LOCAL` \
+             of the planner's `enable_*` settings), and counts as acting if it acted under any"
+        } else {
+            " under the plan PostgreSQL chose only (`--chosen-plan-only`)"
         },
         outcome.cases_time.as_secs_f64(),
         outcome.per_case().as_secs_f64() * 1e3,
@@ -59,6 +66,9 @@ fn totals(w: &mut String, outcome: &Outcome) -> fmt::Result {
         )?;
     }
     writeln!(w)?;
+    if settings.forced_plans {
+        forced_plans(w, outcome)?;
+    }
     let reads = &outcome.reads_returning_rows;
     writeln!(
         w,
@@ -91,6 +101,47 @@ fn totals(w: &mut String, outcome: &Outcome) -> fmt::Result {
     Ok(())
 }
 
+/// The statements that acted only under a forced plan, and the false-rejection share a run of
+/// the chosen plan alone would have counted.
+fn forced_plans(w: &mut String, outcome: &Outcome) -> fmt::Result {
+    let forced: usize = outcome.acted_under.values().map(Counts::total).sum();
+    let accepted: usize = outcome
+        .acted_under
+        .values()
+        .map(|counts| counts.of(Class::AcceptedUnsafe))
+        .sum();
+    writeln!(
+        w,
+        "{forced} statements did nothing as the superseded leader under the plan PostgreSQL \
+         chose and acted under a forced one ({accepted} of them accepted): the contract holds \
+         for every plan, so they count as unsafe. By the first forced plan they acted under:\n"
+    )?;
+    writeln!(
+        w,
+        "| plan | statements | refused | accepted |\n|---|---:|---:|---:|"
+    )?;
+    for (plan, counts) in &outcome.acted_under {
+        writeln!(
+            w,
+            "| {} | {} | {} | {} |",
+            plan.name(),
+            counts.total(),
+            counts.of(Class::RefusedUnsafe),
+            counts.of(Class::AcceptedUnsafe)
+        )?;
+    }
+    let chosen = outcome.chosen_plan_only();
+    writeln!(
+        w,
+        "\nCounted under the chosen plan alone, as runs before 2026-12-07 counted, {} of {} \
+         statements would be safe, {} of them refused ({}).\n",
+        chosen.safe(),
+        chosen.total(),
+        chosen.of(Class::RefusedSafe),
+        share(&chosen)
+    )
+}
+
 /// The share of safe statements refused, overall and by construct.
 fn false_rejections(w: &mut String, outcome: &Outcome) -> fmt::Result {
     let total = &outcome.total;
@@ -104,10 +155,15 @@ fn false_rejections(w: &mut String, outcome: &Outcome) -> fmt::Result {
         total.of(Class::RefusedSafe),
         share(total),
         if settings.live {
+            let acting = total.refused_safe_live_acting + total.accepted_safe_live_acting;
             format!(
                 " Of those, {} acted as the live leader (a claim someone could want to write); \
-                 the rest did nothing either way.",
-                total.refused_safe_live_acting
+                 the rest did nothing either way. Among the safe statements that acted as the \
+                 live leader, the checker refused {} of {} ({}).",
+                total.refused_safe_live_acting,
+                total.refused_safe_live_acting,
+                acting,
+                percent(total.refused_safe_live_acting, acting)
             )
         } else {
             String::new()
@@ -265,10 +321,13 @@ fn reproducers(w: &mut String, outcome: &Outcome) -> fmt::Result {
         let tags: Vec<&str> = reproducer.tags.iter().map(|tag| tag.name()).collect();
         writeln!(
             w,
-            "{}. {} ({} alike; {} shrink steps from {} characters); constructs `{}`\n\n   \
+            "{}. {}{} ({} alike; {} shrink steps from {} characters); constructs `{}`\n\n   \
              ```sql\n   {}\n   ```\n",
             i + 1,
             reproducer.effect,
+            reproducer
+                .acted_under
+                .map_or(String::new(), |plan| format!(" under {}", plan.name())),
             reproducer.alike,
             reproducer.steps,
             reproducer.original.len(),

@@ -10,7 +10,7 @@ use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
 use crate::ast::Statement;
 use crate::outcome::{Class, Outcome, Reproducer};
-use crate::probe::{Effect, FenceBinds, Probe, Ran};
+use crate::probe::{Effect, FenceBinds, Plan, Probe, Ran};
 use crate::render::{Rendered, render, render_sharded};
 use crate::schema::{Fixture, ROLE, SHARDS};
 use crate::{Res, generator};
@@ -44,6 +44,10 @@ pub struct Settings {
     /// conditions, their keys evaluated when a scan is rescanned, and joins that rescan an index
     /// scan are then exercised, which sequential scans of tiny tables never are.
     pub index_scans: bool,
+    /// Whether a statement that did nothing as the superseded leader under the plan PostgreSQL
+    /// chose is run again under each of [`Plan::FORCED`], acting under any of them being
+    /// acting. Off, a run measures the chosen plan alone (the figures before 2026-12-07).
+    pub forced_plans: bool,
 }
 
 impl Settings {
@@ -59,6 +63,7 @@ impl Settings {
             reads_are_claims: false,
             sharded: false,
             index_scans: false,
+            forced_plans: true,
         }
     }
 
@@ -83,6 +88,9 @@ pub struct Case {
     /// Whether it returned, changed or locked a row as the live leader, when run live (only a
     /// statement that was safe as the stale one is).
     pub live_acted: Option<bool>,
+    /// The forced plan under which it acted as the superseded leader, where it did nothing
+    /// under the chosen one.
+    pub acted_under: Option<Plan>,
 }
 
 /// Whether the checker accepts `sql` as one claim, knowing the columns of the fixture's tables
@@ -175,6 +183,7 @@ async fn found_unsafe(
         Ran::Effect(effect) => effect,
         Ran::Error { .. } => effect,
     };
+    let acted_under = minimal.acted_under;
     // Shrinking can end where an earlier one did, from a case that did not look alike.
     if outcome.alike(&minimal.rendered.tags) {
         return Ok(());
@@ -183,6 +192,7 @@ async fn found_unsafe(
         sql: minimal.rendered.sql,
         tags: minimal.rendered.tags,
         effect,
+        acted_under,
         original,
         steps,
         alike: 1,
@@ -277,6 +287,20 @@ async fn one_case(
             }
         }
     }
+    // The contract holds for every plan: acting under a forced one is acting.
+    let mut acted_under = None;
+    if settings.forced_plans && matches!(&stale, Ran::Effect(effect) if !acted(effect)) {
+        for plan in Plan::FORCED {
+            let forced = probe
+                .run_planned(&rendered.sql, fence(fixture.stale), plan)
+                .await?;
+            if matches!(&forced, Ran::Effect(effect) if acted(effect)) {
+                stale = forced;
+                acted_under = Some(plan);
+                break;
+            }
+        }
+    }
     let class = match (&stale, refusal.is_none()) {
         (Ran::Error { .. }, _) => Class::PgError,
         (Ran::Effect(effect), true) if acted(effect) => Class::AcceptedUnsafe,
@@ -298,5 +322,6 @@ async fn one_case(
         refusal,
         stale,
         live_acted,
+        acted_under,
     })
 }

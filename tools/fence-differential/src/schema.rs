@@ -40,7 +40,8 @@ CREATE TABLE sink (id bigint PRIMARY KEY, grp int, status text, owner bigint);
 CREATE TABLE budget (spent int NOT NULL);
 INSERT INTO q SELECT i, i % 4, CASE WHEN i % 3 = 0 THEN 'done' ELSE 'new' END, NULL
   FROM generate_series(1, 10) i;
-INSERT INTO r SELECT * FROM q;
+INSERT INTO r SELECT i, i % 4, CASE WHEN i % 3 = 0 THEN 'done' ELSE 'new' END, NULL
+  FROM generate_series(3, 12) i;
 INSERT INTO sink VALUES (1, 1, 'seeded', NULL), (2, 2, 'seeded', NULL), (3, 3, 'seeded', NULL);
 INSERT INTO budget VALUES (0);
 CREATE VIEW v_flat AS SELECT id, grp, status, owner FROM q WHERE grp >= 0;

@@ -1,5 +1,5 @@
 //! `fence-differential [--cases N] [--seed S] [--shrinks K] [--no-live] [--reads-are-claims]
-//! [--sharded] [--index-scans] [--write PATH] [--false-rejections PATH]`: the long run of the
+//! [--sharded] [--index-scans] [--chosen-plan-only] [--write PATH] [--false-rejections PATH]`: the long run of the
 //! generated differential test, for the figures
 //! in `docs/benchmarks/fence-differential.md` (and, with `--sharded`,
 //! `docs/benchmarks/fence-differential-shards.md`). `--reads-are-claims` also counts rows
@@ -7,6 +7,8 @@
 //! `--sharded` runs the statements as shard claims on a role of two shards (see
 //! `Settings::sharded`). `--index-scans` runs them with `enable_seqscan = off`, so that the
 //! plans read the tables through their indexes, as on large tables (`Settings::index_scans`).
+//! A statement that did nothing as the superseded leader is run again under each forced plan
+//! (`probe::Plan`); `--chosen-plan-only` measures the plan PostgreSQL chose alone.
 //! `--false-rejections` writes, for each reason the checker refused a
 //! statement safe on PostgreSQL for, the first false rejections that acted as the live leader:
 //! the claims to look at when making the checker accept more.
@@ -29,8 +31,8 @@ use fence_differential::{Res, report};
 
 const NAME: &str = "fence-differential";
 const USAGE: &str = "usage: fence-differential [--cases N] [--seed S] [--shrinks K] [--no-live] \
-                     [--reads-are-claims] [--sharded] [--index-scans] [--write PATH] \
-                     [--false-rejections PATH]";
+                     [--reads-are-claims] [--sharded] [--index-scans] [--chosen-plan-only] \
+                     [--write PATH] [--false-rejections PATH]";
 
 /// What the command line asks for.
 struct Args {
@@ -53,6 +55,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--reads-are-claims" => settings.reads_are_claims = true,
             "--sharded" => settings.sharded = true,
             "--index-scans" => settings.index_scans = true,
+            "--chosen-plan-only" => settings.forced_plans = false,
             "--write" => write = Some(value("--write")?),
             "--false-rejections" => false_rejections = Some(value("--false-rejections")?),
             "-h" | "--help" => return Err(String::new()),
@@ -91,6 +94,9 @@ fn command(settings: &Settings) -> String {
     }
     if settings.index_scans {
         command += " --index-scans";
+    }
+    if !settings.forced_plans {
+        command += " --chosen-plan-only";
     }
     if settings.sharded {
         command += " --sharded";
