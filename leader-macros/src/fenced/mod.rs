@@ -333,6 +333,36 @@ mod tests {
     }
 
     #[test]
+    fn constructors_of_std_types_are_not_query_builders() {
+        // Found by the generated bodies (`send-generator`), compiled: `Box::new(x)` has
+        // `QueryBuilder::new`'s name and arity, and was refused as one.
+        let item = quote! {
+            async fn claim(pool: &PgPool, fence: Fence) -> sqlx::Result<()> {
+                let pool: &'static PgPool = Box::leak(Box::new(pool.clone()));
+                let seen = std::sync::Arc::new(Mutex::new(0));
+                let n = tokio::sync::Semaphore::new(1);
+                let a = AtomicU64::new(0);
+                sqlx::query("DELETE FROM t WHERE leader_fence($1, $2)")
+                    .bind(fence.role())
+                    .bind(fence.token())
+                    .execute(pool)
+                    .await?;
+                Ok(())
+            }
+        };
+        assert_eq!(errors(item), Vec::<String>::new());
+        // Another type's `new` may still be a `QueryBuilder`'s, through an alias.
+        one_error_containing(
+            quote! {
+                async fn claim(pool: &PgPool, fence: Fence) {
+                    let mut b = Claims::new("DELETE FROM t WHERE ");
+                }
+            },
+            "`QueryBuilder` assembles SQL at run time",
+        );
+    }
+
+    #[test]
     fn query_locals_are_followed_only_where_binds_stay_certain() {
         one_error_containing(
             quote! {

@@ -62,6 +62,58 @@ pub(super) fn builder_name(call: &ExprCall) -> Option<&'static str> {
         .then_some("QueryBuilder")
 }
 
+/// The types of the standard library and tokio whose constructors a body calls by path with
+/// the arity of a sqlx entry (`Box::new(x)` has `QueryBuilder::new`'s): never sqlx's.
+const NOT_SQLX_TYPES: [&str; 20] = [
+    "Box",
+    "Arc",
+    "Rc",
+    "Weak",
+    "Mutex",
+    "RwLock",
+    "Cell",
+    "RefCell",
+    "OnceCell",
+    "OnceLock",
+    "Pin",
+    "Semaphore",
+    "Barrier",
+    "Wrapping",
+    "Reverse",
+    "ManuallyDrop",
+    "Cursor",
+    "BufReader",
+    "BufWriter",
+    "AtomicBool",
+];
+
+/// Whether a call by path is surely not sqlx's: its path starts at `std`, `core`, `alloc` or
+/// `tokio`, or names one of [`NOT_SQLX_TYPES`] (or an atomic integer) before the function. A
+/// call by path is otherwise matched against sqlx's API by its last segment and its arity, so
+/// that a type alias or a generic parameter standing for a sqlx type is caught.
+pub(super) fn surely_not_sqlx(func: &Expr) -> bool {
+    let Expr::Path(p) = func else {
+        return false;
+    };
+    let segments: Vec<String> = p
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    let root = p.path.leading_colon.is_none() && p.qself.is_none();
+    match segments.as_slice() {
+        [first, _, ..] if root && ["std", "core", "alloc", "tokio"].contains(&first.as_str()) => {
+            true
+        }
+        [.., owner, _] => {
+            NOT_SQLX_TYPES.contains(&owner.as_str())
+                || (owner.starts_with("Atomic") && owner.len() > "Atomic".len())
+        }
+        _ => false,
+    }
+}
+
 /// `Executor` for `sqlx::Executor::execute`: the segment before the last.
 pub(super) fn owner_segment(func: &Expr) -> Option<String> {
     let Expr::Path(p) = func else {

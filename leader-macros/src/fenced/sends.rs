@@ -532,7 +532,9 @@ impl<'ast> Visit<'ast> for Finder {
                 }
                 if builder_name(call).is_some() {
                     self.refuse(sqlx_api::entry("QueryBuilder::new"), &call.func);
-                } else if let Some(api) = sqlx_api::path_call(&name, call.args.len()) {
+                } else if let Some(api) = sqlx_api::path_call(&name, call.args.len())
+                    .filter(|_| !surely_not_sqlx(&call.func))
+                {
                     match &api.handling {
                         Handling::Sends { sql } => {
                             let arg = call.args.iter().nth(*sql);
