@@ -664,11 +664,6 @@ M = [
            "if !covered && level.kind != Kind::Update {")],
      "-p leader-fence-check --test shards rows_claimed_by_another_column_than_the_filtered_key_are_refused"),
     # The sharded differential must find these by itself: rows both shards' live leaders act on.
-    ("fence differential: a shard's lock on a view counts as filtered",
-     [edit("crates/leader-fence-check/src/shards.rs",
-           "Source::Table(table) if l.locking.is_empty() || is_table(levels, table) => None,",
-           "Source::Table(_) => None,")],
-     "-p fence-differential --test generated no_shard_claim"),
     ("fence differential: a shard's claim is not asked which rows it covers",
      [edit("crates/leader-fence-check/src/shards.rs",
            "if !covered {",

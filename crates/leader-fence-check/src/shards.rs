@@ -173,8 +173,7 @@ pub fn uncovered(levels: &Levels<'_>, fences: &[FenceCall]) -> Vec<Uncovered> {
 
 /// The key of a shard filter in the level's own `WHERE` that reads only the rows the level
 /// acts on: an `UPDATE`'s or `DELETE`'s target (bare names where it reads no other table,
-/// else names qualified by the target), or a `SELECT`'s one table (for a locking `SELECT`, one
-/// the schema knows as a table).
+/// else names qualified by the target), or a `SELECT`'s one table or view.
 fn filtered_key<'a>(
     levels: &Levels<'a>,
     level: usize,
@@ -190,11 +189,12 @@ fn filtered_key<'a>(
                 Some(target.name.clone())
             }
         }
-        // A lock on a view, or a relation the schema does not know as a table, may land in
-        // the view's own query, on rows of every shard, before this level's filter.
+        // Where the level locks a view, or a relation the schema does not know as a table, the
+        // lock may land in the view's own query, on rows of every shard: `uncovered` refuses
+        // that level itself, whatever its filter.
         Kind::Select => match l.items.as_slice() {
             [item] => match item.source {
-                Source::Table(table) if l.locking.is_empty() || is_table(levels, table) => None,
+                Source::Table(_) => None,
                 _ => return None,
             },
             _ => return None,
