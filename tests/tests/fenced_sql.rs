@@ -275,6 +275,12 @@ const CASES: &[Case] = &[
         params: &[],
     },
     Case {
+        marker: "WITH due AS (SELECT id FROM jobs WHERE NOT taken",
+        setup: TAKEN_JOBS,
+        tables: &["jobs"],
+        params: &[],
+    },
+    Case {
         marker: "UPDATE tasks SET id = id",
         setup: TASKS,
         tables: &["tasks"],
