@@ -5,6 +5,7 @@
 use std::fmt::{self, Write as _};
 
 use crate::outcome::{Class, Counts, Outcome};
+use crate::probe::Plan;
 
 /// The whole report; its sections start at `##`.
 pub fn markdown(outcome: &Outcome) -> String {
@@ -45,11 +46,15 @@ fn totals(w: &mut String, outcome: &Outcome) -> fmt::Result {
             ""
         },
         if settings.forced_plans {
-            "; a statement that did nothing under the plan PostgreSQL chose was run again under \
-             each forced plan (nested loops, hash joins, merge joins, index scans: `SET LOCAL` \
-             of the planner's `enable_*` settings), and counts as acting if it acted under any"
+            let plans: Vec<&str> = Plan::FORCED.iter().map(|plan| plan.name()).collect();
+            format!(
+                "; a statement that did nothing under the plan PostgreSQL chose was run again \
+                 under each forced plan ({}: `SET LOCAL` of the planner's `enable_*` settings), \
+                 and counts as acting if it acted under any",
+                plans.join(", ")
+            )
         } else {
-            " under the plan PostgreSQL chose only (`--chosen-plan-only`)"
+            " under the plan PostgreSQL chose only (`--chosen-plan-only`)".to_owned()
         },
         outcome.cases_time.as_secs_f64(),
         outcome.per_case().as_secs_f64() * 1e3,
