@@ -321,6 +321,16 @@ impl<'l, 'a> Props<'l, 'a> {
     /// it only take rows away). `count(..)`, `coalesce(min(..), 0)`, an expression around the
     /// aggregate, a window function and an unknown aggregate are not.
     pub fn null_from_nothing(&self, level: usize) -> bool {
+        self.aggregate_of_no_rows(level).is_some_and(|call| {
+            functions::known(&function_name(call)).is_some_and(|f| f.null_on_no_rows)
+        })
+    }
+
+    /// The one aggregate call a gated `SELECT` selects, alone, aggregating without `GROUP BY`
+    /// or `HAVING` (and no aggregate of a sub-select belonging to it), not as a window function
+    /// nor `WITHIN GROUP`: the level then returns one row when the fence is false, that
+    /// aggregate of no rows.
+    pub(crate) fn aggregate_of_no_rows(&self, level: usize) -> Option<&'a Fields> {
         let l = &self.levels.levels[level];
         if l.kind != Kind::Select
             || !self.gated(level)
@@ -328,16 +338,21 @@ impl<'l, 'a> Props<'l, 'a> {
             || !l.having.is_empty()
             || self.outer_aggregates[level]
         {
-            return false;
+            return None;
         }
-        let targets: Vec<(&str, &Fields)> = children(l.fields, "target_list").collect();
+        let targets: Vec<(&str, &'a Fields)> = children(l.fields, "target_list").collect();
         let [("ResTarget", target)] = targets.as_slice() else {
-            return false;
+            return None;
         };
-        matches!(child(target, "val"), Some(("FuncCall", call))
-            if !has(call, "over")
-                && call.get("agg_within_group").and_then(Value::as_bool) != Some(true)
-                && functions::known(&function_name(call)).is_some_and(|f| f.null_on_no_rows))
+        match child(target, "val") {
+            Some(("FuncCall", call))
+                if !has(call, "over")
+                    && call.get("agg_within_group").and_then(Value::as_bool) != Some(true) =>
+            {
+                Some(call)
+            }
+            _ => None,
+        }
     }
 
     /// Whether a `FROM` list (its items cross-joined) is empty when the fence is false.
@@ -430,17 +445,14 @@ impl<'l, 'a> Props<'l, 'a> {
     }
 
     /// Whether the level is an expression PostgreSQL evaluates when it rescans the plan of the
-    /// level around it, whatever fences that plan: a `LIMIT` or `OFFSET` (a rescanned `Limit`
-    /// recomputes them) and a scalar or `ARRAY` sub-select in a `WHERE` or `ON` condition (an
-    /// init plan, which an index scan rescanned evaluates as a key of its index condition).
-    /// PostgreSQL 15 ran a VOLATILE call of each for a superseded leader.
+    /// level around it, whatever fences that plan: a scalar or `ARRAY` sub-select in a `WHERE`
+    /// or `ON` condition (an init plan, which an index scan rescanned evaluates as a key of its
+    /// index condition). PostgreSQL 15 ran a VOLATILE call of one for a superseded leader. (A
+    /// `LIMIT` or `OFFSET`, which a rescanned `Limit` recomputes, is [`Self::evaluated`]'s.)
     fn evaluated_on_rescan(&self, level: usize) -> bool {
         let l = &self.levels.levels[level];
-        match l.parent.map(|p| p.pos) {
-            Some(Pos::Head) => true,
-            Some(Pos::Conjunct(_)) => matches!(l.sub_link, Some(EXPR_SUBLINK | ARRAY_SUBLINK)),
-            _ => false,
-        }
+        matches!(l.parent.map(|p| p.pos), Some(Pos::Conjunct(_)))
+            && matches!(l.sub_link, Some(EXPR_SUBLINK | ARRAY_SUBLINK))
     }
 
     /// Whether PostgreSQL may rescan the level's plan when the fence is false: a sub-select it
@@ -448,7 +460,7 @@ impl<'l, 'a> Props<'l, 'a> {
     /// as the inner side of a join), and each sub-select in the `FROM` of one it rescans, whose
     /// plan is part of it, fences or not. Rescanning resets a plan and evaluates its
     /// [`Self::evaluated_on_rescan`] expressions; the statement's own plan is never rescanned.
-    pub fn rescanned(&self, level: usize) -> bool {
+    fn rescanned(&self, level: usize) -> bool {
         let Some(parent) = self.levels.levels[level].parent else {
             return false;
         };
@@ -456,8 +468,12 @@ impl<'l, 'a> Props<'l, 'a> {
     }
 
     /// Whether PostgreSQL may evaluate what stands at `pos` of `level` when the fence is false.
+    /// A `LIMIT` or `OFFSET` is evaluated also wherever the level's plan may be rescanned: a
+    /// rescanned Limit recomputes its count, whether or not it then runs.
     pub fn evaluated(&self, level: usize, pos: Pos) -> bool {
-        (self.reached(level) && self.live(level, pos)) || self.hoisted(level, pos)
+        (self.reached(level) && self.live(level, pos))
+            || self.hoisted(level, pos)
+            || (pos == Pos::Head && self.rescanned(level))
     }
 
     /// Whether `pos` of `level` is a conjunct that reads no column of the level, in a level

@@ -180,7 +180,7 @@ impl Rules<'_, '_, '_> {
                     // it is refused where PostgreSQL may evaluate it for a superseded leader.
                     Routine::Volatile(what) => {
                         self.claim = true;
-                        if !self.protected_by_own_level(level, call.pos, call.aggregate) {
+                        if self.evaluated(level, call.pos, call.aggregate) {
                             let why = self.why_evaluated(level, call.pos);
                             self.errors.push(self.messages.unknown_function(
                                 &name,
@@ -200,27 +200,16 @@ impl Rules<'_, '_, '_> {
         }
     }
 
-    /// Whether an expression at `pos` of `level` is kept from a superseded leader: PostgreSQL
-    /// does not evaluate it for one (see [`Self::evaluated`]), and, in a `LIMIT` or `OFFSET`,
-    /// the level's plan is never rescanned (a rescanned Limit recomputes its count, whether or
-    /// not it then runs: [`Props::rescanned`]). A sub-select in a `LIMIT` is kept so when its
-    /// level is not reached, which counts the rescans of the level it limits.
-    fn protected_by_own_level(&self, level: usize, pos: Pos, aggregate: Option<usize>) -> bool {
-        let recomputed = pos == Pos::Head && self.props.rescanned(level);
-        !recomputed && !self.evaluated(level, pos, aggregate)
-    }
-
     /// Whether PostgreSQL may evaluate an expression at `pos` of `level` (inside aggregate
-    /// `aggregate` of it, if any) for a superseded leader.
+    /// `aggregate` of it, if any) for a superseded leader ([`Props::evaluated`]).
     fn evaluated(&self, level: usize, pos: Pos, aggregate: Option<usize>) -> bool {
-        if self.props.hoisted(level, pos) {
-            return true;
-        }
-        self.props.reached(level)
-            && match aggregate {
-                Some(a) => self.props.aggregate_arguments_live(level, a),
-                None => self.props.live(level, pos),
+        match aggregate {
+            Some(a) => {
+                self.props.hoisted(level, pos)
+                    || (self.props.reached(level) && self.props.aggregate_arguments_live(level, a))
             }
+            None => self.props.evaluated(level, pos),
+        }
     }
 
     /// A reference PostgreSQL may read as a call is refused wherever PostgreSQL may evaluate it
@@ -235,7 +224,7 @@ impl Rules<'_, '_, '_> {
                 continue;
             };
             self.claim = true;
-            if self.protected_by_own_level(level, r.pos, r.aggregate) {
+            if !self.evaluated(level, r.pos, r.aggregate) {
                 continue;
             }
             let at = r.at.map(|start| self.reference_range(start, r));

@@ -86,12 +86,11 @@ pub enum Plan {
     HashJoins,
     /// Merge joins only: both sides read, sorted.
     MergeJoins,
-    /// Index scans wherever an index serves (`enable_seqscan = off`), as on large tables.
-    IndexScans,
 }
 
 impl Plan {
-    /// The plans forced after [`Plan::Chosen`], in the order they are tried.
+    /// The plans forced after [`Plan::Chosen`], in the order they are tried. (Index scans are a
+    /// run of their own, `--index-scans`: forced on every statement they cost about 60 times.)
     pub const FORCED: [Plan; 3] = [Plan::NestedLoops, Plan::HashJoins, Plan::MergeJoins];
 
     /// The plan as the report names it.
@@ -101,28 +100,26 @@ impl Plan {
             Plan::NestedLoops => "nested loops",
             Plan::HashJoins => "hash joins",
             Plan::MergeJoins => "merge joins",
-            Plan::IndexScans => "index scans",
         }
     }
 
     /// The statement that forces it for the rest of a transaction (`set_config(…, true)` is
-    /// `SET LOCAL`; one statement, as each of the probe's).
-    const fn settings(self) -> &'static str {
+    /// `SET LOCAL`; one statement, as each of the probe's); none for the chosen plan.
+    const fn settings(self) -> Option<&'static str> {
         match self {
-            Plan::Chosen => "SELECT",
-            Plan::NestedLoops => {
+            Plan::Chosen => None,
+            Plan::NestedLoops => Some(
                 "SELECT set_config('enable_hashjoin', 'off', true), \
-                        set_config('enable_mergejoin', 'off', true)"
-            }
-            Plan::HashJoins => {
+                        set_config('enable_mergejoin', 'off', true)",
+            ),
+            Plan::HashJoins => Some(
                 "SELECT set_config('enable_nestloop', 'off', true), \
-                        set_config('enable_mergejoin', 'off', true)"
-            }
-            Plan::MergeJoins => {
+                        set_config('enable_mergejoin', 'off', true)",
+            ),
+            Plan::MergeJoins => Some(
                 "SELECT set_config('enable_nestloop', 'off', true), \
-                        set_config('enable_hashjoin', 'off', true)"
-            }
-            Plan::IndexScans => "SELECT set_config('enable_seqscan', 'off', true)",
+                        set_config('enable_hashjoin', 'off', true)",
+            ),
         }
     }
 }
@@ -297,8 +294,8 @@ impl Probe {
         plan: Plan,
     ) -> Res<Ran> {
         let mut tx = self.claim.begin().await?;
-        if plan != Plan::Chosen {
-            sqlx::query(plan.settings()).execute(&mut *tx).await?;
+        if let Some(settings) = plan.settings() {
+            sqlx::query(settings).execute(&mut *tx).await?;
         }
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql.to_owned())).persistent(false);
         if let Some(fence) = fence {

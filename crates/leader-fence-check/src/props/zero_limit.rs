@@ -18,12 +18,10 @@
 //! (`max(..)`, a column of no row, a count with a `GROUP BY` or `HAVING`, which may leave no
 //! row), and a NULL limit is no limit at all.
 
-use serde_json::Value;
-
 use super::Props;
 use crate::levels::Kind;
 use crate::tree::enums::*;
-use crate::tree::{child, children, function_name, has, int};
+use crate::tree::{child, function_name, int};
 
 impl Props<'_, '_> {
     /// Whether the level's `LIMIT` is 0 when the fence is false: a scalar sub-select of a
@@ -43,28 +41,12 @@ impl Props<'_, '_> {
         else {
             return false;
         };
-        let c = &self.levels.levels[count];
-        c.kind == Kind::Select
-            && self.gated(count)
-            && !has(c.fields, "group_clause")
-            && c.having.is_empty()
-            && !self.outer_aggregates[count]
-            && counts_rows(c.fields)
-            && self
-                .aggregate_owners
-                .get(&(count, 0))
-                .is_some_and(|owners| owners.as_slice() == [count])
+        self.aggregate_of_no_rows(count).is_some_and(|call| {
+            matches!(function_name(call).as_slice(), [name] if name == "count")
+                && self
+                    .aggregate_owners
+                    .get(&(count, 0))
+                    .is_some_and(|owners| owners.as_slice() == [count])
+        })
     }
-}
-
-/// Whether a `SELECT`'s select list is one `count(..)` alone (its only aggregate).
-fn counts_rows(select: &crate::tree::Fields) -> bool {
-    let targets: Vec<(&str, &crate::tree::Fields)> = children(select, "target_list").collect();
-    let [("ResTarget", target)] = targets.as_slice() else {
-        return false;
-    };
-    matches!(child(target, "val"), Some(("FuncCall", call))
-        if matches!(function_name(call).as_slice(), [name] if name == "count")
-            && !has(call, "over")
-            && call.get("agg_within_group").and_then(Value::as_bool) != Some(true))
 }
