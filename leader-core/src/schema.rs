@@ -59,6 +59,8 @@ pub const MIGRATION_FILES: &[MigrationFile] = migration_files![
     "20261208000000_leader_status_names.up.sql",
     "20261209000000_leader_anchors.down.sql",
     "20261209000000_leader_anchors.up.sql",
+    "20261212000000_leader_shard_keys.down.sql",
+    "20261212000000_leader_shard_keys.up.sql",
 ];
 
 pub use leader_role_name::ROLE_CONSTRAINT;
