@@ -66,7 +66,8 @@ pub enum Pos {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConjunctOf {
     Where,
-    On,
+    /// A join's `ON`; `inner` for an inner join, whose `ON` holds for every row it makes.
+    On { inner: bool },
 }
 
 /// A name a level's `FROM` (or its target) makes visible.
@@ -546,7 +547,8 @@ impl<'a> Levels<'a> {
                         visible,
                     });
                 }
-                self.conjuncts(id, ConjunctOf::On, fields.get("quals"));
+                let inner = int(fields, "jointype") == JOIN_INNER;
+                self.conjuncts(id, ConjunctOf::On { inner }, fields.get("quals"));
             }
             "RangeTableSample" => {
                 if let Some(("RangeVar", relation)) = child(fields, "relation") {

@@ -172,12 +172,14 @@
 //! assert!(checked.errors[0].message.contains("not gated by the fence"));
 //! ```
 
+mod arg_types;
 mod functions;
 mod levels;
 mod messages;
 mod names;
 mod position;
 mod props;
+mod routines;
 mod rules;
 mod schema;
 mod shards;
@@ -185,7 +187,7 @@ mod tree;
 
 use std::ops::Range;
 
-pub use functions::KNOWN_FUNCTIONS;
+pub use functions::{KNOWN_FUNCTIONS, VOLATILE_BUILTINS};
 pub use schema::Schema;
 
 /// One `leader_fence($role, $token)` or `leader_fence($role, $index, $count, $token)` call: the

@@ -181,7 +181,7 @@ fn table_column(levels: &Levels, table: usize, column: &str) -> Column {
 }
 
 /// The columns a `FROM` item gives, where the SQL and the schema name them all.
-fn item_columns(levels: &Levels, source: &Source) -> Option<Vec<String>> {
+pub(crate) fn item_columns(levels: &Levels, source: &Source) -> Option<Vec<String>> {
     match *source {
         Source::Subquery(level) => {
             let mut columns = outputs(levels, level)?;

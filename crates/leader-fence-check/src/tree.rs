@@ -165,7 +165,12 @@ pub mod enums {
     pub const MERGE_WHEN_NOT_MATCHED_BY_SOURCE: i64 = 2;
     pub const MERGE_WHEN_NOT_MATCHED_BY_TARGET: i64 = 3;
 
+    pub const CMD_UPDATE: i64 = 3;
+    pub const CMD_INSERT: i64 = 4;
+    pub const CMD_DELETE: i64 = 5;
     pub const CMD_NOTHING: i64 = 8;
+
+    pub const ONCONFLICT_UPDATE: i64 = 3;
 
     pub const LCS_FORKEYSHARE: i64 = 2;
     pub const LCS_FORSHARE: i64 = 3;
