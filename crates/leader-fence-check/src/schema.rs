@@ -49,6 +49,19 @@ pub struct Schema {
     pub(crate) functions: HashMap<String, Vec<usize>>,
     pub(crate) types: HashMap<String, TypeKind>,
     pub(crate) casts: HashSet<(String, String)>,
+    /// The views PostgreSQL reads as their one table's rows, by their index in the relations.
+    flat_views: HashMap<usize, FlatView>,
+}
+
+/// A view PostgreSQL rewrites into its one table (an `UPDATE` or `DELETE` of it changes that
+/// table's rows, and the planner pulls a query of it up into the query that reads it, so a lock
+/// on it lands on the table's rows after that query's conditions).
+#[derive(Debug, Clone)]
+struct FlatView {
+    /// The table: its schema, where the definition writes one, and name.
+    base: (Option<String>, String),
+    /// For each column of the view, the table's column it is, where it is one plainly.
+    columns: Vec<Option<String>>,
 }
 
 /// What the schema says of `t.f`.
@@ -98,6 +111,13 @@ impl Schema {
             .iter()
             .map(|c| (c.source.clone(), c.target.clone()))
             .collect();
+        let flat_views = prepared
+            .relations
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.kind == RelationKind::View && r.updatable)
+            .filter_map(|(i, r)| Some((i, flat_view(r.definition.as_deref()?)?)))
+            .collect();
         Schema {
             prepared,
             read_from: read_from.into(),
@@ -106,6 +126,7 @@ impl Schema {
             functions,
             types,
             casts,
+            flat_views,
         }
     }
 
@@ -209,15 +230,39 @@ impl Schema {
 
     /// Whether `name` (in schema `namespace`) is a table (partitioned or not) in every relation
     /// it may be, without rules: a locking query locks the rows it returns, after its conditions.
+    ///
+    /// A view PostgreSQL reads as its one table's rows (every column of it one of the table's)
+    /// counts as that table.
     pub(crate) fn is_table(&self, namespace: Option<&str>, name: &str) -> bool {
-        let mut found = self.matching(namespace, name).peekable();
+        self.is_table_at(namespace, name, 0)
+    }
+
+    fn is_table_at(&self, namespace: Option<&str>, name: &str, depth: usize) -> bool {
+        let mut found = self.matching_indexed(namespace, name).peekable();
         found.peek().is_some()
-            && found.all(|r| {
-                matches!(
-                    r.kind,
-                    RelationKind::Table | RelationKind::PartitionedTable
-                ) && r.rules.is_empty()
+            && found.all(|(i, r)| match r.kind {
+                RelationKind::Table | RelationKind::PartitionedTable => r.rules.is_empty(),
+                _ => self.flat_views.get(&i).is_some_and(|view| {
+                    depth < 8
+                        && r.rules.is_empty()
+                        && view.columns.iter().all(Option::is_some)
+                        && self.is_table_at(view.base.0.as_deref(), &view.base.1, depth + 1)
+                }),
             })
+    }
+
+    /// [`Schema::matching`], with each relation's index.
+    fn matching_indexed<'s>(
+        &'s self,
+        namespace: Option<&'s str>,
+        name: &str,
+    ) -> impl Iterator<Item = (usize, &'s Relation)> + 's {
+        self.relations
+            .get(name)
+            .into_iter()
+            .flatten()
+            .map(|&i| (i, &self.prepared.relations[i]))
+            .filter(move |(_, r)| namespace.is_none_or(|wanted| wanted == r.name.schema))
     }
 
     /// The statement-level triggers and rules a statement of `events` on `name` fires, each
@@ -270,17 +315,29 @@ impl Schema {
                 self.read_from
             ));
         }
-        let mut key: Option<&str> = None;
-        for relation in found {
-            let declared = self.declared_key(relation, 0);
-            match (declared, key) {
+        let mut key: Option<String> = None;
+        for (i, relation) in self.matching_indexed(namespace, name) {
+            let declared = match self.flat_views.get(&i) {
+                // A view PostgreSQL reads as its table's rows is keyed by the column that is the
+                // table's key.
+                Some(view) => match self.shard_key(view.base.0.as_deref(), &view.base.1) {
+                    ShardKey::Declared(base_key) => view
+                        .columns
+                        .iter()
+                        .position(|c| c.as_deref() == Some(base_key.as_str()))
+                        .map(|n| relation.columns[n].name.clone()),
+                    ShardKey::Undeclared(_) => None,
+                },
+                None => self.declared_key(relation, 0).map(str::to_owned),
+            };
+            match (declared, &key) {
                 (None, _) => {
                     return ShardKey::Undeclared(format!(
                         "`{}` has no declared shard key in {}",
                         relation.name, self.read_from
                     ));
                 }
-                (Some(column), Some(before)) if column != before => {
+                (Some(column), Some(before)) if column != *before => {
                     return ShardKey::Undeclared(format!(
                         "`{shown}` may be tables keyed by `{before}` and by `{column}`: qualify it \
                          with its schema"
@@ -289,7 +346,7 @@ impl Schema {
                 (Some(column), _) => key = Some(column),
             }
         }
-        ShardKey::Declared(key.unwrap_or_default().to_owned())
+        ShardKey::Declared(key.unwrap_or_default())
     }
 
     fn declared_key<'s>(&'s self, relation: &'s Relation, depth: usize) -> Option<&'s str> {
@@ -309,6 +366,47 @@ impl Schema {
                 .find_map(|p| self.declared_key(p, depth + 1))
         })
     }
+}
+
+/// A view's definition as PostgreSQL prints it, where it reads one table and nothing else that
+/// keeps the planner from pulling it up (PostgreSQL says it is automatically updatable, which
+/// the caller has checked): the table and what each column is.
+fn flat_view(definition: &str) -> Option<FlatView> {
+    use crate::levels::strings;
+    use crate::tree::{child, children, has, text};
+    let statements = crate::tree::parse(definition).ok()?;
+    let [statement] = statements.as_slice() else {
+        return None;
+    };
+    let select = &statement.fields;
+    if statement.kind != "SelectStmt"
+        || ["with_clause", "group_clause", "having_clause", "distinct_clause", "sort_clause"]
+            .iter()
+            .any(|field| has(select, field))
+        || ["limit_count", "limit_offset"].iter().any(|f| has(select, f))
+    {
+        return None;
+    }
+    let from: Vec<_> = children(select, "from_clause").collect();
+    let [("RangeVar", table)] = from.as_slice() else {
+        return None;
+    };
+    let schema = Some(text(table, "schemaname"))
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned);
+    let columns = children(select, "target_list")
+        .map(|(_, target)| match child(target, "val") {
+            Some(("ColumnRef", column)) => {
+                let names = strings(column.get("fields"));
+                names.last().cloned()
+            }
+            _ => None,
+        })
+        .collect();
+    Some(FlatView {
+        base: (schema, text(table, "relname").to_owned()),
+        columns,
+    })
 }
 
 /// `schema.name`, or `name`.

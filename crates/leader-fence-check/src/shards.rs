@@ -10,8 +10,8 @@
 //!   filter `leader_shard_of(col, $count) = $index` (either side of `=`), on the index and count
 //!   placeholders of a shard fence of the statement, `col` a plain column (a cast would pick
 //!   another `leader_shard_of` and another shard);
-//! * or such a conjunct is `col IN (S)`, `col = ANY (S)` or `col = (S)`, where `S` returns one
-//!   column, pure in `S`;
+//! * or such a conjunct is `col IN (S)`, `col = ANY (S)`, `col = ANY (ARRAY (S))` or
+//!   `col = (S)`, where `S` returns one column, pure in `S`;
 //! * or `col` is a column of a sub-select or `WITH` query of the level's `FROM` that is pure in
 //!   it (a column of its select list that is a pure column there; a set operation's when every
 //!   arm that gives rows has it pure; a data-modifying `WITH` query's `RETURNING`);
@@ -25,11 +25,14 @@
 //!   is pure at its level, after every condition of the level (the schema knows the relation as
 //!   a table); a lock applied to a sub-select is pushed into it and followed there; one on a view
 //!   lands in the view's own query, before any filter here, and is refused;
-//! * an `INSERT … SELECT` inserts rows whose `k` is a pure column of its `SELECT` (and `ON
-//!   CONFLICT DO UPDATE` names `k` among its conflict columns, so the rows it updates share the
-//!   inserted key); `INSERT … VALUES` is refused;
+//! * an `INSERT … SELECT` inserts rows whose `k` is a pure column of its `SELECT`, or such a
+//!   column plus or minus an integer constant (two shards' rows never share that value either,
+//!   so their inserted rows are distinct), and `ON CONFLICT DO UPDATE` names `k` among its
+//!   conflict columns (so the rows it updates share the inserted key); `INSERT … VALUES` is
+//!   refused;
 //! * a `MERGE` acts on target rows whose `k` its join condition equates with (or filters to) a
-//!   pure column, and inserts rows whose `k` is one; `WHEN NOT MATCHED BY SOURCE` is refused.
+//!   pure column, and inserts rows whose `k` is one (or one plus or minus a constant); `WHEN NOT
+//!   MATCHED BY SOURCE` is refused.
 //!
 //! Rows a claim only returns are reads, as a plain `SELECT` is: the rule does not follow them.
 
@@ -44,7 +47,8 @@ use crate::levels::{ConjunctOf, Kind, Levels, Source, split_and, strings};
 use crate::names::{item_columns, outputs, resolve};
 use crate::rules::param_number;
 use crate::schema::ShardKey;
-use crate::tree::enums::{AEXPR_OP, ANY_SUBLINK, EXPR_SUBLINK, MERGE_WHEN_NOT_MATCHED_BY_SOURCE};
+use crate::tree::enums::{AEXPR_OP, AEXPR_OP_ANY, ANY_SUBLINK, ARRAY_SUBLINK, EXPR_SUBLINK};
+use crate::tree::enums::{MERGE_WHEN_NOT_MATCHED_BY_SOURCE, SETOP_INTERSECT, SETOP_UNION};
 use crate::tree::enums::{CMD_INSERT, CMD_NOTHING, ONCONFLICT_UPDATE};
 use crate::tree::{Fields, child, children, function_name, int, node, text};
 
@@ -92,8 +96,12 @@ pub fn uncovered(levels: &Levels<'_>, fences: &[FenceCall]) -> Vec<Uncovered> {
         shards,
         pure: RefCell::new(HashMap::new()),
     };
+    let dead = unread_ctes(levels);
     let mut found = Vec::new();
     for (n, level) in levels.levels.iter().enumerate() {
+        if dead.iter().any(|&cte| levels.within(n, cte)) {
+            continue;
+        }
         match level.kind {
             Kind::Update => rule.changes(n, "updates", &mut found),
             Kind::Delete => rule.changes(n, "deletes", &mut found),
@@ -104,6 +112,31 @@ pub fn uncovered(levels: &Levels<'_>, fences: &[FenceCall]) -> Vec<Uncovered> {
         }
     }
     found
+}
+
+/// The `WITH` queries that only read and that no query of the statement reads: PostgreSQL never
+/// runs them, so they lock nothing.
+fn unread_ctes(levels: &Levels<'_>) -> Vec<usize> {
+    let read: Vec<usize> = levels
+        .levels
+        .iter()
+        .flat_map(|l| &l.items)
+        .filter_map(|item| match item.source {
+            Source::Cte(Some(level)) => Some(level),
+            _ => None,
+        })
+        .collect();
+    levels
+        .levels
+        .iter()
+        .flat_map(|l| &l.ctes)
+        .filter(|cte| {
+            cte.level != usize::MAX
+                && matches!(levels.levels[cte.level].kind, Kind::Select | Kind::SetOp(_) | Kind::Values)
+                && !read.contains(&cte.level)
+        })
+        .map(|cte| cte.level)
+        .collect()
 }
 
 struct Provenance<'l, 'a> {
@@ -245,7 +278,7 @@ impl Provenance<'_, '_> {
             Some(source) if self.levels.levels[source].kind == Kind::Values => {
                 push(Why::Unkeyed("`INSERT … VALUES` inserts rows of no shard's"));
             }
-            Some(source) if self.output_pure(source, position) => {}
+            Some(source) if self.output_keyed(source, position) => {}
             _ => push(Why::NotByKey(key)),
         }
     }
@@ -315,7 +348,7 @@ impl Provenance<'_, '_> {
                     .iter()
                     .position(|c| *c == key)
                     .and_then(|p| values.get(p))
-                    .and_then(|value| self.column(level, value))
+                    .and_then(|value| self.column(level, unshifted(value)))
                     .is_some_and(|col| pure.contains(&col))
             } else {
                 pure.contains(&(level, 0, key.clone()))
@@ -415,6 +448,17 @@ impl Provenance<'_, '_> {
 
     /// Whether output column `n` of `level` is pure there.
     fn output_pure(&self, level: usize, n: usize) -> bool {
+        self.output(level, n, false)
+    }
+
+    /// Whether output column `n` of `level` is pure there, or a pure column plus or minus an
+    /// integer constant: rows of two shards never share such a value either, so the rows an
+    /// `INSERT` makes of it are distinct from every other shard's.
+    fn output_keyed(&self, level: usize, n: usize) -> bool {
+        self.output(level, n, true)
+    }
+
+    fn output(&self, level: usize, n: usize, shifted: bool) -> bool {
         let l = &self.levels.levels[level];
         let list = match l.kind {
             Kind::SetOp(op) => {
@@ -423,11 +467,11 @@ impl Provenance<'_, '_> {
                         .get(name)
                         .and_then(Value::as_object)
                         .and_then(|arm| self.levels.of(arm))
-                        .is_some_and(|arm| self.output_pure(arm, n))
+                        .is_some_and(|arm| self.output(arm, n, shifted))
                 };
                 return match op {
-                    crate::tree::enums::SETOP_UNION => arm("larg") && arm("rarg"),
-                    crate::tree::enums::SETOP_INTERSECT => arm("larg") || arm("rarg"),
+                    SETOP_UNION => arm("larg") && arm("rarg"),
+                    SETOP_INTERSECT => arm("larg") || arm("rarg"),
                     _ => arm("larg"),
                 };
             }
@@ -446,6 +490,7 @@ impl Provenance<'_, '_> {
         let Some(value) = node(target).and_then(|(_, t)| t.get("val")) else {
             return false;
         };
+        let value = if shifted { unshifted(value) } else { value };
         self.column(level, value)
             .is_some_and(|col| col.0 == level && self.is_pure(level, &col))
     }
@@ -552,6 +597,26 @@ impl Provenance<'_, '_> {
     }
 }
 
+/// `col + 7`, `col - 7`, `7 + col`: `col`; anything else as it is.
+fn unshifted(value: &Value) -> &Value {
+    let Some(("A_Expr" | "AExpr", expr)) = node(value) else {
+        return value;
+    };
+    let operator = strings(expr.get("name"));
+    if int(expr, "kind") != AEXPR_OP || !(operator == ["+"] || operator == ["-"]) {
+        return value;
+    }
+    let integer = |side: &Value| {
+        matches!(node(side), Some(("A_Const" | "AConst", constant))
+            if constant.get("val").and_then(Value::as_object).is_some_and(|v| v.contains_key("Ival")))
+    };
+    match (expr.get("lexpr"), expr.get("rexpr")) {
+        (Some(left), Some(right)) if integer(right) => left,
+        (Some(left), Some(right)) if operator == ["+"] && integer(left) => right,
+        _ => value,
+    }
+}
+
 /// `leader_shard_of(col, $count) = $index` (either side of `=`, the placeholders optionally
 /// cast, `col` a plain column reference): the column and the placeholders.
 pub fn filter(conjunct: &Value) -> Option<(&Value, ShardParams)> {
@@ -594,7 +659,8 @@ fn shard_of_call(value: &Value) -> Option<(&Value, usize)> {
     }
 }
 
-/// `col IN (S)`, `col = ANY (S)` or `col = (S)` / `(S) = col`: the column and `S`.
+/// `col IN (S)`, `col = ANY (S)`, `col = ANY (ARRAY (S))` or `col = (S)` / `(S) = col`: the
+/// column and `S`.
 fn compared_with_sub_select(conjunct: &Value) -> Option<(&Value, &Fields)> {
     let (kind, fields) = node(conjunct)?;
     let (column, link) = match kind {
@@ -604,6 +670,17 @@ fn compared_with_sub_select(conjunct: &Value) -> Option<(&Value, &Fields)> {
                 return None;
             }
             (fields.get("testexpr")?, fields)
+        }
+        "A_Expr" | "AExpr" if int(fields, "kind") == AEXPR_OP_ANY => {
+            if strings(fields.get("name")) != ["="] {
+                return None;
+            }
+            match child(fields, "rexpr")? {
+                ("SubLink", link) if int(link, "sub_link_type") == ARRAY_SUBLINK => {
+                    (fields.get("lexpr")?, link)
+                }
+                _ => return None,
+            }
         }
         "A_Expr" | "AExpr" if int(fields, "kind") == AEXPR_OP => {
             if strings(fields.get("name")) != ["="] {

@@ -173,6 +173,12 @@ fn relation(r: &Relation) -> String {
         let events: Vec<&str> = r.rules.iter().map(|e| e.word()).collect();
         out += &format!(",\"rules\":{}", strs(&events));
     }
+    if let Some(definition) = &r.definition {
+        out += &format!(",\"definition\":{}", json(definition));
+    }
+    if r.updatable {
+        out += ",\"updatable\":true";
+    }
     out + "}"
 }
 
@@ -228,6 +234,11 @@ fn read_relation(item: &Value) -> Result<Relation, String> {
     if let Some(rules) = object.get("rules") {
         relation.rules = events_of(rules)?;
     }
+    relation.definition = object
+        .get("definition")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    relation.updatable = object.get("updatable").and_then(Value::as_bool) == Some(true);
     Ok(relation)
 }
 
@@ -406,6 +417,8 @@ mod tests {
             vec![Column::new("coalesce", "bigint")],
         );
         view.reads = vec![QualifiedName::new("public", "jobs")];
+        view.definition = Some(" SELECT jobs.id AS \"coalesce\"\n   FROM jobs;".into());
+        view.updatable = true;
         schema.relations = vec![jobs, view];
         schema.functions = vec![
             Function::new(

@@ -146,6 +146,12 @@ pub struct Relation {
     pub statement_triggers: Vec<Trigger>,
     /// The events a rule (`CREATE RULE`, not a view's own) rewrites.
     pub rules: Vec<Event>,
+    /// For a view, its query as PostgreSQL prints it (`pg_get_viewdef`).
+    pub definition: Option<String>,
+    /// For a view: PostgreSQL rewrites an `UPDATE` or `DELETE` of it into one of its one table
+    /// (it is automatically updatable, without `INSTEAD OF` triggers), and it is no
+    /// `security_barrier` view, so the planner also reads it as that table's rows.
+    pub updatable: bool,
 }
 
 impl Relation {
@@ -160,6 +166,8 @@ impl Relation {
             reads: Vec::new(),
             statement_triggers: Vec::new(),
             rules: Vec::new(),
+            definition: None,
+            updatable: false,
         }
     }
 }

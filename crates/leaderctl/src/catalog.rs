@@ -172,6 +172,27 @@ async fn relation_details(
             });
         }
     }
+    // A view PostgreSQL rewrites into its one table: automatically updatable for UPDATE (4) and
+    // DELETE (16) (`pg_relation_is_updatable`'s bits), no INSTEAD OF trigger (tgtype bit 6), no
+    // security barrier (which keeps the planner from reading it as its table's rows).
+    let views = sqlx::query(
+        "SELECT c.oid::int8, pg_get_viewdef(c.oid),
+                pg_relation_is_updatable(c.oid, false) & 20 = 20
+                AND NOT EXISTS (SELECT 1 FROM pg_trigger t
+                                 WHERE t.tgrelid = c.oid AND t.tgtype::int4 & 64 <> 0)
+                AND NOT EXISTS (SELECT 1 FROM pg_options_to_table(c.reloptions) o
+                                 WHERE o.option_name = 'security_barrier'
+                                   AND o.option_value::boolean)
+           FROM pg_class c WHERE c.relkind = 'v'",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    for row in views {
+        if let Some(relation) = relations.get_mut(&row.try_get::<i64, _>(0)?) {
+            relation.definition = row.try_get(1)?;
+            relation.updatable = row.try_get(2)?;
+        }
+    }
     let rules = sqlx::query(
         "SELECT ev_class::int8, ev_type::text FROM pg_rewrite WHERE rulename <> '_RETURN'",
     )
