@@ -127,8 +127,10 @@ fn update() -> bool {
     std::env::var_os("UPDATE_EXPECT").is_some_and(|v| v == "1")
 }
 
-/// The input with its attribute split off, run through the attribute's expansion code.
+/// The input with its attribute split off, run through the attribute's expansion code, as the
+/// first expansion of a crate.
 fn expand(case: &Case) -> TokenStream {
+    crate::prepared::forget_includes();
     let mut func: syn::ItemFn = syn::parse_str(case.input).expect("the input is a fn");
     let attr = func.attrs.remove(0);
     let args = match &attr.meta {

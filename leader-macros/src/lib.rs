@@ -10,7 +10,7 @@ mod errors;
 mod expansions;
 mod fenced;
 mod leader_role;
-mod migrations_folder;
+mod prepared;
 mod unfenced;
 
 use proc_macro::TokenStream;

@@ -21,6 +21,9 @@
 
 async fn claim_batch(pool: &PgPool, fence: Fence, limit: i64) -> sqlx::Result<Vec<i64>> {
     const _: &[u8] = ::core::include_bytes!(
+        "/path/to/crate/leader-schema.json"
+    );
+    const _: &[u8] = ::core::include_bytes!(
         "/path/to/crate/tests/fixtures/migrations/0001_tables.sql"
     );
     ::leader_runtime::__private::assert_fence_parameter(&fence);

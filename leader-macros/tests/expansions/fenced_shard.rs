@@ -19,6 +19,9 @@
 
 async fn claim_webhooks(pool: &PgPool, fence: ShardFence) -> sqlx::Result<Vec<i64>> {
     const _: &[u8] = ::core::include_bytes!(
+        "/path/to/crate/leader-schema.json"
+    );
+    const _: &[u8] = ::core::include_bytes!(
         "/path/to/crate/tests/fixtures/migrations/0001_tables.sql"
     );
     ::leader_runtime::__private::assert_shard_fence_parameter(&fence);
