@@ -195,15 +195,36 @@ pub fn known(name: &[String]) -> Option<KnownFunction> {
 /// does: a claim may call them only where PostgreSQL never evaluates them for a superseded
 /// leader, as a `VOLATILE` function of the schema.
 pub const VOLATILE_BUILTINS: &[(&str, &str)] = &[
-    ("pg_notify", "sends a notification when the transaction commits"),
+    (
+        "pg_notify",
+        "sends a notification when the transaction commits",
+    ),
     ("nextval", "advances a sequence, which no rollback undoes"),
     ("setval", "sets a sequence, which no rollback undoes"),
-    ("set_config", "changes a setting of the session or transaction"),
-    ("pg_advisory_lock", "takes an advisory lock held past the transaction"),
-    ("pg_advisory_lock_shared", "takes an advisory lock held past the transaction"),
-    ("pg_try_advisory_lock", "takes an advisory lock held past the transaction"),
-    ("pg_try_advisory_lock_shared", "takes an advisory lock held past the transaction"),
-    ("pg_advisory_unlock", "releases an advisory lock held past the transaction"),
+    (
+        "set_config",
+        "changes a setting of the session or transaction",
+    ),
+    (
+        "pg_advisory_lock",
+        "takes an advisory lock held past the transaction",
+    ),
+    (
+        "pg_advisory_lock_shared",
+        "takes an advisory lock held past the transaction",
+    ),
+    (
+        "pg_try_advisory_lock",
+        "takes an advisory lock held past the transaction",
+    ),
+    (
+        "pg_try_advisory_lock_shared",
+        "takes an advisory lock held past the transaction",
+    ),
+    (
+        "pg_advisory_unlock",
+        "releases an advisory lock held past the transaction",
+    ),
 ];
 
 /// What a volatile built-in called `name` does ([`VOLATILE_BUILTINS`]).

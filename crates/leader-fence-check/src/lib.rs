@@ -173,6 +173,7 @@
 //! ```
 
 mod arg_types;
+mod colnames;
 mod functions;
 mod levels;
 mod messages;

@@ -116,7 +116,7 @@ impl Schema {
         } else {
             (fewest..=n).contains(&given)
         };
-        if !count_fits && !(args.loose && given <= n) {
+        if !(count_fits || args.loose && given <= n) {
             return false;
         }
         if args.loose {
@@ -143,7 +143,10 @@ impl Schema {
             ArgType::Unknown => true,
             _ if !param_is_exact => true,
             ArgType::Row(namespace, name) => {
-                param == name || namespace.as_ref().is_some_and(|ns| *param == format!("{ns}.{name}"))
+                param == name
+                    || namespace
+                        .as_ref()
+                        .is_some_and(|ns| *param == format!("{ns}.{name}"))
                     || self
                         .matching(namespace.as_deref(), name)
                         .any(|r| *param == r.name.to_string() || param == r.name.name)
@@ -187,8 +190,10 @@ mod tests {
         prepared.functions = vec![
             function("score", &["integer"], Volatility::Immutable),
             function("score", &["text"], Volatility::Volatile),
-            function("pad", &["integer", "integer"], Volatility::Stable).with_optional_args(1, false),
-            function("total", &["integer"], Volatility::Immutable).with_kind(FunctionKind::Aggregate),
+            function("pad", &["integer", "integer"], Volatility::Stable)
+                .with_optional_args(1, false),
+            function("total", &["integer"], Volatility::Immutable)
+                .with_kind(FunctionKind::Aggregate),
         ];
         prepared.types = ["integer", "bigint", "text", "numeric"]
             .iter()
@@ -215,7 +220,10 @@ mod tests {
     fn an_overload_is_picked_by_the_arguments_types_and_an_ambiguous_call_counts_volatile() {
         let s = schema();
         let int = ArgType::Named("integer".into());
-        assert_eq!(s.routine(None, "score", &args(&[int.clone()])), Some(Routine::ReadOnly));
+        assert_eq!(
+            s.routine(None, "score", &args(std::slice::from_ref(&int))),
+            Some(Routine::ReadOnly)
+        );
         let Some(Routine::Volatile(why)) = s.routine(None, "score", &args(&[ArgType::Unknown]))
         else {
             panic!("`score('x')` may be either");
@@ -233,8 +241,14 @@ mod tests {
     fn defaults_count_and_aggregates_are_unknown() {
         let s = schema();
         let int = ArgType::Named("integer".into());
-        assert_eq!(s.routine(None, "pad", &args(&[int.clone()])), Some(Routine::ReadOnly));
-        assert_eq!(s.routine(None, "pad", &args(&[int.clone(), int.clone(), int.clone()])), None);
+        assert_eq!(
+            s.routine(None, "pad", &args(std::slice::from_ref(&int))),
+            Some(Routine::ReadOnly)
+        );
+        assert_eq!(
+            s.routine(None, "pad", &args(&[int.clone(), int.clone(), int.clone()])),
+            None
+        );
         assert!(matches!(
             s.routine(None, "total", &args(&[int])),
             Some(Routine::Unknown(why)) if why.contains("an aggregate")

@@ -203,12 +203,14 @@ impl Rules<'_, '_, '_> {
             Some(routine) => Some(routine),
             None if functions::known(name).is_some() => None,
             None => Some(match functions::volatile_builtin(name) {
-                Some(what) => Routine::Volatile(format!(
-                    "`{last}` is a VOLATILE built-in: it {what}"
-                )),
+                Some(what) => {
+                    Routine::Volatile(format!("`{last}` is a VOLATILE built-in: it {what}"))
+                }
                 None => Routine::Unknown(match schema {
                     Some(schema) => format!(
-                        "`#[fenced]` found no function `{}` that takes these arguments in {},                          and it is no built-in it knows, so it may also be an aggregate, which                          PostgreSQL evaluates once even on no rows",
+                        "`#[fenced]` found no function `{}` that takes these arguments in {}, \
+                         and it is no built-in it knows, so it may also be an aggregate, which \
+                         PostgreSQL evaluates once even on no rows",
                         name.join("."),
                         schema.read_from()
                     ),
@@ -355,7 +357,9 @@ impl Rules<'_, '_, '_> {
             Effect::Insert => vec![Event::Insert],
             _ => Vec::new(),
         };
-        let on_conflict = fields.get("on_conflict_clause").and_then(serde_json::Value::as_object);
+        let on_conflict = fields
+            .get("on_conflict_clause")
+            .and_then(serde_json::Value::as_object);
         if on_conflict.is_some_and(|c| int(c, "action") == ONCONFLICT_UPDATE) {
             events.push(Event::Update);
         }

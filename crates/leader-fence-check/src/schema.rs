@@ -380,10 +380,18 @@ fn flat_view(definition: &str) -> Option<FlatView> {
     };
     let select = &statement.fields;
     if statement.kind != "SelectStmt"
-        || ["with_clause", "group_clause", "having_clause", "distinct_clause", "sort_clause"]
+        || [
+            "with_clause",
+            "group_clause",
+            "having_clause",
+            "distinct_clause",
+            "sort_clause",
+        ]
+        .iter()
+        .any(|field| has(select, field))
+        || ["limit_count", "limit_offset"]
             .iter()
-            .any(|field| has(select, field))
-        || ["limit_count", "limit_offset"].iter().any(|f| has(select, f))
+            .any(|f| has(select, f))
     {
         return None;
     }
@@ -460,13 +468,19 @@ mod tests {
     #[test]
     fn a_qualified_name_is_looked_up_in_its_schema_and_an_unqualified_one_in_every_schema() {
         let s = schema();
-        assert_eq!(s.column(Some("billing"), "invoices", "state"), Column::Known);
+        assert_eq!(
+            s.column(Some("billing"), "invoices", "state"),
+            Column::Known
+        );
         let Column::Unknown(why) = s.column(None, "invoices", "state") else {
             panic!("unqualified, `invoices` may be `public.invoices`");
         };
         assert!(why.contains("`public.invoices`"), "{why}");
         assert_eq!(s.column(None, "jobs", "xmin"), Column::Known);
-        assert!(matches!(s.column(None, "nowhere", "id"), Column::NoRelation(_)));
+        assert!(matches!(
+            s.column(None, "nowhere", "id"),
+            Column::NoRelation(_)
+        ));
         assert_eq!(s.column_type(None, "jobs", "id").as_deref(), Some("bigint"));
     }
 

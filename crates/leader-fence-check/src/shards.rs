@@ -48,8 +48,8 @@ use crate::names::{item_columns, outputs, resolve};
 use crate::rules::param_number;
 use crate::schema::ShardKey;
 use crate::tree::enums::{AEXPR_OP, AEXPR_OP_ANY, ANY_SUBLINK, ARRAY_SUBLINK, EXPR_SUBLINK};
-use crate::tree::enums::{MERGE_WHEN_NOT_MATCHED_BY_SOURCE, SETOP_INTERSECT, SETOP_UNION};
 use crate::tree::enums::{CMD_INSERT, CMD_NOTHING, ONCONFLICT_UPDATE};
+use crate::tree::enums::{MERGE_WHEN_NOT_MATCHED_BY_SOURCE, SETOP_INTERSECT, SETOP_UNION};
 use crate::tree::{Fields, child, children, function_name, int, node, text};
 
 /// Whether `name` is the shard helper: `leader_shard_of`, bare or schema-qualified.
@@ -122,7 +122,7 @@ fn unread_ctes(levels: &Levels<'_>) -> Vec<usize> {
         .iter()
         .flat_map(|l| &l.items)
         .filter_map(|item| match item.source {
-            Source::Cte(Some(level)) => Some(level),
+            Source::Cte(level) => Some(level),
             _ => None,
         })
         .collect();
@@ -132,7 +132,10 @@ fn unread_ctes(levels: &Levels<'_>) -> Vec<usize> {
         .flat_map(|l| &l.ctes)
         .filter(|cte| {
             cte.level != usize::MAX
-                && matches!(levels.levels[cte.level].kind, Kind::Select | Kind::SetOp(_) | Kind::Values)
+                && matches!(
+                    levels.levels[cte.level].kind,
+                    Kind::Select | Kind::SetOp(_) | Kind::Values
+                )
                 && !read.contains(&cte.level)
         })
         .map(|cte| cte.level)
@@ -233,7 +236,7 @@ impl Provenance<'_, '_> {
                     self.locked_item(sub, inner, found);
                 }
             }
-            Source::Cte(_) | Source::Function => {}
+            Source::Cte(_) | Source::Recursive(_) | Source::Function => {}
         }
     }
 
@@ -382,7 +385,9 @@ impl Provenance<'_, '_> {
     fn pure_with(&self, level: usize, conjuncts: &[&Value]) -> Vec<Col> {
         let mut pure: Vec<Col> = Vec::new();
         for conjunct in conjuncts {
-            if let Some(col) = self.filtered(level, conjunct).or_else(|| self.funnelled(level, conjunct))
+            if let Some(col) = self
+                .filtered(level, conjunct)
+                .or_else(|| self.funnelled(level, conjunct))
             {
                 pure.push(col);
             }
@@ -417,7 +422,7 @@ impl Provenance<'_, '_> {
     fn pure_outputs(&self, source: Source) -> Vec<String> {
         let (sub, renamed) = match source {
             Source::Subquery(sub) => (sub, self.levels.levels[sub].renamed.clone()),
-            Source::Cte(Some(sub)) => {
+            Source::Cte(sub) => {
                 let columns = self
                     .levels
                     .levels

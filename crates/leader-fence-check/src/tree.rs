@@ -150,6 +150,8 @@ pub mod enums {
     pub const AEXPR_OP: i64 = 1;
     pub const AEXPR_OP_ANY: i64 = 2;
     pub const AEXPR_OP_ALL: i64 = 3;
+    pub const AEXPR_BETWEEN: i64 = 11;
+    pub const AEXPR_BETWEEN_SYMMETRIC: i64 = 13;
 
     pub const GROUPING_SET_EMPTY: i64 = 1;
     pub const GROUPING_SET_ROLLUP: i64 = 3;

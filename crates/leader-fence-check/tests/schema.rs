@@ -11,10 +11,17 @@ use support::prepared;
 
 fn base() -> support::Prepared {
     prepared()
-        .table("jobs", "id bigint, owner text, runs integer, due timestamp with time zone")
+        .table(
+            "jobs",
+            "id bigint, owner text, runs integer, due timestamp with time zone",
+        )
         .table("batch", "id bigint, note text")
         .table("webhooks", "id bigint, endpoint_id bigint, status text")
-        .view("due_jobs", "id bigint, due timestamp with time zone", &["jobs"])
+        .view(
+            "due_jobs",
+            "id bigint, due timestamp with time zone",
+            &["jobs"],
+        )
 }
 
 fn schema() -> Schema {
@@ -84,9 +91,8 @@ fn a_name_the_schema_does_not_give_is_still_a_possible_call() {
         &schema,
     );
     assert!(
-        e[0].contains(
-            "`#[fenced]` found no table, view or type `audit` in the test's schema"
-        ) && e[0].ends_with("\nhelp: declare it in `leader-tables.sql`"),
+        e[0].contains("`#[fenced]` found no table, view or type `audit` in the test's schema")
+            && e[0].ends_with("\nhelp: declare it in `leader-tables.sql`"),
         "{e:?}"
     );
     // An alias's column names replace the first columns' own names, of a sub-select too.
@@ -192,7 +198,9 @@ fn stable_functions_stand_anywhere_and_aggregates_and_unknown_ones_nowhere() {
         &schema,
     );
     assert!(
-        e[0].contains("found no function `elsewhere` that takes these arguments in the test's schema"),
+        e[0].contains(
+            "found no function `elsewhere` that takes these arguments in the test's schema"
+        ),
         "{e:?}"
     );
 }
@@ -445,7 +453,11 @@ fn a_call_is_what_the_overloads_its_arguments_may_pick_are() {
         "UPDATE jobs SET runs = 1 WHERE public.score(2::int) > 0 AND leader_fence($1, $2)",
         "UPDATE jobs SET runs = 1 WHERE public.score(jobs.runs) > 0 AND leader_fence($1, $2)",
     ] {
-        assert_eq!(errors(accepted, &schema), Vec::<String>::new(), "{accepted}");
+        assert_eq!(
+            errors(accepted, &schema),
+            Vec::<String>::new(),
+            "{accepted}"
+        );
     }
     // A string literal's type PostgreSQL picks among the candidates: either overload.
     let e = errors(
@@ -463,7 +475,10 @@ fn a_call_is_what_the_overloads_its_arguments_may_pick_are() {
         "UPDATE jobs SET runs = 1 WHERE score(2::int) > 0 AND leader_fence($1, $2)",
     ] {
         let e = errors(sql, &schema);
-        assert!(e[0].contains("`billing.score(bigint)` VOLATILE"), "{sql}: {e:?}");
+        assert!(
+            e[0].contains("`billing.score(bigint)` VOLATILE"),
+            "{sql}: {e:?}"
+        );
     }
 }
 
@@ -532,7 +547,11 @@ fn a_claim_that_fires_a_statement_level_trigger_is_refused() {
         "DELETE FROM jobs WHERE leader_fence($1, $2)",
         "UPDATE batch SET note = 'x' WHERE leader_fence($1, $2)",
     ] {
-        assert_eq!(errors(accepted, &schema), Vec::<String>::new(), "{accepted}");
+        assert_eq!(
+            errors(accepted, &schema),
+            Vec::<String>::new(),
+            "{accepted}"
+        );
     }
 }
 
@@ -545,11 +564,48 @@ fn pg_notify_stands_where_the_fence_has_held() {
         "SELECT pg_notify('claimed', id::text) FROM jobs WHERE leader_fence($1, $2) FOR UPDATE",
         "UPDATE jobs SET runs = 1 WHERE leader_fence($1, $2) RETURNING pg_notify('c', id::text)",
     ] {
-        assert_eq!(errors(accepted, &schema), Vec::<String>::new(), "{accepted}");
+        assert_eq!(
+            errors(accepted, &schema),
+            Vec::<String>::new(),
+            "{accepted}"
+        );
     }
     let e = errors(
         "UPDATE jobs SET runs = 1 WHERE leader_fence($1, $2) AND pg_notify('c', 'x') IS NULL",
         &schema,
     );
     assert!(e[0].contains("`pg_notify` is a VOLATILE built-in"), "{e:?}");
+}
+
+/// The columns of a claim's own sub-selects and `WITH` queries are named as PostgreSQL names
+/// them: a cast after its column, `coalesce(..)` as `coalesce`, a recursive `WITH` query's by
+/// its column list; and a range whose bound is a fenced aggregate of no rows is null.
+#[test]
+fn a_claims_own_columns_are_named_as_postgresql_names_them() {
+    let schema = schema();
+    for accepted in [
+        "UPDATE jobs j SET runs = 1
+           FROM (SELECT id::bigint, coalesce(note, '') FROM batch WHERE leader_fence($1, $2)) b
+          WHERE j.id = b.id AND b.coalesce <> 'x'",
+        "WITH RECURSIVE chain (job, depth) AS (
+             SELECT id, 0 FROM batch WHERE leader_fence($1, $2)
+             UNION ALL SELECT c.job, c.depth + 1 FROM chain c WHERE c.depth < 3)
+         UPDATE jobs j SET runs = c.depth FROM chain c WHERE j.id = c.job",
+        "UPDATE jobs SET runs = 0
+          WHERE due BETWEEN now() - interval '1 day'
+                        AND (SELECT max(due) FROM jobs WHERE leader_fence($1, $2))",
+    ] {
+        assert_eq!(
+            errors(accepted, &schema),
+            Vec::<String>::new(),
+            "{accepted}"
+        );
+    }
+    // `NOT BETWEEN` a NULL bound may be true.
+    let e = errors(
+        "UPDATE jobs SET runs = 0
+          WHERE due NOT BETWEEN now() AND (SELECT max(due) FROM jobs WHERE leader_fence($1, $2))",
+        &schema,
+    );
+    assert!(e[0].contains("is not gated by the fence"), "{e:?}");
 }

@@ -13,12 +13,22 @@ use leader_fence_check::{Checked, Hints, ShardParams, check_with};
 /// view's own query, on every shard's rows.
 fn check(sql: &str) -> Checked {
     let schema = support::prepared()
-        .table("t", "id bigint, owner bigint, done boolean, key_text text, name text")
-        .table("webhooks", "id bigint, endpoint_id bigint, claimed_by bigint")
+        .table(
+            "t",
+            "id bigint, owner bigint, done boolean, key_text text, name text",
+        )
+        .table(
+            "webhooks",
+            "id bigint, endpoint_id bigint, claimed_by bigint",
+        )
         .table("endpoints", "id bigint, tenant_id bigint")
         .table("deliveries", "webhook_id bigint, attempt integer")
         .table("notes", "id bigint")
-        .view("pending_webhooks", "id bigint, endpoint_id bigint", &["webhooks"])
+        .view(
+            "pending_webhooks",
+            "id bigint, endpoint_id bigint",
+            &["webhooks"],
+        )
         .shard_key("t", "id")
         .shard_key("webhooks", "id")
         .shard_key("endpoints", "id")
@@ -151,7 +161,11 @@ fn everyday_shard_claims_are_accepted() {
          SELECT id, 1 FROM webhooks WHERE leader_fence($1, $2, $3, $4)
             AND leader_shard_of(id, $3) = $2 GROUP BY id",
     ] {
-        assert_eq!(accepted(sql), vec![SHARD_2_OF_3; accepted(sql).len()], "{sql}");
+        assert_eq!(
+            accepted(sql),
+            vec![SHARD_2_OF_3; accepted(sql).len()],
+            "{sql}"
+        );
     }
 }
 

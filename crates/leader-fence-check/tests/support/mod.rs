@@ -39,7 +39,11 @@ fn columns(text: &str) -> Vec<Column> {
 
 impl Prepared {
     pub fn table(mut self, relation: &str, cols: &str) -> Prepared {
-        self.relation_only(Relation::new(name(relation), RelationKind::Table, columns(cols)));
+        self.relation_only(Relation::new(
+            name(relation),
+            RelationKind::Table,
+            columns(cols),
+        ));
         self
     }
 
@@ -54,7 +58,11 @@ impl Prepared {
     }
 
     pub fn view(mut self, relation: &str, cols: &str, reads: &[&str]) -> Prepared {
-        let r = self.relation_only(Relation::new(name(relation), RelationKind::View, columns(cols)));
+        let r = self.relation_only(Relation::new(
+            name(relation),
+            RelationKind::View,
+            columns(cols),
+        ));
         r.reads = reads.iter().map(|r| name(r)).collect();
         self
     }
@@ -80,7 +88,12 @@ impl Prepared {
         self
     }
 
-    pub fn statement_trigger(mut self, relation: &str, trigger: &str, events: &[Event]) -> Prepared {
+    pub fn statement_trigger(
+        mut self,
+        relation: &str,
+        trigger: &str,
+        events: &[Event],
+    ) -> Prepared {
         let wanted = name(relation);
         let r = self
             .0
@@ -111,7 +124,9 @@ impl Prepared {
     pub fn aggregate(mut self, function: &str, args: &str) -> Prepared {
         self = self.function(function, args, Volatility::Immutable);
         let last = self.0.functions.pop().expect("pushed");
-        self.0.functions.push(last.with_kind(FunctionKind::Aggregate));
+        self.0
+            .functions
+            .push(last.with_kind(FunctionKind::Aggregate));
         self
     }
 
@@ -126,7 +141,12 @@ impl Prepared {
     /// The schema, with the types its columns and arguments name (a relation's name is its row
     /// type) and the implicit casts between integer types.
     pub fn schema(mut self) -> Schema {
-        let relations: Vec<String> = self.0.relations.iter().map(|r| r.name.name.clone()).collect();
+        let relations: Vec<String> = self
+            .0
+            .relations
+            .iter()
+            .map(|r| r.name.name.clone())
+            .collect();
         let mut types: Vec<String> = self
             .0
             .relations
