@@ -98,9 +98,16 @@ mod tests {
 
     #[test]
     fn migrations_run_by_integer_version_as_sqlx_runs_them() {
-        let dir = std::env::temp_dir().join(format!("leader-migrations-order-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("leader-migrations-order-{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
-        for name in ["10_c.sql", "2_b.up.sql", "1_a.sql", "2_b.down.sql", "notes.sql"] {
+        for name in [
+            "10_c.sql",
+            "2_b.up.sql",
+            "1_a.sql",
+            "2_b.down.sql",
+            "notes.sql",
+        ] {
             fs::write(dir.join(name), "SELECT 1;").unwrap();
         }
         let names: Vec<String> = migration_files(&dir, &dir)

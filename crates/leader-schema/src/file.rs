@@ -31,9 +31,12 @@ impl PreparedSchema {
         );
         field(
             "role_shards",
-            lines(schema.role_shards.iter().map(|r| {
-                format!("[{},{}]", json(&r.role), r.shard_count)
-            })),
+            lines(
+                schema
+                    .role_shards
+                    .iter()
+                    .map(|r| format!("[{},{}]", json(&r.role), r.shard_count)),
+            ),
         );
         field(
             "shard_keys",
@@ -48,19 +51,21 @@ impl PreparedSchema {
         field("functions", lines(schema.functions.iter().map(function)));
         field(
             "types",
-            lines(schema.types.iter().map(|t| {
-                format!("[{},{}]", json(&t.name), json(t.kind.word()))
-            })),
+            lines(
+                schema
+                    .types
+                    .iter()
+                    .map(|t| format!("[{},{}]", json(&t.name), json(t.kind.word()))),
+            ),
         );
         out.push_str(&format!(
             "{}: {}\n}}\n",
             json("casts"),
-            lines(
-                schema
-                    .casts
-                    .iter()
-                    .map(|c| format!("[{},{}]", json(&c.source), json(&c.target)))
-            )
+            lines(schema.casts.iter().map(|c| format!(
+                "[{},{}]",
+                json(&c.source),
+                json(&c.target)
+            )))
         ));
         out
     }
@@ -402,7 +407,10 @@ mod tests {
         let mut jobs = Relation::new(
             QualifiedName::new("public", "jobs"),
             RelationKind::PartitionedTable,
-            vec![Column::new("id", "bigint"), Column::new("say \"hi\"", "text")],
+            vec![
+                Column::new("id", "bigint"),
+                Column::new("say \"hi\"", "text"),
+            ],
         );
         jobs.system_columns = vec!["ctid".into(), "xmin".into()];
         jobs.parents = vec![QualifiedName::new("app", "base")];
@@ -483,10 +491,14 @@ mod tests {
         assert!(error.contains("run `leaderctl schema prepare`"), "{error}");
         let error = PreparedSchema::from_file_text("{\"leader_schema\": 1,").unwrap_err();
         assert!(error.contains("not valid JSON"), "{error}");
-        let text = full()
-            .to_file_text()
-            .replace("\"volatility\":\"immutable\"", "\"volatility\":\"sometimes\"");
+        let text = full().to_file_text().replace(
+            "\"volatility\":\"immutable\"",
+            "\"volatility\":\"sometimes\"",
+        );
         let error = PreparedSchema::from_file_text(&text).unwrap_err();
-        assert!(error.contains("volatility `sometimes` is unknown"), "{error}");
+        assert!(
+            error.contains("volatility `sometimes` is unknown"),
+            "{error}"
+        );
     }
 }

@@ -37,7 +37,10 @@ pub fn fingerprint(manifest_dir: &Path, migrations: &str) -> std::io::Result<Str
         hash.update(bytes);
     };
     for name in &names {
-        add(&format!("migrations/{name}"), &std::fs::read(folder.join(name))?);
+        add(
+            &format!("migrations/{name}"),
+            &std::fs::read(folder.join(name))?,
+        );
     }
     match std::fs::read(manifest_dir.join(DECLARED_TABLES)) {
         Ok(bytes) => add(DECLARED_TABLES, &bytes),
@@ -142,14 +145,13 @@ pub fn load(manifest_dir: &Path) -> Result<PreparedSchema, LoadError> {
         }
         Err(source) => return Err(LoadError::Unreadable { path, source }),
     };
-    let schema =
-        PreparedSchema::from_file_text(&text).map_err(|message| LoadError::Malformed { message })?;
-    let now = fingerprint(manifest_dir, &schema.migrations).map_err(|source| {
-        LoadError::Unreadable {
+    let schema = PreparedSchema::from_file_text(&text)
+        .map_err(|message| LoadError::Malformed { message })?;
+    let now =
+        fingerprint(manifest_dir, &schema.migrations).map_err(|source| LoadError::Unreadable {
             path: manifest_dir.join(&schema.migrations),
             source,
-        }
-    })?;
+        })?;
     if now != schema.fingerprint {
         return Err(LoadError::Stale {
             migrations: schema.migrations,

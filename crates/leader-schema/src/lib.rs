@@ -109,14 +109,17 @@ impl PreparedSchema {
             relation.parents.sort();
             relation.reads.sort();
             relation.reads.dedup();
-            relation.statement_triggers.sort_by(|a, b| a.name.cmp(&b.name));
+            relation
+                .statement_triggers
+                .sort_by(|a, b| a.name.cmp(&b.name));
             for trigger in &mut relation.statement_triggers {
                 trigger.events.sort();
             }
             relation.rules.sort();
             relation.rules.dedup();
         }
-        self.functions.sort_by(|a, b| (&a.name, &a.args).cmp(&(&b.name, &b.args)));
+        self.functions
+            .sort_by(|a, b| (&a.name, &a.args).cmp(&(&b.name, &b.args)));
         self.types.sort_by(|a, b| a.name.cmp(&b.name));
         self.types.dedup();
         self.casts.sort();

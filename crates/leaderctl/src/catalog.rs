@@ -306,10 +306,9 @@ async fn casts(conn: &mut PgConnection, names: &[String]) -> Result<Vec<Cast>, s
 
 /// The role CHECK and the roles' shard counts, where the framework's table is there.
 async fn roles(conn: &mut PgConnection, schema: &mut PreparedSchema) -> Result<(), sqlx::Error> {
-    let leases: Option<String> =
-        sqlx::query_scalar("SELECT to_regclass('leader_leases')::text")
-            .fetch_one(&mut *conn)
-            .await?;
+    let leases: Option<String> = sqlx::query_scalar("SELECT to_regclass('leader_leases')::text")
+        .fetch_one(&mut *conn)
+        .await?;
     let Some(leases) = leases else {
         return Ok(());
     };

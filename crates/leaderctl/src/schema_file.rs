@@ -182,10 +182,7 @@ fn rand_suffix() -> u32 {
 
 /// One line: what the file holds and where it came from.
 fn summary(schema: &PreparedSchema, applied: &Applied, migrations: &str) -> String {
-    let mut from = format!(
-        "{} migration(s) of {migrations}/",
-        applied.migrations.len()
-    );
+    let mut from = format!("{} migration(s) of {migrations}/", applied.migrations.len());
     if applied.framework_first {
         from = format!("the framework's migrations, then {from}");
     }
@@ -301,7 +298,10 @@ mod tests {
     #[test]
     fn the_folder_is_relative_and_normalized() {
         assert_eq!(relative_folder("migrations").unwrap(), "migrations");
-        assert_eq!(relative_folder("./db/migrations/").unwrap(), "db/migrations");
+        assert_eq!(
+            relative_folder("./db/migrations/").unwrap(),
+            "db/migrations"
+        );
         for bad in ["/abs/migrations", "../elsewhere", "", "."] {
             assert!(relative_folder(bad).is_err(), "{bad}");
         }
