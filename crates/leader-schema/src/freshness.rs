@@ -98,9 +98,10 @@ impl fmt::Display for LoadError {
                 f,
                 "`{FILE_NAME}` is missing next to `Cargo.toml`: it holds the schema your \
                  migrations make, as PostgreSQL reports it. Run `{PREPARE_COMMAND}` in the \
-                 crate's directory (it applies `migrations/` and `{DECLARED_TABLES}` to a \
-                 throwaway PostgreSQL, or to the database in DATABASE_URL, as sqlx runs them, \
-                 and writes the file; `--dir` names another folder) and commit the file"
+                 crate's directory (it applies `migrations/` and `{DECLARED_TABLES}`, as sqlx \
+                 runs them, to a throwaway PostgreSQL or to a fresh database on the server in \
+                 DATABASE_URL, and writes the file; `--dir` names another folder) and commit \
+                 the file"
             ),
             LoadError::Unreadable { path, source } => {
                 write!(f, "cannot read `{}`: {source}", path.display())
