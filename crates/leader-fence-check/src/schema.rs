@@ -62,6 +62,9 @@ struct FlatView {
     base: (Option<String>, String),
     /// For each column of the view, the table's column it is, where it is one plainly.
     columns: Vec<Option<String>>,
+    /// Whether every column is made of columns, constants, casts and `coalesce` alone: no
+    /// function call, whose volatility would keep the planner from pulling the view up.
+    plain_list: bool,
 }
 
 /// What the schema says of `t.f`.
@@ -245,7 +248,7 @@ impl Schema {
                 _ => self.flat_views.get(&i).is_some_and(|view| {
                     depth < 8
                         && r.rules.is_empty()
-                        && view.columns.iter().all(Option::is_some)
+                        && view.plain_list
                         && self.is_table_at(view.base.0.as_deref(), &view.base.1, depth + 1)
                 }),
             })
@@ -411,10 +414,30 @@ fn flat_view(definition: &str) -> Option<FlatView> {
             _ => None,
         })
         .collect();
+    let plain_list = children(select, "target_list")
+        .all(|(_, target)| target.get("val").is_some_and(plain_expression));
     Some(FlatView {
         base: (schema, text(table, "relname").to_owned()),
         columns,
+        plain_list,
     })
+}
+
+/// An expression of columns, constants, casts and `coalesce` alone.
+fn plain_expression(value: &serde_json::Value) -> bool {
+    use crate::tree::node;
+    let Some((kind, fields)) = node(value) else {
+        return match value {
+            serde_json::Value::Array(items) => items.iter().all(plain_expression),
+            _ => false,
+        };
+    };
+    match kind {
+        "ColumnRef" | "A_Const" | "AConst" => true,
+        "TypeCast" => fields.get("arg").is_some_and(plain_expression),
+        "CoalesceExpr" => fields.get("args").is_some_and(plain_expression),
+        _ => false,
+    }
 }
 
 /// `schema.name`, or `name`.
