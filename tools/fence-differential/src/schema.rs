@@ -167,6 +167,37 @@ impl Fixture {
     }
 }
 
+/// Registers the test roles in `db` (a database with the framework's tables), grants [`ROLE`]
+/// to a holder that is then superseded and to the live one: their tokens, checked to be told
+/// apart by the fence.
+///
+/// # Errors
+///
+/// If a statement fails or the fence does not tell the tokens apart.
+pub async fn superseded_and_live(db: &TestDb) -> Res<(i64, i64)> {
+    sqlx::raw_sql(ROLES_UP).execute(db.admin()).await?;
+    let stale = grant(db, "superseded-leader", None).await?;
+    sqlx::query(
+        "UPDATE leader_leases SET expires_at = now() - interval '1 ms'
+          WHERE role = $1 AND holder_id IS NOT NULL",
+    )
+    .bind(ROLE.as_str())
+    .execute(db.admin())
+    .await?;
+    let live = grant(db, "live-leader", None).await?;
+    let (stale_fence, live_fence): (bool, bool) =
+        sqlx::query_as("SELECT leader_fence($1, $2), leader_fence($1, $3)")
+            .bind(ROLE.as_str())
+            .bind(stale.token())
+            .bind(live.token())
+            .fetch_one(db.admin())
+            .await?;
+    if stale_fence || !live_fence {
+        return Err("the fence does not tell the tokens apart".into());
+    }
+    Ok((stale.token(), live.token()))
+}
+
 async fn grant(db: &TestDb, holder: &str, shard: Option<Shard>) -> Res<Fence> {
     let timings = Timings::scaled_to_ttl(Duration::from_secs(24 * 3600))?;
     let mut wanted = lease::Wanted::every(ROLE, Duration::from_millis(1));
