@@ -96,7 +96,11 @@ fn copy_fixtures(project: &Path) {
     fs::create_dir_all(project.join("migrations")).unwrap();
     for entry in fs::read_dir(source.join("migrations")).unwrap() {
         let path = entry.unwrap().path();
-        fs::copy(&path, project.join("migrations").join(path.file_name().unwrap())).unwrap();
+        fs::copy(
+            &path,
+            project.join("migrations").join(path.file_name().unwrap()),
+        )
+        .unwrap();
     }
     fs::copy(
         source.join("leader-tables.sql"),
@@ -118,11 +122,22 @@ fn check(project: &Path) -> String {
     fs::write(project.join("claim.rs"), CLAIM).unwrap();
     let output = Command::new(cargo)
         .current_dir(project)
-        .args(["check", "--quiet", "--offline", "--bins", "--message-format=json"])
+        .args([
+            "check",
+            "--quiet",
+            "--offline",
+            "--bins",
+            "--message-format=json",
+        ])
         .args(["--target", &host])
         .arg(format!("--config=build.rustflags={TRYBUILD_RUSTFLAGS}"))
-        .arg(format!("--config=target.{host}.rustflags={TRYBUILD_RUSTFLAGS}"))
-        .env("CARGO_TARGET_DIR", target_dir().join("tests").join("trybuild"))
+        .arg(format!(
+            "--config=target.{host}.rustflags={TRYBUILD_RUSTFLAGS}"
+        ))
+        .env(
+            "CARGO_TARGET_DIR",
+            target_dir().join("tests").join("trybuild"),
+        )
         .env("CARGO_INCREMENTAL", "0")
         .env_remove("RUSTFLAGS")
         .output()
@@ -152,5 +167,10 @@ fn compare(actual: &str, expected: &Path) {
     }
     let wanted = fs::read_to_string(expected)
         .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_EXPECT=1 writes it)", expected.display()));
-    assert_eq!(actual, wanted, "{} (UPDATE_EXPECT=1 rewrites it)", expected.display());
+    assert_eq!(
+        actual,
+        wanted,
+        "{} (UPDATE_EXPECT=1 rewrites it)",
+        expected.display()
+    );
 }

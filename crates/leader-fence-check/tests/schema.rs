@@ -609,3 +609,46 @@ fn a_claims_own_columns_are_named_as_postgresql_names_them() {
     );
     assert!(e[0].contains("is not gated by the fence"), "{e:?}");
 }
+
+/// A read of a recursive `WITH` query in its own definition reads its working table, empty when
+/// its first arm is; a read of a sibling declared after it is not.
+#[test]
+fn only_a_recursive_querys_read_of_itself_is_empty_with_its_first_arm() {
+    let schema = schema();
+    let e = errors(
+        "WITH RECURSIVE a AS (SELECT id FROM b), b AS (SELECT id FROM batch)
+         UPDATE jobs SET runs = 1 WHERE id IN (SELECT id FROM a)",
+        &schema,
+    );
+    assert!(e[0].contains("is not gated by the fence"), "{e:?}");
+}
+
+/// A view PostgreSQL rewrites into its one table and pulls up into the query that reads it is
+/// locked as that table is, after the query's conditions; one whose columns call a function may
+/// not be pulled up.
+#[test]
+fn a_lock_on_a_view_read_as_its_table_lands_after_the_gate_on_rows() {
+    let schema = base()
+        .updatable_view(
+            "open_jobs",
+            "id bigint, owner text",
+            &["jobs"],
+            " SELECT jobs.id,\n    jobs.owner::text AS owner\n   FROM jobs\n  WHERE jobs.runs = 0;",
+        )
+        .updatable_view(
+            "labelled_jobs",
+            "id bigint, label text",
+            &["jobs"],
+            " SELECT jobs.id,\n    upper(jobs.owner) AS label\n   FROM jobs;",
+        )
+        .schema();
+    let claim = |view: &str| {
+        format!(
+            "SELECT id FROM {view} WHERE id IN (SELECT id FROM batch WHERE leader_fence($1, $2))
+               FOR UPDATE SKIP LOCKED"
+        )
+    };
+    assert_eq!(errors(&claim("open_jobs"), &schema), Vec::<String>::new());
+    let e = errors(&claim("labelled_jobs"), &schema);
+    assert!(e[0].contains("may be a view"), "{e:?}");
+}

@@ -282,6 +282,14 @@ fn rows_claimed_by_another_column_than_the_filtered_key_are_refused() {
         // A lock on a joined table, whose rows other shards share.
         "SELECT w.id FROM webhooks w JOIN endpoints e ON e.id = w.endpoint_id
           WHERE leader_fence($1, $2, $3, $4) AND leader_shard_of(w.id, $3) = $2 FOR UPDATE",
+        // A WITH query the claim reads locks rows before any filter.
+        "WITH c AS (SELECT id FROM webhooks FOR UPDATE)
+         UPDATE webhooks w SET claimed_by = $4 FROM c
+          WHERE w.id = c.id AND leader_fence($1, $2, $3, $4) AND leader_shard_of(c.id, $3) = $2",
+        // An inserted key made of the shard's key and another column: not the shard's key.
+        "INSERT INTO deliveries (webhook_id)
+         SELECT id + endpoint_id FROM webhooks
+          WHERE leader_fence($1, $2, $3, $4) AND leader_shard_of(id, $3) = $2",
         // The filter reads another table's column than the one updated.
         "UPDATE webhooks SET claimed_by = $4 FROM endpoints e
           WHERE e.id = webhooks.endpoint_id AND leader_fence($1, $2, $3, $4)

@@ -77,7 +77,9 @@ async fn every_prepared_schema_of_the_repository_is_what_a_prepare_writes_now() 
     ] {
         let file = root.join(expected).join(leader_schema::FILE_NAME);
         assert!(
-            files.iter().any(|f| f.canonicalize().ok() == file.canonicalize().ok()),
+            files
+                .iter()
+                .any(|f| f.canonicalize().ok() == file.canonicalize().ok()),
             "{expected} has no prepared schema"
         );
     }
@@ -150,6 +152,11 @@ const HISTORY: &[(&str, &str)] = &[
          CREATE VIEW v AS SELECT id::bigint, coalesce(category, '') FROM parent;
          CREATE SCHEMA billing;
          DO $$ BEGIN EXECUTE 'CREATE TABLE billing.made_by_do (z integer)'; END $$;
+         CREATE FUNCTION note() RETURNS trigger LANGUAGE plpgsql
+             AS $f$ BEGIN RETURN NULL; END $f$;
+         CREATE TRIGGER each_statement AFTER UPDATE OR DELETE ON child
+             FOR EACH STATEMENT EXECUTE FUNCTION note();
+         CREATE TRIGGER each_row AFTER UPDATE ON child FOR EACH ROW EXECUTE FUNCTION note();
          SET search_path = billing, public;",
     ),
     (
@@ -208,19 +215,45 @@ async fn a_migration_history_is_read_as_postgresql_runs_it() {
         relation("public", "child").parents,
         [QualifiedName::new("public", "parent")]
     );
+    let triggers = &relation("public", "child").statement_triggers;
+    assert_eq!(
+        triggers.len(),
+        1,
+        "the row-level one is not listed: {triggers:?}"
+    );
+    assert_eq!(triggers[0].name, "each_statement");
+    assert_eq!(
+        triggers[0].events,
+        [
+            leader_schema::model::Event::Update,
+            leader_schema::model::Event::Delete
+        ]
+    );
+    assert!(
+        relation("public", "v").updatable,
+        "a view of one table, plain"
+    );
     assert_eq!(schema.search_path, ["pg_catalog", "public"]);
     assert_eq!(schema.shard_keys.len(), 1);
     assert_eq!(schema.shard_keys[0].column, "id");
 
     // The file is current until a migration changes.
-    let run = ctl(&url, &["schema", "prepare", "--check", "--manifest-dir", dir]).await;
+    let run = ctl(
+        &url,
+        &["schema", "prepare", "--check", "--manifest-dir", dir],
+    )
+    .await;
     assert_eq!(run.code, Some(0), "{run:#?}");
     fs::write(
         app.path().join("migrations/11_more.sql"),
         "CREATE TABLE later (id bigint);",
     )
     .unwrap();
-    let run = ctl(&url, &["schema", "prepare", "--check", "--manifest-dir", dir]).await;
+    let run = ctl(
+        &url,
+        &["schema", "prepare", "--check", "--manifest-dir", dir],
+    )
+    .await;
     assert_eq!(run.code, Some(1), "{run:#?}");
     assert!(
         run.stderr.contains("is out of date") && run.stderr.contains("leaderctl schema prepare"),
@@ -235,7 +268,10 @@ async fn a_migration_history_is_read_as_postgresql_runs_it() {
 #[tokio::test]
 async fn a_migration_that_fails_or_a_folder_sqlx_refuses_is_refused_naming_it() {
     let (_db, url) = server().await;
-    let app = crate_with(&[("1_broken.sql", "CREATE TABLE t (id bigint REFERENCES nowhere);")]);
+    let app = crate_with(&[(
+        "1_broken.sql",
+        "CREATE TABLE t (id bigint REFERENCES nowhere);",
+    )]);
     let dir = app.path().to_str().unwrap();
     let run = ctl(&url, &["schema", "prepare", "--manifest-dir", dir]).await;
     assert_eq!(run.code, Some(1), "{run:#?}");
@@ -248,14 +284,20 @@ async fn a_migration_that_fails_or_a_folder_sqlx_refuses_is_refused_naming_it() 
     let dir = app.path().to_str().unwrap();
     let run = ctl(&url, &["schema", "prepare", "--manifest-dir", dir]).await;
     assert_eq!(run.code, Some(1), "{run:#?}");
-    assert!(run.stderr.contains("sqlx cannot read the migrations"), "{run:#?}");
+    assert!(
+        run.stderr.contains("sqlx cannot read the migrations"),
+        "{run:#?}"
+    );
     let run = ctl(
         &url,
         &["schema", "prepare", "--manifest-dir", dir, "--dir", "/abs"],
     )
     .await;
     assert_eq!(run.code, Some(1), "{run:#?}");
-    assert!(run.stderr.contains("relative to the crate's directory"), "{run:#?}");
+    assert!(
+        run.stderr.contains("relative to the crate's directory"),
+        "{run:#?}"
+    );
 }
 
 #[tokio::test]
@@ -276,7 +318,10 @@ async fn shard_key_writes_the_migration_that_declares_a_key_once() {
     assert_eq!(written.len(), 2, "an up and a down: {written:?}");
     let up = written.iter().find(|n| n.ends_with(".up.sql")).unwrap();
     let up = fs::read_to_string(Path::new(dir).join(up)).unwrap();
-    assert!(up.contains("SELECT leader_shard_key('jobs', 'tenant');"), "{up}");
+    assert!(
+        up.contains("SELECT leader_shard_key('jobs', 'tenant');"),
+        "{up}"
+    );
     let run = ctl("", &["schema", "shard-key", "jobs", "tenant", "--dir", dir]).await;
     assert_eq!(run.code, Some(1), "{run:#?}");
     assert!(run.stderr.contains("already the shard key"), "{run:#?}");

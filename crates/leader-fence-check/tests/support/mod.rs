@@ -67,6 +67,26 @@ impl Prepared {
         self
     }
 
+    /// A view PostgreSQL says is automatically updatable, with its definition as
+    /// `pg_get_viewdef` prints it.
+    pub fn updatable_view(
+        mut self,
+        relation: &str,
+        cols: &str,
+        reads: &[&str],
+        definition: &str,
+    ) -> Prepared {
+        let r = self.relation_only(Relation::new(
+            name(relation),
+            RelationKind::View,
+            columns(cols),
+        ));
+        r.reads = reads.iter().map(|r| name(r)).collect();
+        r.definition = Some(definition.to_owned());
+        r.updatable = true;
+        self
+    }
+
     pub fn foreign_table(mut self, relation: &str, cols: &str) -> Prepared {
         self.relation_only(Relation::new(
             name(relation),
