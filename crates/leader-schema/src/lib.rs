@@ -8,7 +8,7 @@
 //! a history of renames, partitions, overloads, `DO` blocks and dynamic DDL, so, as `cargo sqlx
 //! prepare` does for `query!`, `leaderctl schema prepare` applies the migrations to a throwaway
 //! PostgreSQL exactly as sqlx runs them, reads the catalog, and writes this file; the macros
-//! read it offline. The file holds a [fingerprint](fingerprint) of the migrations it came from,
+//! read it offline. The file holds a [`fingerprint`] of the migrations it came from,
 //! and a build whose migrations changed since fails with the command that refreshes it.
 //!
 //! * [`PreparedSchema`] and the types of [`model`]: the file's content, as data.
