@@ -96,7 +96,12 @@ async fn run(settings: &Settings, write: Option<&str>) -> Res<bool> {
         load_after: page::load_average(),
         server_version,
     };
-    let page = page::page(NAME, &facts, &history_run::markdown(&outcome, settings));
+    let page = page::page(
+        "The fence checker against PostgreSQL, on generated migration histories",
+        NAME,
+        &facts,
+        &history_run::markdown(&outcome, settings),
+    );
     println!("{page}");
     if let Some(path) = write {
         generated_block::write(path, &generated_block::Markers::report(NAME), &page)?;
