@@ -196,7 +196,7 @@ M = [
      [edit("crates/leader-fence-check/src/shards.rs",
            "            Ok((_, key)) if self.is_pure(level, &(level, 0, key.clone())) => return,\n",
            "            Ok(_) => return,\n")],
-     "-p leader-fence-check --test shards a_shards_fence_without_its_filter"),
+     "-p leader-fence-check --test shards a_claim_keyed_by_another_column"),
     ("fence check takes a filter on any placeholders",
      [edit("crates/leader-fence-check/src/shards.rs",
            "        if !self.shards.contains(&params) {\n",
