@@ -1,6 +1,6 @@
-//! `cargo run -p billing-demo`: the billing service's replicas on a throwaway PostgreSQL (or the
-//! server in `DATABASE_URL`), three killed and replaced during the run, ending with checks that
-//! fail the exit code.
+//! `scripts/demo` (or `cargo run -p billing-demo` once its prerequisites are installed): the
+//! billing service's replicas on a throwaway PostgreSQL (or the server in `DATABASE_URL`), three
+//! killed and replaced during the run, ending with checks that fail the exit code.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
