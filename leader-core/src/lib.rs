@@ -10,6 +10,8 @@
 //! * [`Statement`]: the name each statement carries in a leading SQL comment, and in its
 //!   [`StatementError`].
 //! * [`schema`]: the framework migrations and the start-up check [`check_schema_ready`].
+//! * [`pooler`]: what a transaction-mode pooler breaks; the checks that a direct connection is
+//!   PostgreSQL's own session and that a pool's statements survive the pooler in front of it.
 //! * [`status`]: `leader_status` as typed rows.
 //!
 //! Applications use these through `leader-runtime`, which re-exports them.
@@ -35,6 +37,7 @@ mod inline;
 pub mod lease;
 pub mod operator;
 mod outcome;
+pub mod pooler;
 mod role;
 pub mod schema;
 mod send;

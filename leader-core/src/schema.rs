@@ -59,6 +59,8 @@ pub const MIGRATION_FILES: &[MigrationFile] = migration_files![
     "20261208000000_leader_status_names.up.sql",
     "20261209000000_leader_anchors.down.sql",
     "20261209000000_leader_anchors.up.sql",
+    "20261209100000_leader_pause_notice.down.sql",
+    "20261209100000_leader_pause_notice.up.sql",
 ];
 
 pub use leader_role_name::ROLE_CONSTRAINT;
@@ -241,6 +243,10 @@ SELECT to_regclass('leader_leases') IS NOT NULL                         AS leade
                    FROM pg_proc
                   WHERE oid = to_regprocedure('leader_pause(text, text, text)')), false)
                                                                         AS pause_floor,
+       coalesce((SELECT strpos(prosrc, 'pg_notify(''leader_paused''') > 0
+                   FROM pg_proc
+                  WHERE oid = to_regprocedure('leader_pause(text, text, text)')), false)
+                                                                        AS pause_notice,
        to_regprocedure('leader_unpause(text)') IS NOT NULL              AS leader_unpause,
        to_regprocedure('leader_clear_cooldown(text)') IS NOT NULL       AS leader_clear_cooldown,
        EXISTS (SELECT 1 FROM pg_attribute
@@ -298,6 +304,7 @@ where
         get("not_before")?,
     );
     let pause_floor = get("pause_floor")?;
+    let pause_notice = get("pause_notice")?;
     let schedules = get("schedules")?;
     let shards = get("shards")?;
     let presence = get("presence")?;
@@ -323,6 +330,14 @@ where
             change: "a pause sets no floor under the next grant, so the paused holder's work \
                      can overlap the next holder's",
             migration: "20261204000000_leader_pause_floor.up.sql",
+        });
+    }
+    if pause && pause_floor && !pause_notice {
+        problems.push(SchemaProblem::OutOfDate {
+            object: "function leader_pause(text, text, text)",
+            change: "a pause sends no notice, so a running tick hears of it only at its next \
+                     RENEW instead of at once",
+            migration: "20261209100000_leader_pause_notice.up.sql",
         });
     }
     if table && !schedules {

@@ -32,13 +32,16 @@ pub enum Statement {
     SchemaCheck,
     /// [`crate::lease::Anchor::open`]: an anchor session's lock and read of its own identity.
     Anchor,
+    /// [`crate::pooler`]: a direct connection's check that it is PostgreSQL's own session, and
+    /// the start-up look at what is in front of the pool.
+    ConnectionCheck,
 }
 
 const PREFIX: &str = "/* leader:";
 
 impl Statement {
     /// Every statement.
-    pub const ALL: [Statement; 11] = [
+    pub const ALL: [Statement; 12] = [
         Statement::Acquire,
         Statement::Renew,
         Statement::Release,
@@ -50,10 +53,12 @@ impl Statement {
         Statement::StatusRead,
         Statement::SchemaCheck,
         Statement::Anchor,
+        Statement::ConnectionCheck,
     ];
 
     /// The name in the statement's leading comment: `acquire`, `renew`, `release`, `leave`,
-    /// `pause`, `unpause`, `clear_cooldown`, `status_view`, `status`, `schema_check` or `anchor`.
+    /// `pause`, `unpause`, `clear_cooldown`, `status_view`, `status`, `schema_check`, `anchor` or
+    /// `connection_check`.
     pub const fn name(self) -> &'static str {
         match self {
             Statement::Acquire => "acquire",
@@ -67,11 +72,12 @@ impl Statement {
             Statement::StatusRead => "status",
             Statement::SchemaCheck => "schema_check",
             Statement::Anchor => "anchor",
+            Statement::ConnectionCheck => "connection_check",
         }
     }
 
     /// The name in errors and logs: `ACQUIRE`, `RENEW`, `RELEASE`, `LEAVE`, `PAUSE`, `UNPAUSE`,
-    /// `CLEAR COOLDOWN`, `STATUS VIEW`, `STATUS`, `SCHEMA CHECK` or `ANCHOR`.
+    /// `CLEAR COOLDOWN`, `STATUS VIEW`, `STATUS`, `SCHEMA CHECK`, `ANCHOR` or `CONNECTION CHECK`.
     pub const fn label(self) -> &'static str {
         match self {
             Statement::Acquire => "ACQUIRE",
@@ -85,6 +91,7 @@ impl Statement {
             Statement::StatusRead => "STATUS",
             Statement::SchemaCheck => "SCHEMA CHECK",
             Statement::Anchor => "ANCHOR",
+            Statement::ConnectionCheck => "CONNECTION CHECK",
         }
     }
 

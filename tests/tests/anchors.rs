@@ -14,6 +14,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use common::{ALPHA, claim};
+use leader_runtime::pooler::DirectOptions;
 use leader_runtime::protocol::lease::{
     self, Acquired, Anchor, AnchorError, AnchorWait, RefusalReason, Wanted,
 };
@@ -48,14 +49,21 @@ async fn database() -> (TestDb, PgPool) {
 /// A session of the application role to PostgreSQL itself (an anchor never goes through a
 /// pooler), anchored as `holder`.
 async fn anchored(db: &TestDb, holder: &str) -> (PgConnection, Anchor) {
-    let options = PgConnectOptions::from_str(&db.url())
-        .unwrap()
-        .username("leader_app");
-    let mut session = PgConnection::connect_with(&options).await.unwrap();
-    let anchor = Anchor::open(&mut session, holder, &hour_lease())
+    let direct = direct_as_app(db);
+    let mut session = direct.connect(HOUR).await.unwrap();
+    let anchor = Anchor::open(&mut session, holder, &direct, &hour_lease())
         .await
         .expect("the anchor opens");
     (session, anchor)
+}
+
+/// The options of a direct connection of the application role.
+fn direct_as_app(db: &TestDb) -> DirectOptions {
+    DirectOptions::new(
+        PgConnectOptions::from_str(&db.url())
+            .unwrap()
+            .username("leader_app"),
+    )
 }
 
 /// Ends `anchor`'s session from the server's side and waits until its backend has exited.
@@ -286,11 +294,9 @@ async fn a_release_forgets_the_anchor() {
 async fn a_second_process_with_the_same_holder_id_cannot_anchor() {
     let (db, _app) = database().await;
     let (_first, _) = anchored(&db, "a").await;
-    let options = PgConnectOptions::from_str(&db.url())
-        .unwrap()
-        .username("leader_app");
-    let mut second = PgConnection::connect_with(&options).await.unwrap();
-    let refused = Anchor::open(&mut second, "a", &hour_lease()).await;
+    let direct = direct_as_app(&db);
+    let mut second = direct.connect(HOUR).await.unwrap();
+    let refused = Anchor::open(&mut second, "a", &direct, &hour_lease()).await;
     assert!(
         matches!(&refused, Err(AnchorError::HolderIdInUse { holder_id }) if holder_id == "a"),
         "{refused:?}"

@@ -24,6 +24,9 @@ const SIXTH: &str = include_str!("../../migrations/20261207000000_leader_presenc
 const SIXTH_DOWN: &str = include_str!("../../migrations/20261207000000_leader_presence.down.sql");
 const EIGHTH: &str = include_str!("../../migrations/20261209000000_leader_anchors.up.sql");
 const EIGHTH_DOWN: &str = include_str!("../../migrations/20261209000000_leader_anchors.down.sql");
+const NINTH: &str = include_str!("../../migrations/20261209100000_leader_pause_notice.up.sql");
+const NINTH_DOWN: &str =
+    include_str!("../../migrations/20261209100000_leader_pause_notice.down.sql");
 
 async fn app_role(db: &TestDb) -> sqlx::PgPool {
     db.exec(
@@ -131,6 +134,7 @@ async fn the_pause_floor_upgrade_keeps_leader_pauses_grants_and_the_schema_check
     assert_eq!(pause_held(&db, &app).await.1, None, "no floor before it");
 
     db.exec(THIRD).await;
+    db.exec(NINTH).await;
     check_schema_ready(&app, &[ALPHA])
         .await
         .expect("the schema check passes once it ran");
@@ -156,6 +160,7 @@ async fn the_pause_floor_upgrade_keeps_leader_pauses_grants_and_the_schema_check
         "the down migration restores the pause without a floor, still granted"
     );
     db.exec(THIRD).await;
+    db.exec(NINTH).await;
     check_schema_ready(&app, &[ALPHA]).await.unwrap();
 }
 
@@ -176,6 +181,7 @@ async fn the_schedules_upgrade_keeps_leader_status_readable_and_the_schema_check
     db.exec(FIFTH).await;
     db.exec(SIXTH).await;
     db.exec(EIGHTH).await;
+    db.exec(NINTH).await;
     check_schema_ready(&app, &[ALPHA])
         .await
         .expect("the schema check passes once it ran");
@@ -210,6 +216,7 @@ async fn the_schedules_upgrade_keeps_leader_status_readable_and_the_schema_check
     db.exec(FIFTH).await;
     db.exec(SIXTH).await;
     db.exec(EIGHTH).await;
+    db.exec(NINTH).await;
     check_schema_ready(db.admin(), &[ALPHA]).await.unwrap();
 }
 
@@ -238,6 +245,7 @@ async fn the_shards_upgrade_keeps_seeding_grants_and_the_fence_and_the_schema_ch
     db.exec(FIFTH).await;
     db.exec(SIXTH).await;
     db.exec(EIGHTH).await;
+    db.exec(NINTH).await;
     check_schema_ready(&app, &[ALPHA])
         .await
         .expect("the schema check passes once it ran");
@@ -300,6 +308,7 @@ async fn the_shards_upgrade_keeps_seeding_grants_and_the_fence_and_the_schema_ch
     db.exec(FIFTH).await;
     db.exec(SIXTH).await;
     db.exec(EIGHTH).await;
+    db.exec(NINTH).await;
     check_schema_ready(&app, &[ALPHA])
         .await
         .expect("the app role keeps its grants across down and up");
@@ -320,6 +329,7 @@ async fn the_presence_upgrade_grants_the_table_and_the_shard_pause_and_the_schem
 
     db.exec(SIXTH).await;
     db.exec(EIGHTH).await;
+    db.exec(NINTH).await;
     db.exec("SELECT leader_reshard('alpha', 2)").await;
     check_schema_ready(&app, &[ExpectedRole::sharded(ALPHA, 2)])
         .await
@@ -361,6 +371,7 @@ async fn the_presence_upgrade_grants_the_table_and_the_shard_pause_and_the_schem
     out_of_date(check_schema_ready(&app, &[ALPHA]).await.unwrap_err());
     db.exec(SIXTH).await;
     db.exec(EIGHTH).await;
+    db.exec(NINTH).await;
     check_schema_ready(&app, &[ALPHA])
         .await
         .expect("the app role keeps its grants across down and up");
@@ -393,6 +404,7 @@ async fn the_anchors_upgrade_keeps_grants_and_a_lease_held_across_it_and_the_sch
     assert_eq!(held, 1);
 
     db.exec(EIGHTH).await;
+    db.exec(NINTH).await;
     check_schema_ready(&app, &[ALPHA])
         .await
         .expect("the schema check passes once it ran");
@@ -408,7 +420,62 @@ async fn the_anchors_upgrade_keeps_grants_and_a_lease_held_across_it_and_the_sch
     db.exec(EIGHTH_DOWN).await;
     out_of_date(check_schema_ready(&app, &[ALPHA]).await.unwrap_err());
     db.exec(EIGHTH).await;
+    db.exec(NINTH).await;
     check_schema_ready(&app, &[ALPHA])
         .await
         .expect("the app role keeps its grants across down and up");
+}
+
+/// The payload of the next notice `listener` hears; the bound only turns a lost notice's hang into
+/// a failure (a sent notice is in the socket before the pause returns).
+async fn heard(listener: &mut sqlx::postgres::PgListener) -> String {
+    let notice = tokio::time::timeout(Duration::from_secs(60), listener.recv())
+        .await
+        .expect("the pause was notified")
+        .unwrap();
+    notice.payload().to_owned()
+}
+
+#[tokio::test]
+async fn the_pause_notice_upgrade_notifies_each_pause_keeps_the_grants_and_the_schema_check_asks_for_it()
+ {
+    let (db, app) =
+        upgrading(&[FIRST, SECOND, THIRD, FOURTH, FIFTH, SIXTH, EIGHTH, ROLES_UP]).await;
+    let out_of_date = |err| {
+        asks_for(
+            err,
+            "function leader_pause(text, text, text)",
+            "20261209100000_leader_pause_notice.up.sql",
+        )
+    };
+    out_of_date(check_schema_ready(&app, &[ALPHA]).await.unwrap_err());
+
+    db.exec(NINTH).await;
+    check_schema_ready(&app, &[ALPHA])
+        .await
+        .expect("the schema check passes once it ran");
+    let mut listener = sqlx::postgres::PgListener::connect(&db.url())
+        .await
+        .unwrap();
+    listener.listen("leader_paused").await.unwrap();
+    // The role granted before the upgrade may still pause, and the pause is heard: its notice
+    // is sent at the pause's commit, before `pause` returns.
+    operator::pause(&app, "alpha", "ops", None, &FAST)
+        .await
+        .unwrap();
+    assert_eq!(heard(&mut listener).await, "alpha");
+    operator::unpause(&app, "alpha", &FAST).await.unwrap();
+    operator::pause_shard(&app, "alpha", 0, "ops", None, &FAST)
+        .await
+        .unwrap();
+    assert_eq!(
+        heard(&mut listener).await,
+        "alpha",
+        "a shard's pause names its role"
+    );
+
+    db.exec(NINTH_DOWN).await;
+    out_of_date(check_schema_ready(&app, &[ALPHA]).await.unwrap_err());
+    db.exec(NINTH).await;
+    check_schema_ready(&app, &[ALPHA]).await.unwrap();
 }

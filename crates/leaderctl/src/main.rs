@@ -208,7 +208,7 @@ enum Command {
     /// keeps one table of applied migrations, so one set is applied, the one your application's
     /// sqlx::migrate! applies). Needs a direct connection as the schema's owner: sqlx's
     /// migration lock is a session advisory lock, which a transaction-mode pooler (PgBouncer,
-    /// RDS Proxy) breaks; migrate stops when it sees the session change under the lock.
+    /// RDS Proxy) breaks; migrate refuses a pooler (exit 1) before it sends anything.
     #[command(after_help = EXIT_CODES)]
     Migrate {
         #[command(flatten)]

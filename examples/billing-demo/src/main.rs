@@ -48,6 +48,10 @@ struct Args {
     /// 127.0.0.1:9464); the replicas of this process share the one endpoint.
     #[arg(long, value_name = "ADDR")]
     metrics_addr: Option<SocketAddr>,
+    /// Take over a dead replica's leases at once: each replica opens a direct connection to
+    /// PostgreSQL (its anchor and its watcher) beside its pool.
+    #[arg(long)]
+    take_over: bool,
 }
 
 /// The drain gives up after three TTLs without progress, and never sooner than this: a killed
@@ -140,10 +144,12 @@ async fn run(args: Args) -> Result<bool, Box<dyn std::error::Error>> {
                 "billing-demo: replicas go through PgBouncer (transaction mode, pool of {})",
                 args.pgbouncer.unwrap_or_default()
             );
+            // No statement cache behind a transaction-mode pooler (see leader_runtime::pooler).
             pooler
                 .url()
                 .parse::<sqlx::postgres::PgConnectOptions>()?
                 .database(db.name())
+                .statement_cache_capacity(0)
         }
         None => direct,
     };
@@ -159,6 +165,9 @@ async fn run(args: Args) -> Result<bool, Box<dyn std::error::Error>> {
         },
         kill_replicas: !args.no_kill,
         status_every: Some(Duration::from_secs(2)),
+        take_over: args
+            .take_over
+            .then(|| db.admin().connect_options().as_ref().clone()),
     };
     let summary = run_demo(db.admin(), || options.clone(), &config).await?;
     println!();

@@ -225,7 +225,14 @@ fn the_demos_metrics_endpoint_serves_every_documented_series() {
     let mut demo = KillOnDrop(
         Command::new(env!("CARGO_BIN_EXE_billing-demo"))
             .args(["--metrics-addr", &addr.to_string()])
-            .args(["--replicas", "2", "--seconds", "10", "--no-kill"])
+            .args([
+                "--replicas",
+                "2",
+                "--seconds",
+                "10",
+                "--no-kill",
+                "--take-over",
+            ])
             .args(["--subscriptions", "20", "--outbox-rows", "50"])
             .stdout(Stdio::null())
             .spawn()
