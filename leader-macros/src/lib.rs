@@ -236,8 +236,10 @@ pub fn fenced(args: TokenStream, item: TokenStream) -> TokenStream {
 /// ```
 ///
 /// The folder is relative to the crate's directory (default `src`). The audit runs while the
-/// test is compiled, with the SQL parser the macros already built, so it adds nothing to the
-/// build; the test includes every file it read, so editing one compiles it again (a file added
+/// test is compiled, with the SQL parser the macros already built: added to a service's tests it
+/// cost 3.1 s of CPU (user + sys), where `leader-audit` called by a test cost 154.7 s, building
+/// the parser a second time for the test's target (`scripts/audit-build-cost`, 2026-12-07, a
+/// loaded 2-core machine). The test includes every file it read, so editing one compiles it again (a file added
 /// to the folder is seen at the next edit of another, or of the test). A folder that cannot be
 /// read, or a file that is not valid Rust, is a compile error at the literal.
 ///
