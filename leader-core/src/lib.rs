@@ -10,7 +10,8 @@
 //! * [`Statement`]: the name each statement carries in a leading SQL comment, and in its
 //!   [`StatementError`].
 //! * [`schema`]: the framework migrations and the start-up check [`check_schema_ready`].
-//! * [`status`]: `leader_status` as typed rows.
+//! * [`status`]: `leader_status` as typed rows; [`history`]: the last ticks of every lease, and
+//!   how each lease ended.
 //!
 //! Applications use these through `leader-runtime`, which re-exports them.
 //!
@@ -31,6 +32,7 @@ mod error;
 mod fence;
 #[doc(hidden)]
 pub mod guard;
+pub mod history;
 mod inline;
 pub mod lease;
 pub mod operator;

@@ -32,13 +32,15 @@ pub enum Statement {
     SchemaCheck,
     /// [`crate::lease::Anchor::open`]: an anchor session's lock and read of its own identity.
     Anchor,
+    /// [`crate::history::read`]: the operator's read of the tick history.
+    HistoryRead,
 }
 
 const PREFIX: &str = "/* leader:";
 
 impl Statement {
     /// Every statement.
-    pub const ALL: [Statement; 11] = [
+    pub const ALL: [Statement; 12] = [
         Statement::Acquire,
         Statement::Renew,
         Statement::Release,
@@ -50,10 +52,12 @@ impl Statement {
         Statement::StatusRead,
         Statement::SchemaCheck,
         Statement::Anchor,
+        Statement::HistoryRead,
     ];
 
     /// The name in the statement's leading comment: `acquire`, `renew`, `release`, `leave`,
-    /// `pause`, `unpause`, `clear_cooldown`, `status_view`, `status`, `schema_check` or `anchor`.
+    /// `pause`, `unpause`, `clear_cooldown`, `status_view`, `status`, `schema_check`, `anchor` or
+    /// `tick_history`.
     pub const fn name(self) -> &'static str {
         match self {
             Statement::Acquire => "acquire",
@@ -67,11 +71,12 @@ impl Statement {
             Statement::StatusRead => "status",
             Statement::SchemaCheck => "schema_check",
             Statement::Anchor => "anchor",
+            Statement::HistoryRead => "tick_history",
         }
     }
 
     /// The name in errors and logs: `ACQUIRE`, `RENEW`, `RELEASE`, `LEAVE`, `PAUSE`, `UNPAUSE`,
-    /// `CLEAR COOLDOWN`, `STATUS VIEW`, `STATUS`, `SCHEMA CHECK` or `ANCHOR`.
+    /// `CLEAR COOLDOWN`, `STATUS VIEW`, `STATUS`, `SCHEMA CHECK`, `ANCHOR` or `TICK HISTORY`.
     pub const fn label(self) -> &'static str {
         match self {
             Statement::Acquire => "ACQUIRE",
@@ -85,6 +90,7 @@ impl Statement {
             Statement::StatusRead => "STATUS",
             Statement::SchemaCheck => "SCHEMA CHECK",
             Statement::Anchor => "ANCHOR",
+            Statement::HistoryRead => "TICK HISTORY",
         }
     }
 

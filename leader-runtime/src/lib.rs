@@ -251,7 +251,9 @@ pub mod schema {
 /// it; tools (`leaderctl`, benchmarks) use `leader-core`, where these are defined.
 #[cfg(any(feature = "test-support", doc))]
 pub mod protocol {
-    pub use leader_core::{ReleaseOutcome, Statement, StatementError, lease, operator, status};
+    pub use leader_core::{
+        ReleaseOutcome, Statement, StatementError, history, lease, operator, status,
+    };
 }
 
 /// The whole-crate fence audit: every row-locking statement sits in a `#[fenced]` function or
