@@ -357,3 +357,50 @@ impl std::io::Write for Logged {
         Ok(())
     }
 }
+
+/// A migrated database ([`database`]) with an application role, `leader_app`, granted as the
+/// README says (and the outbox), and that role's pool (through PgBouncer when the suite runs
+/// through it).
+pub async fn app_database() -> (TestDb, sqlx::PgPool) {
+    let db = database().await;
+    db.exec(
+        "DO $$ BEGIN
+             CREATE ROLE leader_app LOGIN;
+         EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+         END $$;
+         SELECT leader_grant_app_role('leader_app');
+         GRANT SELECT, UPDATE ON outbox TO leader_app;",
+    )
+    .await;
+    let app = db.pool_as("leader_app", 4).await;
+    (db, app)
+}
+
+/// A session of `leader_app` to PostgreSQL itself (an anchor never goes through a pooler),
+/// anchored as `holder`.
+pub async fn anchored(
+    db: &TestDb,
+    holder: &str,
+) -> (sqlx::PgConnection, leader_runtime::protocol::lease::Anchor) {
+    use sqlx::Connection;
+    use std::str::FromStr;
+    let options = sqlx::postgres::PgConnectOptions::from_str(&db.url())
+        .unwrap()
+        .username("leader_app");
+    let mut session = sqlx::PgConnection::connect_with(&options).await.unwrap();
+    let timings = Timings::scaled_to_ttl(Duration::from_secs(3600)).unwrap();
+    let anchor = leader_runtime::protocol::lease::Anchor::open(&mut session, holder, &timings)
+        .await
+        .expect("the anchor opens");
+    (session, anchor)
+}
+
+/// Ends `anchor`'s session from the server's side and waits until its backend has exited.
+pub async fn terminate(db: &TestDb, anchor: &leader_runtime::protocol::lease::Anchor) {
+    let ended: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1, 60000)")
+        .bind(anchor.pid())
+        .fetch_one(db.admin())
+        .await
+        .unwrap();
+    assert!(ended, "the anchor's backend exits");
+}
