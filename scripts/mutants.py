@@ -951,6 +951,25 @@ M = [
      [edit(TICK_HISTORY, "    IF p_why IS NULL OR btrim(p_why) = '' THEN\n        RAISE EXCEPTION 'leader_operator_pause",
            "    IF false THEN\n        RAISE EXCEPTION 'leader_operator_pause")],
      "-p tests --test history the_operator_role_reads_everything"),
+    # The dashboard (issue 42): who may write, and what it refuses.
+    ("dashboard: a write without the CSRF token",
+     [edit("crates/leader-dashboard/src/pages/actions.rs",
+           "        if !same_origin(&headers) || !same_secret(field(\"csrf\").as_bytes(), session.csrf.as_bytes())\n",
+           "        if !same_origin(&headers) && !same_secret(field(\"csrf\").as_bytes(), session.csrf.as_bytes())\n")],
+     "-p leader-dashboard --test http each_page_reads_and_bad_input"),
+    ("dashboard: writes while off",
+     [edit("crates/leader-dashboard/src/pages/actions.rs",
+           "    if !req.writes_on() {\n        return writes_off(&req);\n    }\n    let Form(form)",
+           "    let Form(form)")],
+     "-p leader-dashboard --test http writes_are_refused_when_off"),
+    ("dashboard: the owner's login accepted",
+     [edit("crates/leader-dashboard/src/login.rs", "        Some(\"it owns leader_leases\")", "        None")],
+     "-p leader-dashboard --test http the_login_check_refuses"),
+    ("dashboard: a wrong token signs in",
+     [edit("crates/leader-dashboard/src/pages/login.rs",
+           "    if !same_secret(field(\"token\").as_bytes(), token.secret()) {",
+           "    if field(\"token\").is_empty() && !same_secret(field(\"token\").as_bytes(), token.secret()) {")],
+     "-p leader-dashboard --test http each_page_reads_and_bad_input"),
 ]
 
 # Mutations CI runs on every change: one in the SQL of a statement, one in the runtime's timer

@@ -251,9 +251,10 @@ pub async fn read_latest<'e>(
         }
     }
     for tick in ended {
-        if let Some(lease) = latest.iter_mut().find(|l| {
-            l.latest.role == tick.role && l.latest.shard_index == tick.shard_index
-        }) {
+        if let Some(lease) = latest
+            .iter_mut()
+            .find(|l| l.latest.role == tick.role && l.latest.shard_index == tick.shard_index)
+        {
             lease.last_ended = Some(tick);
         }
     }
