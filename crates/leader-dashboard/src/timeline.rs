@@ -24,6 +24,9 @@ pub(crate) struct Run {
 pub(crate) struct Gap {
     pub length: TimeDelta,
     pub cause: String,
+    /// Whether the earlier holder's lease ended otherwise than by the release of a completed
+    /// tick: a failover, a pause, a failed tick. Routine handovers are not.
+    pub notable: bool,
 }
 
 /// The timeline's entries, oldest first.
@@ -91,6 +94,8 @@ pub(crate) fn timeline(ticks: &[&TickRecord]) -> Vec<Entry> {
             entries.push(Entry::Gap(Gap {
                 length: run.from - ended,
                 cause: cause(previous.ended_by, previous.outcome.as_deref()),
+                notable: previous.ended_by != Some(EndedBy::Release)
+                    || previous.outcome.as_deref() != Some("completed"),
             }));
         }
         entries.push(Entry::Run(run));
@@ -148,6 +153,7 @@ mod tests {
         };
         assert_eq!(gap.length, TimeDelta::zero());
         assert!(gap.cause.starts_with("taken over"), "{}", gap.cause);
+        assert!(gap.notable, "a takeover is a failover");
         let Entry::Run(b) = &entries[2] else { panic!() };
         assert_eq!((b.holder_id.as_str(), b.ticks, b.to), ("b", 2, None));
     }

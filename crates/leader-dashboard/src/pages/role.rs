@@ -254,6 +254,9 @@ fn buttons(req: &Req<'_>, role: &str, leases: &[LeaseView<'_>]) -> Markup {
     }
 }
 
+/// The most runs and gaps the timeline lists (the latest ones); the bars show every tick kept.
+const MAX_TIMELINE: usize = 40;
+
 /// A colour per holder, the same on every page load.
 fn colour(holder: &str) -> &'static str {
     const PALETTE: [&str; 8] = [
@@ -292,8 +295,14 @@ fn timelines(snap: &Snapshot, ticks: &[&TickRecord], leases: &[LeaseView<'_>]) -
                     }
                 }
             }
+            @let entries = timeline(&mine);
+            @let shown = entries.len().min(MAX_TIMELINE);
+            @let skipped = entries.len() - shown;
+            @if skipped > 0 {
+                p.note { "The latest " (shown) " of " (entries.len()) " runs and gaps:" }
+            }
             ol.runs {
-                @for entry in timeline(&mine) {
+                @for entry in entries.into_iter().skip(skipped) {
                     @match entry {
                         Entry::Run(run) => li {
                             strong { (run.holder_id) } " held ticks #" (run.first_tick)
@@ -301,7 +310,7 @@ fn timelines(snap: &Snapshot, ticks: &[&TickRecord], leases: &[LeaseView<'_>]) -
                             " (" (run.ticks) ") from " (at(run.from, now)) " "
                             @if let Some(to) = run.to { "to " (at(to, now)) } @else { "and runs now" }
                         },
-                        Entry::Gap(gap) => li class=(if gap.length.num_milliseconds() > 0 { "gap" } else { "gap none" }) {
+                        Entry::Gap(gap) => li class=(if gap.notable { "gap" } else { "gap none" }) {
                             "gap of " (span(gap.length)) ": " (gap.cause)
                         },
                     }
