@@ -222,7 +222,16 @@ pub(super) async fn compare(args: &[String]) -> Res<bool> {
         })
         .collect();
     let (b, a) = (&medians[0], &medians[1]);
-    let same_statements = (a[1] - b[1]).abs() < 0.05 && (a[3] - b[3]).abs() < 0.05;
+    // Statements per tick are not a constant: a follower's polls land in the window as the
+    // ticks fall, so they vary from run to run by a few tenths. A statement more per tick would
+    // add 1.0. So "unchanged" is: the medians differ by less than the spread of the before runs
+    // (and by less than half a statement).
+    let spread = |k: usize| {
+        let values: Vec<f64> = figures[0].iter().map(|r| r[k]).collect();
+        leader_benches::stats::max(&values) - leader_benches::stats::min(&values)
+    };
+    let unchanged = |k: usize| (a[k] - b[k]).abs() <= spread(k).min(0.5);
+    let same_statements = unchanged(1) && unchanged(3);
     let acquire_ratio = a[4] / b[4];
     let release_ratio = a[6] / b[6];
     let latency_ok = acquire_ratio <= TARGET_LATENCY_RATIO && release_ratio <= TARGET_LATENCY_RATIO;
@@ -274,9 +283,11 @@ pub(super) async fn compare(args: &[String]) -> Res<bool> {
     writeln!(w)?;
     writeln!(
         w,
-        "- **Statements per tick: {:.2} before, {:.2} after** (target: unchanged: **{}**).",
+        "- **Statements per tick: {:.2} before, {:.2} after** (target: unchanged, that is \
+         within the {:.2} the before runs spread over, a statement more being 1.0: **{}**).",
         b[3],
         a[3],
+        spread(3).min(0.5),
         if same_statements { "met" } else { "NOT met" }
     )?;
     writeln!(
