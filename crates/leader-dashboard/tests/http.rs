@@ -45,6 +45,19 @@ async fn the_login_check_refuses_the_owner_and_the_application_and_accepts_the_o
                 .contains("leader_grant_operator_role('ops')"),
         "{owner}"
     );
+    // An owner that is no superuser, and has even revoked its own write privileges.
+    db.exec(
+        "DO $$ BEGIN CREATE ROLE leader_owner LOGIN;
+         EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$;
+         ALTER TABLE leader_leases OWNER TO leader_owner;
+         SET ROLE leader_owner;
+         REVOKE INSERT, UPDATE, DELETE ON leader_leases FROM leader_owner;
+         RESET ROLE;",
+    )
+    .await;
+    let owner = db.pool_as("leader_owner", 1).await;
+    let err = check_operator_login(&owner).await.unwrap_err();
+    assert!(err.to_string().contains("it owns leader_leases"), "{err}");
     let app = db.pool_as("leader_app", 1).await;
     let err = check_operator_login(&app).await.unwrap_err();
     assert!(

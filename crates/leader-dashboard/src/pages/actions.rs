@@ -216,9 +216,6 @@ pub(crate) async fn act(
     form: Result<Form<HashMap<String, String>>, FormRejection>,
 ) -> Response {
     let req = Req::new(&app, &headers);
-    if !req.writes_on() {
-        return writes_off(&req);
-    }
     let Form(form) = match form {
         Ok(form) => form,
         Err(rejection) => return bad_form(&req, &rejection),
