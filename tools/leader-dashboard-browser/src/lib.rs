@@ -99,10 +99,13 @@ impl Browser {
             let probe = std::net::TcpListener::bind("127.0.0.1:0")?;
             probe.local_addr()?.port()
         };
+        // A process group of its own, which Chromium joins, so that dropping the browser ends
+        // every process of it, also when a test fails before `close`.
         let driver = Command::new(&chromedriver)
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
+            .process_group(0)
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| format!("cannot start {}: {e}", chromedriver.display()))?;
@@ -199,8 +202,21 @@ impl Browser {
 
     /// Ends the session and chromedriver.
     pub async fn close(mut self) {
-        let _ = self.client.close().await;
+        let _ = self.client.clone().close().await;
         let _ = self.driver.kill().await;
+    }
+}
+
+impl Drop for Browser {
+    /// Kills chromedriver's process group: Chromium and its helpers too, which killing
+    /// chromedriver alone would leave running.
+    fn drop(&mut self) {
+        if let Some(pid) = self.driver.id() {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &format!("-{pid}")])
+                .stderr(Stdio::null())
+                .status();
+        }
     }
 }
 
