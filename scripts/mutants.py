@@ -41,6 +41,8 @@ PAUSE_FLOOR = "migrations/20261204000000_leader_pause_floor.up.sql"
 PAUSE_NOTICE = "migrations/20261209100000_leader_pause_notice.up.sql"
 SHARDS = "migrations/20261206000000_leader_shards.up.sql"
 ANCHORS = "migrations/20261209000000_leader_anchors.up.sql"
+HISTORY = "leader-core/src/lease/history.rs"
+TICK_HISTORY = "migrations/20261211000000_leader_tick_history.up.sql"
 
 
 def edit(path, old, new, count=1):
@@ -336,8 +338,8 @@ M = [
            "    RETURNING role AS granted_role")],
      "-p tests --test anchors a_caller_whose_own_anchor_ended"),
     ("acquire does not record the anchor",
-     [edit(ACQUIRE, "           holder_anchor_pid = :anchor_pid,\n           holder_anchor_start = :anchor_start\n",
-           "           holder_anchor_pid = NULL,\n           holder_anchor_start = NULL\n")],
+     [edit(ACQUIRE, "           holder_anchor_pid = :anchor_pid,\n           holder_anchor_start = :anchor_start,\n",
+           "           holder_anchor_pid = NULL,\n           holder_anchor_start = NULL,\n")],
      "-p tests --test anchors a_lease_whose_holders_anchor_ended"),
     ("a dead replica's presence still counts toward the spread",
      [edit(ACQUIRE, "                          AND NOT leader_anchor_ended(p.anchor_pid, p.anchor_start,\n"
@@ -965,6 +967,62 @@ M = [
      [edit("tools/leader-testkit/src/pooler.rs", "server_idle_timeout: Some(Duration::from_secs(1)),",
            "server_idle_timeout: None,")],
      "-p leader-testkit --test pooler the_test_runs_pooler"),
+    # The tick history (issue 42): the ring, and each way a lease ends told apart.
+    ("history: the grant writes the tick one slot on",
+     [edit(HISTORY, "    SELECT granted_role, granted_shard_index, granted_tick % leader_tick_history_slots(),",
+           "    SELECT granted_role, granted_shard_index, (granted_tick + 1) % leader_tick_history_slots(),")],
+     "-p tests --test history the_ring_keeps_exactly"),
+    ("history: a reused slot keeps the end of the tick it held",
+     [edit(HISTORY, ",\n                      ended_at = NULL, ended_by = NULL, outcome = NULL\n", "\n")],
+     "-p tests --test history the_ring_keeps_exactly"),
+    ("history: an expiry recorded as a takeover",
+     [edit(HISTORY, "           ended_by = 'expiry'\n      FROM granted g", "           ended_by = 'takeover'\n      FROM granted g")],
+     "-p tests --test history a_takeover_from_a_dead_anchor_and_an_expiry"),
+    ("history: a dead holder's takeover recorded as an expiry",
+     [edit(HISTORY, "           ended_by = 'takeover'\n      FROM ended_early e", "           ended_by = 'expiry'\n      FROM ended_early e")],
+     "-p tests --test history a_takeover_from_a_dead_anchor_and_an_expiry"),
+    ("history: an expired lease's expiry not recorded by the grant",
+     [edit(HISTORY, "       AND h.tick_number = g.granted_tick - 1\n", "       AND false\n")],
+     "-p tests --test history a_takeover_from_a_dead_anchor_and_an_expiry"),
+    ("history: a late release recorded as a release",
+     [edit(HISTORY, "                           WHEN k.locked_expires_at <= now() THEN 'expiry'\n", "")],
+     "-p tests --test history release_records_the_outcome"),
+    ("history: a second release overwrites the outcome",
+     [edit(HISTORY, "       SET outcome = coalesce(h.outcome, e.ending_outcome),", "       SET outcome = e.ending_outcome,")],
+     "-p tests --test history release_records_the_outcome"),
+    ("history: a pause does not end the tick",
+     [edit(TICK_HISTORY, "    WHEN (OLD.holder_id IS NOT NULL AND NEW.holder_id IS NULL AND NEW.paused_at IS NOT NULL)",
+           "    WHEN (false)")],
+     "-p tests --test history release_records_the_outcome"),
+    ("history: a reseeded lease restarts its tick numbers",
+     [edit(TICK_HISTORY, "    NEW.ticks_granted := greatest(NEW.ticks_granted,", "    NEW.ticks_granted := least(NEW.ticks_granted,")],
+     "-p tests --test history a_reshard_and_a_reseed"),
+    ("operator pause not recorded",
+     [edit(TICK_HISTORY, "    VALUES ('pause', p_role, p_shard_index, p_who, p_why);\n", "")],
+     "-p tests --test history the_operator_role_reads_everything"),
+    ("operator pause without a reason",
+     [edit(TICK_HISTORY, "    IF p_why IS NULL OR btrim(p_why) = '' THEN\n        RAISE EXCEPTION 'leader_operator_pause",
+           "    IF false THEN\n        RAISE EXCEPTION 'leader_operator_pause")],
+     "-p tests --test history the_operator_role_reads_everything"),
+    # The dashboard (issue 42): who may write, and what it refuses.
+    ("dashboard: a write without the CSRF token",
+     [edit("crates/leader-dashboard/src/pages/actions.rs",
+           "            || !same_secret(field(\"csrf\").as_bytes(), session.csrf.as_bytes()))\n",
+           "            && !same_secret(field(\"csrf\").as_bytes(), session.csrf.as_bytes()))\n")],
+     "-p leader-dashboard --test http each_page_reads_and_bad_input"),
+    ("dashboard: writes while off",
+     [edit("crates/leader-dashboard/src/pages/actions.rs",
+           "    if !req.writes_on() {\n        return Err(Box::new(writes_off(req)));\n    }\n",
+           "")],
+     "-p leader-dashboard --test http writes_are_refused_when_off"),
+    ("dashboard: the owner's login accepted",
+     [edit("crates/leader-dashboard/src/login.rs", "        Some(\"it owns leader_leases\")", "        None")],
+     "-p leader-dashboard --test http the_login_check_refuses"),
+    ("dashboard: a wrong token signs in",
+     [edit("crates/leader-dashboard/src/pages/login.rs",
+           "    if !same_secret(field(\"token\").as_bytes(), token.secret()) {",
+           "    if field(\"token\").is_empty() && !same_secret(field(\"token\").as_bytes(), token.secret()) {")],
+     "-p leader-dashboard --test http each_page_reads_and_bad_input"),
 ]
 
 # Mutations CI runs on every change: one in the SQL of a statement, one in the runtime's timer

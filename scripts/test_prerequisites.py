@@ -87,6 +87,15 @@ class Prerequisites(unittest.TestCase):
         self.assertEqual(code, 3, err)
         self.assertIn("\n  brew install prometheus postgresql@15\n", err)
 
+    def test_a_field_of_several_packages_and_homebrew_casks(self):
+        browser = {"chromium", "chromium-browser", "google-chrome", "chromedriver"}
+        code, _, err = run("test", hide=browser, uid=1000, os_release=DEBIAN)
+        self.assertEqual(code, 3, err)
+        self.assertIn("\n  sudo apt-get install -y chromium chromium-driver\n", err)
+        code, _, err = run("test", hide=browser | {"promtool"}, uid=501, system="Darwin")
+        self.assertEqual(code, 3, err)
+        self.assertIn("\n  brew install prometheus && brew install --cask chromium chromedriver\n", err)
+
     def test_the_demo_does_not_need_what_only_the_tests_need(self):
         self.assertEqual(run("demo", hide={"promtool", "psql"}, uid=1000, os_release=DEBIAN),
                          (0, "", ""))

@@ -61,6 +61,8 @@ pub const MIGRATION_FILES: &[MigrationFile] = migration_files![
     "20261209000000_leader_anchors.up.sql",
     "20261209100000_leader_pause_notice.down.sql",
     "20261209100000_leader_pause_notice.up.sql",
+    "20261211000000_leader_tick_history.down.sql",
+    "20261211000000_leader_tick_history.up.sql",
 ];
 
 pub use leader_role_name::ROLE_CONSTRAINT;
@@ -267,6 +269,10 @@ SELECT to_regclass('leader_leases') IS NOT NULL                         AS leade
        AND EXISTS (SELECT 1 FROM pg_attribute
                     WHERE attrelid = to_regclass('leader_presence')
                       AND attname = 'anchor_recorded_at' AND NOT attisdropped) AS anchors,
+       to_regclass('leader_tick_history') IS NOT NULL
+       AND EXISTS (SELECT 1 FROM pg_attribute
+                    WHERE attrelid = to_regclass('leader_leases')
+                      AND attname = 'ticks_granted' AND NOT attisdropped) AS tick_history,
        (SELECT pg_get_constraintdef(oid) FROM pg_constraint
          WHERE conrelid = to_regclass('leader_leases')
            AND conname = 'leader_leases_role_registered') AS role_check
@@ -309,6 +315,7 @@ where
     let shards = get("shards")?;
     let presence = get("presence")?;
     let anchors = get("anchors")?;
+    let tick_history = get("tick_history")?;
     let role_check: Option<String> = objects.try_get("role_check").map_err(&field)?;
     let mut problems: Vec<SchemaProblem> = [
         (table, "table leader_leases"),
@@ -370,7 +377,15 @@ where
             migration: "20261209000000_leader_anchors.up.sql",
         });
     }
-    if !table || !shards || !presence || !anchors {
+    if table && !tick_history {
+        problems.push(SchemaProblem::OutOfDate {
+            object: "table leader_tick_history",
+            change: "it is missing (or leader_leases.ticks_granted is), so ACQUIRE and RELEASE \
+                     fail",
+            migration: "20261211000000_leader_tick_history.up.sql",
+        });
+    }
+    if !table || !shards || !presence || !anchors || !tick_history {
         return Err(SchemaError::NotReady(SchemaReport { problems }));
     }
     let Some(role_check) = role_check else {

@@ -35,13 +35,15 @@ pub enum Statement {
     /// [`crate::pooler`]: a direct connection's check that it is PostgreSQL's own session, and
     /// the start-up look at what is in front of the pool.
     ConnectionCheck,
+    /// [`crate::history::read`]: the operator's read of the tick history.
+    HistoryRead,
 }
 
 const PREFIX: &str = "/* leader:";
 
 impl Statement {
     /// Every statement.
-    pub const ALL: [Statement; 12] = [
+    pub const ALL: [Statement; 13] = [
         Statement::Acquire,
         Statement::Renew,
         Statement::Release,
@@ -54,11 +56,12 @@ impl Statement {
         Statement::SchemaCheck,
         Statement::Anchor,
         Statement::ConnectionCheck,
+        Statement::HistoryRead,
     ];
 
     /// The name in the statement's leading comment: `acquire`, `renew`, `release`, `leave`,
-    /// `pause`, `unpause`, `clear_cooldown`, `status_view`, `status`, `schema_check`, `anchor` or
-    /// `connection_check`.
+    /// `pause`, `unpause`, `clear_cooldown`, `status_view`, `status`, `schema_check`, `anchor`,
+    /// `connection_check` or `tick_history`.
     pub const fn name(self) -> &'static str {
         match self {
             Statement::Acquire => "acquire",
@@ -73,11 +76,13 @@ impl Statement {
             Statement::SchemaCheck => "schema_check",
             Statement::Anchor => "anchor",
             Statement::ConnectionCheck => "connection_check",
+            Statement::HistoryRead => "tick_history",
         }
     }
 
     /// The name in errors and logs: `ACQUIRE`, `RENEW`, `RELEASE`, `LEAVE`, `PAUSE`, `UNPAUSE`,
-    /// `CLEAR COOLDOWN`, `STATUS VIEW`, `STATUS`, `SCHEMA CHECK`, `ANCHOR` or `CONNECTION CHECK`.
+    /// `CLEAR COOLDOWN`, `STATUS VIEW`, `STATUS`, `SCHEMA CHECK`, `ANCHOR`, `CONNECTION CHECK` or
+    /// `TICK HISTORY`.
     pub const fn label(self) -> &'static str {
         match self {
             Statement::Acquire => "ACQUIRE",
@@ -92,6 +97,7 @@ impl Statement {
             Statement::SchemaCheck => "SCHEMA CHECK",
             Statement::Anchor => "ANCHOR",
             Statement::ConnectionCheck => "CONNECTION CHECK",
+            Statement::HistoryRead => "TICK HISTORY",
         }
     }
 

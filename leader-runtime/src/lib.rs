@@ -258,7 +258,9 @@ pub mod schema {
 /// it; tools (`leaderctl`, benchmarks) use `leader-core`, where these are defined.
 #[cfg(any(feature = "test-support", doc))]
 pub mod protocol {
-    pub use leader_core::{ReleaseOutcome, Statement, StatementError, lease, operator, status};
+    pub use leader_core::{
+        ReleaseOutcome, Statement, StatementError, history, lease, operator, status,
+    };
 }
 
 /// Paths used by the macros' expansions. Not a public API: it can change in any release.

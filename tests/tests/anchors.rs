@@ -13,8 +13,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use common::{ALPHA, claim};
-use leader_runtime::pooler::DirectOptions;
+use common::{ALPHA, anchored, app_database as database, claim, direct_as_app, terminate};
 use leader_runtime::protocol::lease::{
     self, Acquired, Anchor, AnchorError, AnchorWait, RefusalReason, Wanted,
 };
@@ -27,53 +26,6 @@ const HOUR: Duration = Duration::from_secs(3600);
 
 fn hour_lease() -> Timings {
     Timings::scaled_to_ttl(HOUR).unwrap()
-}
-
-/// A migrated database with the test roles and the outbox, an application role granted as the
-/// README says, and that role's pool (through PgBouncer when the suite runs through it).
-async fn database() -> (TestDb, PgPool) {
-    let db = common::database().await;
-    db.exec(
-        "DO $$ BEGIN
-             CREATE ROLE leader_app LOGIN;
-         EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
-         END $$;
-         SELECT leader_grant_app_role('leader_app');
-         GRANT SELECT, UPDATE ON outbox TO leader_app;",
-    )
-    .await;
-    let app = db.pool_as("leader_app", 4).await;
-    (db, app)
-}
-
-/// A session of the application role to PostgreSQL itself (an anchor never goes through a
-/// pooler), anchored as `holder`.
-async fn anchored(db: &TestDb, holder: &str) -> (PgConnection, Anchor) {
-    let direct = direct_as_app(db);
-    let mut session = direct.connect(HOUR).await.unwrap();
-    let anchor = Anchor::open(&mut session, holder, &direct, &hour_lease())
-        .await
-        .expect("the anchor opens");
-    (session, anchor)
-}
-
-/// The options of a direct connection of the application role.
-fn direct_as_app(db: &TestDb) -> DirectOptions {
-    DirectOptions::new(
-        PgConnectOptions::from_str(&db.url())
-            .unwrap()
-            .username("leader_app"),
-    )
-}
-
-/// Ends `anchor`'s session from the server's side and waits until its backend has exited.
-async fn terminate(db: &TestDb, anchor: &Anchor) {
-    let ended: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1, 60000)")
-        .bind(anchor.pid())
-        .fetch_one(db.admin())
-        .await
-        .unwrap();
-    assert!(ended, "the anchor's backend exits");
 }
 
 async fn acquire(pool: &PgPool, holder: &str, anchor: Option<&Anchor>) -> Acquired {

@@ -28,6 +28,18 @@ pub async fn connect(url: &str) -> Result<PgPool, Failure> {
         .map_err(|e| unreachable(&place, &e))
 }
 
+/// A pool of up to `max` connections to `url`, each acquire waiting at most `wait`: for
+/// `dashboard`, which serves pages while the database may come and go.
+pub async fn connect_pool(url: &str, max: u32, wait: Duration) -> Result<PgPool, Failure> {
+    let (options, place) = parse(url)?;
+    let probe = connect_one(&options, &place).await?;
+    let _ = probe.close().await;
+    Ok(PgPoolOptions::new()
+        .max_connections(max)
+        .acquire_timeout(wait)
+        .connect_lazy_with(options))
+}
+
 /// One direct connection to `url`, for `migrate`, which needs a session of its own: refused
 /// (exit 1) when a pooler answers (see `leader_core::pooler`), before any statement is sent.
 pub async fn connect_session(url: &str) -> Result<PgConnection, Failure> {

@@ -481,6 +481,7 @@ async fn an_unreachable_database_exits_2_for_every_database_command() {
         &["unpause", "alpha"],
         &["clear-cooldown", "alpha"],
         &["check"],
+        &["dashboard", "--listen", "127.0.0.1:0"],
     ] {
         ctl(Some(&url), args)
             .await

@@ -51,7 +51,10 @@ mod tests {
     #[test]
     fn the_readme_is_a_guide_of_at_most_300_lines() {
         let lines = README.lines().count();
-        assert!(lines <= 300, "README.md has {lines} lines: move detail into docs/");
+        assert!(
+            lines <= 300,
+            "README.md has {lines} lines: move detail into docs/"
+        );
     }
 
     /// A new user configures the runtime from the README alone: every option of the builder is

@@ -7,8 +7,9 @@ use std::time::Duration;
 use crate::HarnessError;
 use crate::process::{free_port, owned_temp_dir, run, server_command, wait_for, watch_owner};
 
-/// The login roles the pooler lets through: the superuser and the least-privilege test role.
-pub const POOLER_USERS: [&str; 2] = ["postgres", "leader_app"];
+/// The login roles the pooler lets through: the superuser, the least-privilege test role and the
+/// operator's (the dashboard's) test role.
+pub const POOLER_USERS: [&str; 3] = ["postgres", "leader_app", "leader_operator"];
 
 /// A PgBouncer 1.18 in `pool_mode = transaction` in front of a server on loopback, configured
 /// as a user's pooler must be for sqlx: `ignore_startup_parameters = extra_float_digits`.

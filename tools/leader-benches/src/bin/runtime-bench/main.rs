@@ -12,6 +12,9 @@
 //!    cycle. The kill instant (`clock_timestamp()` right after the kill) and the instant the
 //!    survivor's job starts (its job inserts `clock_timestamp()`) are both on the database clock.
 //!
+//! `runtime-bench tick-cost ...` compares two builds of this benchmark (before and after a change
+//! to the lease statements): see `tick_cost`.
+//!
 //! Parts 3 to 7 are described in their modules: `scale`, `handoff`, `takeover` (part 5, a dead
 //! holder's takeover with anchors), `anchor_loss` (6, an anchor ended while its holder lives) and
 //! `sharded_takeover` (7, a sharded role's shards after SIGKILL) and `pause` (8, a pause reaching
@@ -127,6 +130,7 @@ mod replicas;
 mod scale;
 mod sharded_takeover;
 mod takeover;
+mod tick_cost;
 
 use anchor_loss::*;
 use handoff::*;
@@ -148,6 +152,8 @@ enum Args {
         run: i32,
         setup: Setup,
     },
+    TickCostMeasure,
+    TickCostCompare(Vec<String>),
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -165,6 +171,16 @@ fn parse_args() -> Result<Args, String> {
             run,
             setup: Setup::parse(ttl_ms, mode, lead)?,
         });
+    }
+    if args.first().map(String::as_str) == Some("tick-cost") {
+        return match args.get(1).map(String::as_str) {
+            Some("measure") if args.len() == 2 => Ok(Args::TickCostMeasure),
+            Some("compare") => Ok(Args::TickCostCompare(args[2..].to_vec())),
+            _ => Err(
+                "tick-cost needs `measure` or `compare BEFORE AFTER [--runs N] [--write PATH]`"
+                    .into(),
+            ),
+        };
     }
     Ok(Args::Bench {
         write: report::parse_write(args)?,
@@ -185,6 +201,11 @@ async fn main() -> ExitCode {
             setup,
         } => replica(&url, &holder, run, setup).await.map(|()| true),
         Args::Bench { write } => bench(write.as_deref()).await,
+        Args::TickCostMeasure => tick_cost::measure().await.map(|line| {
+            println!("{line}");
+            true
+        }),
+        Args::TickCostCompare(args) => tick_cost::compare(&args).await,
     };
     report::exit_code(NAME, result)
 }
