@@ -25,6 +25,27 @@ pub enum StatementError {
         timeout: Duration,
     },
 
+    /// The statement's timeout fired `late` after it was due: this process's async runtime did
+    /// not run the statement (nor its timer) in time, so its time went by in this process, not
+    /// in the database. A job blocking the only worker thread of a tokio runtime does that (a
+    /// current-thread runtime, or one that tokio sized to a 1-CPU container), and so does a
+    /// machine so short of CPU that the process is not scheduled. The runtime treats it as
+    /// [`StatementError::Timeout`].
+    #[error(
+        "{statement} was not run on time: its {timeout:?} timeout fired {late:?} late, so this \
+         process did not run it, not the database: its async runtime's threads were blocked (a \
+         job blocking the only worker thread: give the tokio runtime at least two, or move \
+         blocking work to tick.spawn_blocking) or not scheduled (a machine short of CPU)"
+    )]
+    Starved {
+        /// The statement.
+        statement: Statement,
+        /// Its timeout.
+        timeout: Duration,
+        /// How long after its due instant the timeout fired.
+        late: Duration,
+    },
+
     /// The database refused or failed the statement.
     #[error("{statement} failed: {source}")]
     Database {
@@ -134,6 +155,7 @@ impl StatementError {
     pub fn statement(&self) -> Option<Statement> {
         match self {
             StatementError::Timeout { statement, .. }
+            | StatementError::Starved { statement, .. }
             | StatementError::Database { statement, .. }
             | StatementError::UnknownRole { statement, .. }
             | StatementError::UnknownShard { statement, .. }

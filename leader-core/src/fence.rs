@@ -14,16 +14,23 @@ use crate::{Role, Shard, ShardFence};
 /// The fence of one shard of a sharded role is false in `leader_fence(role, token)`: its claims
 /// take [`Fence::shard_fence`] and the four-argument form ([`ShardFence`]).
 ///
+/// In a transaction, non-persistent, so that it also works behind a transaction-mode pooler
+/// (see `leader_core::pooler`):
+///
 /// ```no_run
 /// # async fn claim(pool: &sqlx::PgPool, fence: leader_core::Fence) -> Result<(), sqlx::Error> {
+/// let mut tx = pool.begin().await?;
 /// let ids: Vec<i64> = sqlx::query_scalar(
 ///     "SELECT id FROM outbox WHERE sent_at IS NULL AND leader_fence($1, $2)
 ///      ORDER BY id LIMIT 100 FOR UPDATE SKIP LOCKED",
 /// )
+/// .persistent(false)
 /// .bind(fence.role())
 /// .bind(fence.token())
-/// .fetch_all(pool)
+/// .fetch_all(&mut *tx)
 /// .await?;
+/// // ... mark them claimed in the same transaction ...
+/// tx.commit().await?;
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

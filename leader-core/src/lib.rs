@@ -10,7 +10,10 @@
 //! * [`Statement`]: the name each statement carries in a leading SQL comment, and in its
 //!   [`StatementError`].
 //! * [`schema`]: the framework migrations and the start-up check [`check_schema_ready`].
-//! * [`status`]: `leader_status` as typed rows.
+//! * [`pooler`]: what a transaction-mode pooler breaks; the checks that a direct connection is
+//!   PostgreSQL's own session and that a pool's statements survive the pooler in front of it.
+//! * [`status`]: `leader_status` as typed rows; [`history`]: the last ticks of every lease, and
+//!   how each lease ended.
 //!
 //! Applications use these through `leader-runtime`, which re-exports them.
 //!
@@ -31,10 +34,12 @@ mod error;
 mod fence;
 #[doc(hidden)]
 pub mod guard;
+pub mod history;
 mod inline;
 pub mod lease;
 pub mod operator;
 mod outcome;
+pub mod pooler;
 mod role;
 pub mod schema;
 mod send;

@@ -19,6 +19,12 @@ use crate::inline::{Value, render};
 use crate::send::{send, single};
 use crate::{Statement, StatementError, Timings};
 
+/// The channel `leader_pause` and `leader_pause_shard` notify when they pause a role (or one of
+/// its shards); the payload is the role's name. A runtime with a direct connection listens on it
+/// and renews that role's running ticks at once, so a pause cancels them within milliseconds
+/// rather than at their next heartbeat.
+pub const PAUSED_CHANNEL: &str = "leader_paused";
+
 /// `leader_pause`'s (and the others') unknown-role error, as [`StatementError::UnknownRole`].
 fn unknown_role(role: &str) -> impl FnOnce(StatementError) -> StatementError + '_ {
     move |err| match &err {
@@ -47,8 +53,9 @@ fn valid(statement: Statement, role: &str) -> Result<(), StatementError> {
 /// false from this commit on and its next RENEW reports [`LossReason::Paused`](crate::lease::LossReason::Paused)) and ACQUIRE
 /// refuses until [`unpause`], and after it until the lease the pause took away would have
 /// expired (`not_before` is raised to that expiry): until its next RENEW the paused holder may
-/// still work without a claim, and its heartbeat cancels its tick by then. `who` is required and
-/// recorded with `why`.
+/// still work without a claim, and its heartbeat cancels its tick by then. The pause notifies
+/// [`PAUSED_CHANNEL`] at its commit: a runtime with a direct connection renews at once, and its
+/// tick is cancelled within milliseconds. `who` is required and recorded with `why`.
 ///
 /// # Errors
 ///

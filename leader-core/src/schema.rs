@@ -59,6 +59,10 @@ pub const MIGRATION_FILES: &[MigrationFile] = migration_files![
     "20261208000000_leader_status_names.up.sql",
     "20261209000000_leader_anchors.down.sql",
     "20261209000000_leader_anchors.up.sql",
+    "20261209100000_leader_pause_notice.down.sql",
+    "20261209100000_leader_pause_notice.up.sql",
+    "20261211000000_leader_tick_history.down.sql",
+    "20261211000000_leader_tick_history.up.sql",
     "20261212000000_leader_shard_keys.down.sql",
     "20261212000000_leader_shard_keys.up.sql",
 ];
@@ -243,6 +247,10 @@ SELECT to_regclass('leader_leases') IS NOT NULL                         AS leade
                    FROM pg_proc
                   WHERE oid = to_regprocedure('leader_pause(text, text, text)')), false)
                                                                         AS pause_floor,
+       coalesce((SELECT strpos(prosrc, 'pg_notify(''leader_paused''') > 0
+                   FROM pg_proc
+                  WHERE oid = to_regprocedure('leader_pause(text, text, text)')), false)
+                                                                        AS pause_notice,
        to_regprocedure('leader_unpause(text)') IS NOT NULL              AS leader_unpause,
        to_regprocedure('leader_clear_cooldown(text)') IS NOT NULL       AS leader_clear_cooldown,
        EXISTS (SELECT 1 FROM pg_attribute
@@ -263,6 +271,10 @@ SELECT to_regclass('leader_leases') IS NOT NULL                         AS leade
        AND EXISTS (SELECT 1 FROM pg_attribute
                     WHERE attrelid = to_regclass('leader_presence')
                       AND attname = 'anchor_recorded_at' AND NOT attisdropped) AS anchors,
+       to_regclass('leader_tick_history') IS NOT NULL
+       AND EXISTS (SELECT 1 FROM pg_attribute
+                    WHERE attrelid = to_regclass('leader_leases')
+                      AND attname = 'ticks_granted' AND NOT attisdropped) AS tick_history,
        (SELECT pg_get_constraintdef(oid) FROM pg_constraint
          WHERE conrelid = to_regclass('leader_leases')
            AND conname = 'leader_leases_role_registered') AS role_check
@@ -300,10 +312,12 @@ where
         get("not_before")?,
     );
     let pause_floor = get("pause_floor")?;
+    let pause_notice = get("pause_notice")?;
     let schedules = get("schedules")?;
     let shards = get("shards")?;
     let presence = get("presence")?;
     let anchors = get("anchors")?;
+    let tick_history = get("tick_history")?;
     let role_check: Option<String> = objects.try_get("role_check").map_err(&field)?;
     let mut problems: Vec<SchemaProblem> = [
         (table, "table leader_leases"),
@@ -325,6 +339,14 @@ where
             change: "a pause sets no floor under the next grant, so the paused holder's work \
                      can overlap the next holder's",
             migration: "20261204000000_leader_pause_floor.up.sql",
+        });
+    }
+    if pause && pause_floor && !pause_notice {
+        problems.push(SchemaProblem::OutOfDate {
+            object: "function leader_pause(text, text, text)",
+            change: "a pause sends no notice, so a running tick hears of it only at its next \
+                     RENEW instead of at once",
+            migration: "20261209100000_leader_pause_notice.up.sql",
         });
     }
     if table && !schedules {
@@ -357,7 +379,15 @@ where
             migration: "20261209000000_leader_anchors.up.sql",
         });
     }
-    if !table || !shards || !presence || !anchors {
+    if table && !tick_history {
+        problems.push(SchemaProblem::OutOfDate {
+            object: "table leader_tick_history",
+            change: "it is missing (or leader_leases.ticks_granted is), so ACQUIRE and RELEASE \
+                     fail",
+            migration: "20261211000000_leader_tick_history.up.sql",
+        });
+    }
+    if !table || !shards || !presence || !anchors || !tick_history {
         return Err(SchemaError::NotReady(SchemaReport { problems }));
     }
     let Some(role_check) = role_check else {

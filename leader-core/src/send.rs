@@ -29,9 +29,26 @@ pub(crate) async fn send<'e>(
 ) -> Result<Vec<PgRow>, StatementError> {
     // AssertSqlSafe: every value in `sql` was rendered by `inline::render`.
     let fut = sqlx::raw_sql(sqlx::AssertSqlSafe(statement.tag(&sql))).fetch_all(db);
-    match tokio::time::timeout(timeout, fut).await {
+    let due = tokio::time::Instant::now() + timeout;
+    match tokio::time::timeout_at(due, fut).await {
         Ok(result) => result.map_err(StatementError::database(statement)),
-        Err(_) => Err(StatementError::Timeout { statement, timeout }),
+        Err(_) => Err(timed_out(statement, timeout, due.elapsed())),
+    }
+}
+
+/// The error of a statement whose `timeout` fired `late` after it was due: [`StatementError::Timeout`],
+/// or [`StatementError::Starved`] when the timer itself fired so late (half the timeout, and at
+/// least 50 ms: a free thread's timers fire within a millisecond or two, a loaded machine's
+/// within some tens) that this process did not run it.
+pub(crate) fn timed_out(statement: Statement, timeout: Duration, late: Duration) -> StatementError {
+    if late >= (timeout / 2).max(Duration::from_millis(50)) {
+        StatementError::Starved {
+            statement,
+            timeout,
+            late,
+        }
+    } else {
+        StatementError::Timeout { statement, timeout }
     }
 }
 
@@ -82,4 +99,29 @@ pub(crate) fn check_interval(
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::timed_out;
+    use crate::{Statement, StatementError};
+
+    #[test]
+    fn a_timer_that_fired_late_blames_the_process_and_one_on_time_the_database() {
+        let ms = Duration::from_millis;
+        let starved = |timeout, late| {
+            matches!(
+                timed_out(Statement::Renew, timeout, late),
+                StatementError::Starved { .. }
+            )
+        };
+        assert!(!starved(ms(1_000), ms(499)));
+        assert!(starved(ms(1_000), ms(500)));
+        assert!(!starved(ms(60), ms(49)), "at least 50 ms late");
+        assert!(starved(ms(60), ms(50)));
+        let message = timed_out(Statement::Acquire, ms(600), ms(2_400)).to_string();
+        assert!(message.contains("not the database"), "{message}");
+    }
 }

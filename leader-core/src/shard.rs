@@ -85,6 +85,7 @@ impl fmt::Display for Shard {
 ///
 /// ```no_run
 /// # async fn claim(pool: &sqlx::PgPool, fence: leader_core::ShardFence) -> Result<(), sqlx::Error> {
+/// let mut tx = pool.begin().await?;
 /// let ids: Vec<i64> = sqlx::query_scalar(
 ///     "SELECT id FROM webhooks
 ///       WHERE sent_at IS NULL
@@ -92,12 +93,15 @@ impl fmt::Display for Shard {
 ///         AND leader_shard_of(id, $3) = $2
 ///       ORDER BY id LIMIT 50 FOR UPDATE SKIP LOCKED",
 /// )
+/// .persistent(false)
 /// .bind(fence.role())
 /// .bind(fence.shard_index())
 /// .bind(fence.shard_count())
 /// .bind(fence.token())
-/// .fetch_all(pool)
+/// .fetch_all(&mut *tx)
 /// .await?;
+/// // ... mark them claimed in the same transaction ...
+/// tx.commit().await?;
 /// # Ok(()) }
 /// ```
 ///

@@ -32,13 +32,18 @@ pub enum Statement {
     SchemaCheck,
     /// [`crate::lease::Anchor::open`]: an anchor session's lock and read of its own identity.
     Anchor,
+    /// [`crate::pooler`]: a direct connection's check that it is PostgreSQL's own session, and
+    /// the start-up look at what is in front of the pool.
+    ConnectionCheck,
+    /// [`crate::history::read`]: the operator's read of the tick history.
+    HistoryRead,
 }
 
 const PREFIX: &str = "/* leader:";
 
 impl Statement {
     /// Every statement.
-    pub const ALL: [Statement; 11] = [
+    pub const ALL: [Statement; 13] = [
         Statement::Acquire,
         Statement::Renew,
         Statement::Release,
@@ -50,10 +55,13 @@ impl Statement {
         Statement::StatusRead,
         Statement::SchemaCheck,
         Statement::Anchor,
+        Statement::ConnectionCheck,
+        Statement::HistoryRead,
     ];
 
     /// The name in the statement's leading comment: `acquire`, `renew`, `release`, `leave`,
-    /// `pause`, `unpause`, `clear_cooldown`, `status_view`, `status`, `schema_check` or `anchor`.
+    /// `pause`, `unpause`, `clear_cooldown`, `status_view`, `status`, `schema_check`, `anchor`,
+    /// `connection_check` or `tick_history`.
     pub const fn name(self) -> &'static str {
         match self {
             Statement::Acquire => "acquire",
@@ -67,11 +75,14 @@ impl Statement {
             Statement::StatusRead => "status",
             Statement::SchemaCheck => "schema_check",
             Statement::Anchor => "anchor",
+            Statement::ConnectionCheck => "connection_check",
+            Statement::HistoryRead => "tick_history",
         }
     }
 
     /// The name in errors and logs: `ACQUIRE`, `RENEW`, `RELEASE`, `LEAVE`, `PAUSE`, `UNPAUSE`,
-    /// `CLEAR COOLDOWN`, `STATUS VIEW`, `STATUS`, `SCHEMA CHECK` or `ANCHOR`.
+    /// `CLEAR COOLDOWN`, `STATUS VIEW`, `STATUS`, `SCHEMA CHECK`, `ANCHOR`, `CONNECTION CHECK` or
+    /// `TICK HISTORY`.
     pub const fn label(self) -> &'static str {
         match self {
             Statement::Acquire => "ACQUIRE",
@@ -85,6 +96,8 @@ impl Statement {
             Statement::StatusRead => "STATUS",
             Statement::SchemaCheck => "SCHEMA CHECK",
             Statement::Anchor => "ANCHOR",
+            Statement::ConnectionCheck => "CONNECTION CHECK",
+            Statement::HistoryRead => "TICK HISTORY",
         }
     }
 

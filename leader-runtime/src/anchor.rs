@@ -19,14 +19,18 @@
 //!
 //! [`RuntimeBuilder::take_over_when_dead`]: crate::RuntimeBuilder::take_over_when_dead
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use leader_core::Timings;
 use leader_core::lease::{self, Anchor, AnchorWait};
-use sqlx::postgres::{PgConnectOptions, PgListener};
-use sqlx::{Connection, PgConnection};
+use leader_core::pooler::DirectOptions;
+use sqlx::ConnectOptions;
+use sqlx::postgres::PgListener;
 use tokio_util::sync::CancellationToken;
+
+use crate::backoff::Backoff;
 
 /// This replica's anchor as the runtime knows it: the identity ACQUIRE names, and the token that
 /// is cancelled when the server ends the session.
@@ -40,6 +44,8 @@ pub(crate) struct AnchorCell {
     ///
     /// [`close`]: AnchorCell::close
     parked: Mutex<Option<PgListener>>,
+    /// Whether the watcher's session is up and watching the ring.
+    watching: AtomicBool,
 }
 
 impl Default for AnchorCell {
@@ -48,6 +54,7 @@ impl Default for AnchorCell {
             current: tokio::sync::watch::Sender::new(None),
             tried: CancellationToken::new(),
             parked: Mutex::new(None),
+            watching: AtomicBool::new(false),
         }
     }
 }
@@ -70,6 +77,7 @@ impl AnchorCell {
             life.cancel();
         }
         self.tried.cancel();
+        self.publish();
     }
 
     /// The anchor's session ended (or could not be opened): every tick granted under it stops,
@@ -79,6 +87,23 @@ impl AnchorCell {
             life.cancel();
         }
         self.tried.cancel();
+        self.publish();
+    }
+
+    /// The watcher's session is up and watching (`true`), or down (`false`).
+    pub(crate) fn watching(&self, watching: bool) {
+        self.watching.store(watching, Ordering::SeqCst);
+        self.publish();
+    }
+
+    /// Whether fast takeover is on for this replica: anchored, and its watcher watching.
+    pub(crate) fn is_on(&self) -> bool {
+        self.current.borrow().is_some() && self.watching.load(Ordering::SeqCst)
+    }
+
+    /// Sets [`FAST_TAKEOVER`](crate::metrics::FAST_TAKEOVER) from the cell.
+    pub(crate) fn publish(&self) {
+        crate::metrics::fast_takeover(self.is_on());
     }
 
     /// Resolves once the first attempt to anchor has ended.
@@ -127,59 +152,67 @@ impl AnchorCell {
     }
 }
 
-const FIRST_BACKOFF: Duration = Duration::from_secs(1);
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
-
-/// The watcher's loop: connects with `options` (to PostgreSQL itself), and watches the next
+/// The watcher's loop: connects with `direct` (to PostgreSQL itself), and watches the next
 /// anchor in the ring after `holder`'s until `stop`. A lost connection is logged and retried
 /// with backoff; meanwhile deaths in its part of the ring are heard at their lease's expiry.
 pub(crate) async fn watch_ring(
     cell: Arc<AnchorCell>,
-    options: PgConnectOptions,
+    direct: DirectOptions,
     holder: String,
     timings: Timings,
     stop: CancellationToken,
 ) {
-    let mut backoff = FIRST_BACKOFF;
+    let mut backoff = Backoff::default();
     loop {
         let why = tokio::select! {
             () = stop.cancelled() => return,
-            why = watch_until_error(&cell, &options, &holder, &timings, &mut backoff) => why,
+            why = watch_until_error(&cell, &direct, &holder, &timings, &mut backoff) => why,
         };
+        cell.watching(false);
         tracing::warn!(error = %why, "the anchor watcher's connection failed; a dead replica's leases may move only at their expiry until it is back");
         tokio::select! {
             () = stop.cancelled() => return,
-            () = tokio::time::sleep(backoff) => {}
+            () = backoff.wait() => {}
         }
-        backoff = (backoff * 2).min(MAX_BACKOFF);
     }
 }
 
+/// How long a ring read may take before it is logged as slow. sqlx's own slow-statement log is
+/// off on the watcher's session: its wait blocks by design, for as long as the next anchor lives.
+const SLOW_RING_READ: Duration = Duration::from_secs(1);
+
 async fn watch_until_error(
     cell: &AnchorCell,
-    options: &PgConnectOptions,
+    direct: &DirectOptions,
     holder: &str,
     timings: &Timings,
-    backoff: &mut Duration,
+    backoff: &mut Backoff,
 ) -> String {
     // A backend waiting on a lock notices that its client went away only when it checks: the
     // watcher's backend checks every second, so a dead replica's watcher frees its wait soon.
-    let options = options
-        .clone()
-        .application_name(lease::WATCHER_APPLICATION_NAME)
-        .options([("client_connection_check_interval", "1000")]);
-    let mut session = match PgConnection::connect_with(&options).await {
+    let direct = direct.clone().map(|options| {
+        options
+            .application_name(lease::WATCHER_APPLICATION_NAME)
+            .options([("client_connection_check_interval", "1000")])
+            .log_slow_statements(log::LevelFilter::Off, Duration::MAX)
+    });
+    let mut session = match direct.connect(crate::wake::CONNECT_TIMEOUT).await {
         Ok(session) => session,
         Err(error) => return error.to_string(),
     };
-    *backoff = FIRST_BACKOFF;
+    backoff.reset();
+    cell.watching(true);
     loop {
         // The ring is read only while this replica is anchored: its own anchor is then in it.
         let anchor = cell.anchored().await;
+        let read = tokio::time::Instant::now();
         let next = match lease::next_in_ring(&mut session, holder, timings).await {
             Ok(next) => next,
             Err(error) => return error.to_string(),
         };
+        if read.elapsed() >= SLOW_RING_READ {
+            tracing::warn!(took = ?read.elapsed(), "the anchor watcher's read of the ring was slow");
+        }
         tracing::debug!(
             ?next,
             "the anchor watcher waits on the next anchor in the ring"
@@ -210,6 +243,21 @@ mod tests {
     use super::AnchorCell;
     use chrono::{TimeZone, Utc};
     use leader_core::lease::Anchor;
+
+    #[test]
+    fn fast_takeover_is_on_only_while_anchored_and_watching() {
+        let cell = AnchorCell::default();
+        assert!(!cell.is_on());
+        cell.set(Anchor::forge(7, Utc.timestamp_opt(1, 0).unwrap()));
+        assert!(!cell.is_on(), "anchored, but no watcher yet");
+        cell.watching(true);
+        assert!(cell.is_on());
+        cell.watching(false);
+        assert!(!cell.is_on(), "the watcher's session is down");
+        cell.watching(true);
+        cell.lose();
+        assert!(!cell.is_on(), "the anchor is lost");
+    }
 
     #[test]
     fn a_lost_anchor_stops_its_ticks_and_a_new_one_starts_afresh() {

@@ -6,6 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use leader_core::pooler::DirectOptions;
 use leader_core::{Role, Timings};
 use leader_schedule::Schedule;
 use sqlx::PgPool;
@@ -155,6 +156,7 @@ impl<S: Clone + Send + Sync + 'static> RuntimeBuilder<S> {
     ///
     /// async fn deliver(tick: TickContext) -> Result<(), JobError> {
     ///     let fence = tick.shard_fence().expect("a sharded role's tick holds a shard");
+    ///     let mut tx = tick.pool().begin().await?;
     ///     let ids: Vec<i64> = sqlx::query_scalar(
     ///         "SELECT id FROM webhooks
     ///           WHERE delivered_at IS NULL
@@ -162,12 +164,15 @@ impl<S: Clone + Send + Sync + 'static> RuntimeBuilder<S> {
     ///             AND leader_shard_of(id, $3) = $2
     ///           ORDER BY id LIMIT 50 FOR UPDATE SKIP LOCKED",
     ///     )
+    ///     .persistent(false)
     ///     .bind(fence.role())
     ///     .bind(fence.shard_index())
     ///     .bind(fence.shard_count())
     ///     .bind(fence.token())
-    ///     .fetch_all(tick.pool())
+    ///     .fetch_all(&mut *tx)
     ///     .await?;
+    ///     // ... deliver them, recording each delivery in the transaction ...
+    ///     tx.commit().await?;
     ///     # let _ = ids;
     ///     Ok(())
     /// }
@@ -315,15 +320,20 @@ impl<S: Clone + Send + Sync + 'static> RuntimeBuilder<S> {
         self
     }
 
-    /// Wakes followers on release, instead of leaving them to their next poll: one dedicated
-    /// connection made with `options` (directly to
-    /// PostgreSQL, not through a transaction-mode pooler: `LISTEN` needs a session) listens on
-    /// `leader_released`, every RELEASE this runtime sends also notifies it, and a release heard
-    /// there makes this runtime poll at once for that role instead of at its next scheduled poll.
+    /// Wakes followers on release, instead of leaving them to their next poll, and running ticks
+    /// on a pause, instead of at their next RENEW: one dedicated connection made with `options`
+    /// (directly to PostgreSQL, not through a pooler: `LISTEN` needs a session of its own)
+    /// listens on `leader_released` and `leader_paused`. Every RELEASE this runtime sends also
+    /// notifies `leader_released`, and a release heard there makes this runtime poll at once for
+    /// that role instead of at its next scheduled poll; a pause heard there (`leader_pause`
+    /// notifies at its commit) makes every running tick of the role renew at once, and the
+    /// RENEW's answer cancels it as paused, within milliseconds.
     ///
-    /// Off by default: polling alone is correct, and stays the fallback. If the wake connection
-    /// fails or is lost, this is logged once and polling carries on while it reconnects with
-    /// backoff; leading never waits for it.
+    /// Off by default: polling alone is correct, and stays the fallback. [`Runtime::run`] refuses
+    /// to start when `options` reach a pooler (its startup options must reach PostgreSQL itself:
+    /// see [`pooler`](crate::pooler)) with [`RunError::DirectConnection`](crate::RunError::DirectConnection).
+    /// If the connection fails or is lost, this is logged once and polling carries on while it
+    /// reconnects with backoff; leading never waits for it.
     ///
     /// ```no_run
     /// # async fn main_() -> Result<(), Box<dyn std::error::Error>> {
@@ -414,12 +424,13 @@ impl<S: Clone + Send + Sync + 'static> RuntimeBuilder<S> {
             roles: self.roles.into_iter().map(Arc::new).collect(),
             statements,
             holder_id,
-            wake: self.wake,
+            wake: self.wake.map(DirectOptions::new),
             anchor: self
                 .take_over_when_dead
                 .then(|| Arc::new(AnchorCell::default())),
             leadership: Leadership::default(),
             read_status,
+            pauses: crate::pause::PauseNotices::default(),
         })
     }
 }

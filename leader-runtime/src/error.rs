@@ -19,6 +19,7 @@ use std::error::Error;
 use std::fmt;
 use std::time::Duration;
 
+use leader_core::pooler::{DirectError, PoolError};
 use leader_core::{Role, SchemaError};
 
 /// Why [`RuntimeBuilder::build`](crate::RuntimeBuilder::build) refused. It reports every
@@ -170,6 +171,20 @@ pub enum RunError {
     #[error(transparent)]
     Schema(#[from] SchemaError),
 
+    /// The start-up look at the pool found that the application's own queries would fail
+    /// behind the pooler in front of it: sqlx's named prepared statements reach a
+    /// transaction-mode pooler's shared server sessions as they are. Nothing was led. The
+    /// message says what to change (the pool's statement cache, or the pooler's version).
+    #[error(transparent)]
+    Pool(#[from] PoolError),
+
+    /// The direct connection
+    /// ([`wake_on_release`](crate::RuntimeBuilder::wake_on_release)) reaches a pooler, not
+    /// PostgreSQL itself: its `LISTEN` and the anchor's session lock would be lent to other
+    /// clients. Nothing was led, and no lock was taken. Fix: give it the server's own address.
+    #[error(transparent)]
+    DirectConnection(#[from] DirectError),
+
     /// A loop of the runtime died (a bug: a job's own panic is caught and released as
     /// panicked): it panicked, or returned before the shutdown. The runtime then stopped every
     /// other loop as a shutdown does, releasing the ticks it held; the process no longer leads
@@ -267,6 +282,10 @@ impl fmt::Debug for RunError {
         }
         match self {
             RunError::Schema(error) => f.debug_tuple("Schema").field(error).finish(),
+            RunError::Pool(error) => f.debug_tuple("Pool").field(error).finish(),
+            RunError::DirectConnection(error) => {
+                f.debug_tuple("DirectConnection").field(error).finish()
+            }
             RunError::LoopDied { what, reason } => f
                 .debug_struct("LoopDied")
                 .field("what", what)

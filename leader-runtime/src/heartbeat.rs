@@ -17,6 +17,9 @@
 //!    point at most one heartbeat after the previous send (or the ACQUIRE). That is never later
 //!    than rule 1 asks, and it makes every tick of a replica renew at the same instants, so the
 //!    statement layer sends their RENEWs as one statement.
+//! 7. A pause notice for the tick's role (`leader_paused`, heard on the direct connection:
+//!    [`crate::pause`]) sends a RENEW at once, off the grid; its answer decides as any RENEW's
+//!    (rule 4 cancels a paused lease's tick), and the next beat is on the grid again.
 
 use leader_core::lease::Renewed;
 use leader_core::{Fence, Timings};
@@ -25,6 +28,7 @@ use tokio::time::{Instant, sleep_until};
 use std::time::Duration;
 
 use crate::cancel::{CancelCause, TickCancellation};
+use crate::pause::PauseReceiver;
 use crate::statements::LeaseStatements;
 
 /// The last point of the grid `grid + k * period` at most `period` after `after` (and after
@@ -38,7 +42,8 @@ pub(crate) fn next_on_grid(grid: Instant, after: Instant, period: Duration) -> I
     grid + period * u32::try_from(periods).unwrap_or(u32::MAX)
 }
 
-/// Renews `fence` until the lease is lost or abandoned, then cancels the tick and returns.
+/// Renews `fence` until the lease is lost or abandoned, then cancels the tick and returns; at
+/// once when `pauses` hears the role paused (rule 7).
 ///
 /// It keeps renewing through a shutdown's grace period (the lease is still this tick's until
 /// RELEASE); the runtime drops it as soon as the work ends.
@@ -49,14 +54,27 @@ pub(crate) async fn keep_alive(
     acquire_sent: Instant,
     grid: Instant,
     cancellation: &TickCancellation,
+    mut pauses: PauseReceiver,
 ) {
     let role = fence.role();
     let mut last_ack_sent = acquire_sent;
     let mut next_beat = next_on_grid(grid, acquire_sent, timings.heartbeat());
     loop {
         let abandon_at = last_ack_sent + timings.abandon_after();
-        sleep_until(next_beat.min(abandon_at)).await;
+        let wake_at = next_beat.min(abandon_at);
+        tokio::select! {
+            () = sleep_until(wake_at) => {}
+            () = pauses.heard() => {
+                tracing::debug!(%role, token = fence.token(), "heard the role paused; renewing now");
+            }
+        }
         if Instant::now() >= abandon_at {
+            if wake_at < abandon_at {
+                // Due to send a RENEW before the give-up instant, it was not run until after it:
+                // nothing was sent, so no database was slow.
+                let late = Instant::now() - wake_at;
+                tracing::warn!(%role, token = fence.token(), ?late, "the heartbeat was not run for {late:?} after its beat was due: this replica's async runtime did not run it (a job blocking the only worker thread, or a stopped process), not the database; giving up the tick");
+            }
             cancellation.cancel(CancelCause::HeartbeatTimeout);
             return;
         }
@@ -113,7 +131,16 @@ mod tests {
         let cancellation = TickCancellation::new();
         let grant = FakeStatements::grant("alpha");
         let started = Instant::now();
-        let heartbeat = keep_alive(fake, grant.fence, &timings, started, started, &cancellation);
+        let pauses = crate::pause::PauseNotices::default().subscribe(grant.fence.role());
+        let heartbeat = keep_alive(
+            fake,
+            grant.fence,
+            &timings,
+            started,
+            started,
+            &cancellation,
+            pauses,
+        );
         let ended = tokio::time::timeout(run_for, heartbeat).await.is_ok();
         let at = started.elapsed();
         // Nothing more may be sent afterwards, whatever the time.

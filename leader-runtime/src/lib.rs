@@ -147,12 +147,11 @@
 //!
 //! # Features
 //!
-//! * `macros` (default): `#[leader_role]`, `#[fenced]`, `#[unfenced]`; needs a C compiler and
+//! * `macros` (default): `#[leader_role]`, `#[fenced]`, `#[unfenced]`, and
+//!   `assert_claims_fenced!`, the whole-crate audit for the crate's tests; needs a C compiler and
 //!   libclang to build. Without it nothing of PostgreSQL's parser is built.
 //! * `prometheus`: `prometheus::install(addr)` serves the metrics on `/metrics` at an address the
 //!   application chooses (`metrics-exporter-prometheus`).
-//! * `audit`: `audit::assert_claims_fenced`, for a test that every row-locking statement of the
-//!   crate is fenced.
 //! * `test-support`: [`protocol`], [`TickContext::from_grant`], `Fence::forge`, `Grant::forge`
 //!   and `TickContext::cancel_for_test`, so a job's unit tests can build a [`TickContext`]
 //!   from a real grant, or without a database granting the lease. Enable it only in `[dev-dependencies]`: a forged fence proves
@@ -161,6 +160,7 @@
 #![warn(missing_docs)]
 
 mod anchor;
+mod backoff;
 mod builder;
 mod cancel;
 mod context;
@@ -174,6 +174,7 @@ mod leadership;
 pub mod metrics;
 mod panic_capture;
 pub mod panic_guard;
+mod pause;
 mod poll;
 #[cfg(feature = "prometheus")]
 pub mod prometheus;
@@ -187,6 +188,7 @@ mod tick;
 mod tick_tasks;
 mod wake;
 mod worker;
+mod workers;
 
 #[cfg(test)]
 mod fake;
@@ -201,7 +203,7 @@ pub use leader_core::{
     TimingsError,
 };
 #[cfg(feature = "macros")]
-pub use leader_macros::{fenced, leader_role, unfenced};
+pub use leader_macros::{assert_claims_fenced, fenced, leader_role, unfenced};
 pub use leadership::{Lead, Leadership};
 pub use registry::JobError;
 pub use runtime::{JobInfo, Runtime};
@@ -237,6 +239,11 @@ pub use leader_schedule::Schedule;
 /// different type ("expected `Pool<Postgres>`, found a different `Pool<Postgres>`").
 pub use sqlx;
 
+/// What a transaction-mode pooler breaks, and the checks the runtime makes at start-up: that
+/// the direct connection reaches PostgreSQL itself, and that the pool's statements survive the
+/// pooler in front of it ([`Runtime::run`]'s start-up checks).
+pub use leader_core::pooler;
+
 /// The framework's migrations and the start-up check that the database matches the code.
 pub mod schema {
     pub use leader_core::schema::*;
@@ -251,13 +258,10 @@ pub mod schema {
 /// it; tools (`leaderctl`, benchmarks) use `leader-core`, where these are defined.
 #[cfg(any(feature = "test-support", doc))]
 pub mod protocol {
-    pub use leader_core::{ReleaseOutcome, Statement, StatementError, lease, operator, status};
+    pub use leader_core::{
+        ReleaseOutcome, Statement, StatementError, history, lease, operator, status,
+    };
 }
-
-/// The whole-crate fence audit: every row-locking statement sits in a `#[fenced]` function or
-/// says why not (feature `audit`).
-#[cfg(feature = "audit")]
-pub use leader_audit as audit;
 
 /// Paths used by the macros' expansions. Not a public API: it can change in any release.
 #[doc(hidden)]

@@ -53,9 +53,14 @@ pub const SCHEDULE_SKIPPED_INSTANTS_TOTAL: &str = "leader_schedule_skipped_insta
 /// `leader_schedule_overdue_seconds`. A gauge labelled `role`, for a calendar role: how long its
 /// next instant is past while unpaused.
 pub const SCHEDULE_OVERDUE_SECONDS: &str = "leader_schedule_overdue_seconds";
+/// `leader_fast_takeover`. A gauge with no labels, only with
+/// [`take_over_when_dead`](crate::RuntimeBuilder::take_over_when_dead): 1 while this replica's
+/// fast takeover is on (its anchor is open, so its death is heard at once, and its watcher
+/// watches the ring, so it hears others'), else 0.
+pub const FAST_TAKEOVER: &str = "leader_fast_takeover";
 
 /// The `# HELP` text of each metric: the meaning column above.
-const DESCRIPTIONS: [(&str, Kind, Option<Unit>, &str); 12] = [
+const DESCRIPTIONS: [(&str, Kind, Option<Unit>, &str); 13] = [
     (
         LAST_TICK_AGE_SECONDS,
         Kind::Gauge,
@@ -123,6 +128,12 @@ const DESCRIPTIONS: [(&str, Kind, Option<Unit>, &str); 12] = [
         "Scheduled instants a tick skipped under the latest missed-instant policy.",
     ),
     (
+        FAST_TAKEOVER,
+        Kind::Gauge,
+        None,
+        "1 while this replica's fast takeover is on: its anchor open and its watcher watching the ring; else 0. Only with take_over_when_dead.",
+    ),
+    (
         SCHEDULE_OVERDUE_SECONDS,
         Kind::Gauge,
         Some(Unit::Seconds),
@@ -184,6 +195,10 @@ pub(crate) fn scheduled_grant(role: Role, delay: Duration, skipped: u64) {
         metrics::counter!(SCHEDULE_SKIPPED_INSTANTS_TOTAL, "role" => role.as_str())
             .increment(skipped);
     }
+}
+
+pub(crate) fn fast_takeover(on: bool) {
+    metrics::gauge!(FAST_TAKEOVER).set(f64::from(u8::from(on)));
 }
 
 pub(crate) fn read_only(role: Role, read_only: bool) {

@@ -447,6 +447,7 @@ mod tests {
             beat_grid: Instant::now(),
             leadership: &crate::leadership::Leadership::default(),
             anchor: None,
+            pauses: &crate::pause::PauseNotices::default(),
         };
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         let mut polled = Vec::new();

@@ -7,11 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
+use leader_core::pooler::{DirectOptions, PoolPath, check_pool};
 use leader_core::schema::ExpectedRole;
 use leader_core::{Role, Timings};
 use leader_schedule::Schedule;
 use sqlx::PgPool;
-use sqlx::postgres::PgConnectOptions;
 use tokio::sync::mpsc;
 use tokio::task::{Id, JoinSet};
 use tokio_util::sync::CancellationToken;
@@ -21,6 +21,7 @@ use crate::anchor::AnchorCell;
 use crate::error::RunError;
 use crate::leadership::Leadership;
 use crate::metrics::LeaseAges;
+use crate::pause::PauseNotices;
 use crate::poll::{Polled, poll_roles};
 use crate::role_spec::RoleSpec;
 use crate::statements::LeaseStatements;
@@ -72,6 +73,7 @@ use crate::worker::work_lease;
 ///         "SELECT id FROM email_outbox WHERE sent_at IS NULL AND leader_fence($1, $2)
 ///          ORDER BY id LIMIT 100 FOR UPDATE SKIP LOCKED",
 ///     )
+///     .persistent(false)
 ///     .bind(fence.role())
 ///     .bind(fence.token())
 ///     .fetch_all(&mut *tx)
@@ -98,11 +100,14 @@ pub struct Runtime {
     pub(crate) roles: Vec<Arc<RoleSpec>>,
     pub(crate) statements: Arc<dyn LeaseStatements>,
     pub(crate) holder_id: String,
-    pub(crate) wake: Option<PgConnectOptions>,
+    /// The direct connection, with [`RuntimeBuilder::wake_on_release`].
+    pub(crate) wake: Option<DirectOptions>,
     /// This replica's anchor, with [`RuntimeBuilder::take_over_when_dead`].
     pub(crate) anchor: Option<Arc<AnchorCell>>,
     pub(crate) leadership: Leadership,
     pub(crate) read_status: ReadStatus,
+    /// The pauses the wake listener hears, for the ticks' heartbeats.
+    pub(crate) pauses: PauseNotices,
 }
 
 /// How the status publisher reads the table: [`crate::metrics::read_status`], or a test's
@@ -188,11 +193,30 @@ impl Runtime {
     /// Dropping (or aborting) the returned future stops every role at once *without* releasing,
     /// as a crashed process would: the leases then run out after their TTL.
     ///
+    /// # Start-up checks
+    ///
+    /// Before it leads anything it checks, and refuses with the fix:
+    ///
+    /// * the schema and the roles ([`RunError::Schema`]);
+    /// * the pool: when a transaction-mode pooler stands in front of it (two of its connections
+    ///   answered by one server session), that sqlx's named prepared statements do not reach the
+    ///   pooler's shared sessions as they are ([`RunError::Pool`]; PgBouncer before 1.21 with
+    ///   the pool's statement cache on). Behind such a pooler, send every query that binds
+    ///   parameters inside a transaction, non-persistent (`.persistent(false)`): the runtime logs
+    ///   that once at INFO;
+    /// * the direct connection, with [`wake_on_release`](crate::RuntimeBuilder::wake_on_release):
+    ///   that it reaches PostgreSQL itself, not a pooler ([`RunError::DirectConnection`]). If the
+    ///   server does not answer at all, that is logged and the connection retried in the
+    ///   background, as a lost one is;
+    /// * the tokio runtime: a current-thread runtime, or a multi-thread one with one worker,
+    ///   cannot keep a job that blocks its thread from starving the heartbeat, which is logged
+    ///   once, at WARN, with the fix.
+    ///
     /// # Errors
     ///
-    /// [`RunError::Schema`] from the start-up check (nothing is led then), and
-    /// [`RunError::LoopDied`] if one of the runtime's loops died (every other was then stopped,
-    /// releasing its ticks, before this returns).
+    /// [`RunError::Schema`], [`RunError::Pool`] and [`RunError::DirectConnection`] from the
+    /// start-up checks (nothing is led then), and [`RunError::LoopDied`] if one of the runtime's
+    /// loops died (every other was then stopped, releasing its ticks, before this returns).
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), RunError> {
         crate::panic_capture::install();
         let expected: Vec<ExpectedRole> = self
@@ -201,7 +225,30 @@ impl Runtime {
             .map(|spec| ExpectedRole::sharded(spec.role, spec.shard_count.unwrap_or(1)))
             .collect();
         leader_core::check_schema_ready(&self.pool, &expected).await?;
+        self.check_connections().await?;
+        crate::workers::warn_if_one_worker();
         self.lead(shutdown).await
+    }
+
+    /// The start-up checks of the pool and of the direct connection ([`Runtime::run`]).
+    async fn check_connections(&self) -> Result<(), RunError> {
+        if check_pool(&self.pool).await? == PoolPath::TransactionPooler {
+            tracing::info!(
+                "the pool goes through a transaction-mode pooler: send every query that binds parameters inside a transaction, with .persistent(false), or its Bind may reach another server session"
+            );
+        }
+        if let Some(direct) = &self.wake {
+            match direct.connect(crate::wake::CONNECT_TIMEOUT).await {
+                Ok(session) => {
+                    let _ = sqlx::Connection::close(session).await;
+                }
+                Err(error) if error.is_pooler() => return Err(error.into()),
+                Err(error) => {
+                    tracing::warn!(%error, "the direct connection (wake_on_release) failed at start-up; leading without it while it is retried");
+                }
+            }
+        }
+        Ok(())
     }
 
     /// [`Runtime::run`] until `token` is cancelled.
@@ -219,6 +266,9 @@ impl Runtime {
         crate::metrics::describe();
         for spec in &self.roles {
             crate::metrics::register(spec.role, &spec.schedule);
+        }
+        if let Some(anchor) = &self.anchor {
+            anchor.publish();
         }
         tracing::info!(holder_id = %self.holder_id, roles = ?roles, "leader runtime started");
         let this = Arc::new(self);
@@ -303,7 +353,13 @@ impl Runtime {
                 );
                 loops.spawn("the anchor watcher".to_owned(), watcher);
             }
-            let listener = crate::wake::listen(options, wake_tx, anchoring, stop.clone());
+            let listener = crate::wake::listen(
+                options,
+                wake_tx,
+                self.pauses.clone(),
+                anchoring,
+                stop.clone(),
+            );
             loops.spawn("the wake listener".to_owned(), listener);
         } else {
             drop(wake_tx);
@@ -429,6 +485,7 @@ impl Runtime {
             beat_grid,
             leadership: &self.leadership,
             anchor: self.anchor.as_deref(),
+            pauses: &self.pauses,
         }
     }
 }
@@ -452,6 +509,7 @@ mod tests {
     use crate::job::Job;
     use crate::leadership::Leadership;
     use crate::metrics::LeaseAges;
+    use crate::pause::PauseNotices;
     use crate::role_spec::RoleSpec;
 
     async fn quick(_: crate::TickContext) -> Result<(), crate::JobError> {
@@ -496,6 +554,7 @@ mod tests {
             anchor: None,
             leadership: Leadership::default(),
             read_status,
+            pauses: PauseNotices::default(),
         }
     }
 

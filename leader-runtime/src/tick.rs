@@ -106,6 +106,8 @@ pub(crate) struct TickEnv<'a> {
     pub leadership: &'a crate::leadership::Leadership,
     /// This replica's anchor, with [`take_over_when_dead`](crate::RuntimeBuilder::take_over_when_dead).
     pub anchor: Option<&'a crate::anchor::AnchorCell>,
+    /// The pauses the wake listener hears.
+    pub pauses: &'a crate::pause::PauseNotices,
 }
 
 /// The span a tick runs in, from the grant to the RELEASE: `leader.tick` at INFO, with the
@@ -242,6 +244,7 @@ async fn run_job(
         acquire_sent,
         env.beat_grid,
         cancellation,
+        env.pauses.subscribe(fence.role()),
     );
     tokio::pin!(heartbeat);
     let mut beating = true;
@@ -445,6 +448,7 @@ mod tests {
             beat_grid: Instant::now(),
             leadership: &crate::leadership::Leadership::default(),
             anchor: None,
+            pauses: &crate::pause::PauseNotices::default(),
         };
         let grant = FakeStatements::grant("alpha");
         run_tick(&env, &spec, grant, Instant::now(), anchor_life).await

@@ -14,9 +14,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leader_core::lease::{ANCHOR_ENDED_CHANNEL, Anchor, RELEASED_CHANNEL};
+use leader_core::operator::PAUSED_CHANNEL;
+use leader_core::pooler::{DirectError, DirectOptions};
 use leader_core::{Role, Timings};
 use sqlx::PgPool;
-use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
+use sqlx::postgres::{PgListener, PgPoolOptions};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -41,43 +43,66 @@ pub(crate) struct Anchoring {
     pub pool: PgPool,
 }
 
-const FIRST_BACKOFF: Duration = Duration::from_secs(1);
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// How long one connection attempt may take before it counts as failed.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Why the wake connection is down.
+enum Down {
+    /// A pooler answered: a misconfiguration, logged as an error.
+    Pooler(DirectError),
+    /// Anything else: the server is unreachable, or the connection was lost.
+    Other(String),
+}
+
+impl From<DirectError> for Down {
+    fn from(error: DirectError) -> Down {
+        if error.is_pooler() {
+            Down::Pooler(error)
+        } else {
+            Down::Other(error.to_string())
+        }
+    }
+}
+
+fn other(error: impl std::fmt::Display) -> Down {
+    Down::Other(error.to_string())
+}
 
 async fn connect(
-    options: &PgConnectOptions,
+    direct: &DirectOptions,
     anchoring: Option<&Anchoring>,
-) -> Result<PgListener, String> {
+) -> Result<PgListener, Down> {
     let pool = PgPoolOptions::new()
         .max_connections(1)
         .acquire_timeout(CONNECT_TIMEOUT)
-        .connect_with(options.clone())
+        .connect_with(direct.connect_options().clone())
         .await
-        .map_err(|e| e.to_string())?;
-    let mut listener = PgListener::connect_with(&pool)
-        .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|error| Down::from(direct.connect_error(&error)))?;
+    let mut listener = PgListener::connect_with(&pool).await.map_err(other)?;
+    // LISTEN on a session a pooler lends to others hears nothing: check the session first.
+    direct.verify(&mut listener).await?;
     listener
-        .listen(RELEASED_CHANNEL)
+        .listen_all([RELEASED_CHANNEL, PAUSED_CHANNEL])
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(other)?;
     if let Some(anchoring) = anchoring {
-        let anchor_role = current_user(&mut listener).await?;
-        let pool_role = current_user(&anchoring.pool).await?;
+        let anchor_role = current_user(&mut listener).await.map_err(Down::Other)?;
+        let pool_role = current_user(&anchoring.pool).await.map_err(Down::Other)?;
         if anchor_role != pool_role {
             tracing::warn!(%anchor_role, %pool_role, "the wake connection logs in as another role than the pool, whose ACQUIREs could not see its session's start: running without an anchor, so a dead replica's leases move only at their expiry; connect both as the same role");
             anchoring.cell.lose();
             return Ok(listener);
         }
-        listener
-            .listen(ANCHOR_ENDED_CHANNEL)
+        listener.listen(ANCHOR_ENDED_CHANNEL).await.map_err(other)?;
+        let anchor = Anchor::open(&mut listener, &anchoring.holder, direct, &anchoring.timings)
             .await
-            .map_err(|e| e.to_string())?;
-        let anchor = Anchor::open(&mut listener, &anchoring.holder, &anchoring.timings)
-            .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|error| match error {
+                leader_core::lease::AnchorError::NotDirect => Down::Pooler(DirectError::Pooler {
+                    place: direct.place(),
+                    evidence: error.to_string(),
+                }),
+                other => Down::Other(other.to_string()),
+            })?;
         tracing::debug!(pid = anchor.pid(), "anchored this replica");
         anchoring.cell.set(anchor);
     }
@@ -93,21 +118,23 @@ async fn current_user<'e>(db: impl sqlx::PgExecutor<'e>) -> Result<String, Strin
         .map_err(|e| e.to_string())
 }
 
-/// Listens on `options` until `shutdown`, sending each release it hears to `wake`. With
-/// `anchoring`, the connection is also this replica's anchor: it is set in the cell on each
-/// connect and lost, cancelling the ticks granted under it, the moment the connection ends.
+/// Listens on `direct` until `shutdown`, sending each release it hears to `wake` and each pause
+/// to `pauses`. With `anchoring`, the connection is also this replica's anchor: it is set in the
+/// cell on each connect and lost, cancelling the ticks granted under it, the moment the
+/// connection ends.
 pub(crate) async fn listen(
-    options: PgConnectOptions,
+    direct: DirectOptions,
     wake: mpsc::UnboundedSender<Wake>,
+    pauses: crate::pause::PauseNotices,
     anchoring: Option<Anchoring>,
     shutdown: CancellationToken,
 ) {
-    let mut backoff = FIRST_BACKOFF;
+    let mut backoff = crate::backoff::Backoff::default();
     let mut down = false;
     loop {
         let connected = tokio::select! {
             () = shutdown.cancelled() => return,
-            connected = connect(&options, anchoring.as_ref()) => connected,
+            connected = connect(&direct, anchoring.as_ref()) => connected,
         };
         let why = match connected {
             Ok(mut listener) => {
@@ -115,7 +142,7 @@ pub(crate) async fn listen(
                     tracing::info!("wake connection is back; releases wake this replica again");
                     down = false;
                 }
-                backoff = FIRST_BACKOFF;
+                backoff.reset();
                 let _ = wake.send(Wake::Connected);
                 loop {
                     tokio::select! {
@@ -128,33 +155,50 @@ pub(crate) async fn listen(
                             return;
                         }
                         heard = listener.try_recv() => match heard {
-                            Ok(Some(notification)) if notification.channel() == ANCHOR_ENDED_CHANNEL => {
-                                let _ = wake.send(Wake::AnchorEnded);
-                            }
-                            Ok(Some(notification)) => {
-                                if let Ok(role) = Role::new(notification.payload()) {
-                                    let _ = wake.send(Wake::Released(role));
+                            Ok(Some(notification)) => match notification.channel() {
+                                ANCHOR_ENDED_CHANNEL => {
+                                    let _ = wake.send(Wake::AnchorEnded);
                                 }
-                            }
-                            Ok(None) => break "the connection was closed".to_owned(),
-                            Err(error) => break error.to_string(),
+                                PAUSED_CHANNEL => {
+                                    if let Ok(role) = Role::new(notification.payload()) {
+                                        pauses.heard(role);
+                                    }
+                                }
+                                _ => {
+                                    if let Ok(role) = Role::new(notification.payload()) {
+                                        let _ = wake.send(Wake::Released(role));
+                                    }
+                                }
+                            },
+                            Ok(None) => break Down::Other("the connection was closed".to_owned()),
+                            Err(error) => break other(error),
                         },
                     }
                 }
             }
-            Err(error) => error,
+            Err(why) => why,
         };
         if let Some(anchoring) = &anchoring {
             anchoring.cell.lose();
         }
-        if !down {
-            tracing::warn!(error = %why, "wake connection lost or refused; polling only until it is back (reconnecting with backoff)");
-            down = true;
+        match why {
+            Down::Pooler(error) => {
+                // Checked at start-up: the address now leads to a pooler (a DNS or configuration
+                // change). No session state is made through it; it is tried again as a loss.
+                if !down {
+                    tracing::error!(%error, "the direct connection (wake_on_release) reaches a pooler; running without it: releases are heard at the next poll, and a dead replica's leases move only at their expiry");
+                }
+            }
+            Down::Other(error) => {
+                if !down {
+                    tracing::warn!(%error, "wake connection lost or refused; polling only until it is back (reconnecting with backoff)");
+                }
+            }
         }
+        down = true;
         tokio::select! {
             () = shutdown.cancelled() => return,
-            () = tokio::time::sleep(backoff) => {}
+            () = backoff.wait() => {}
         }
-        backoff = (backoff * 2).min(MAX_BACKOFF);
     }
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use common::{ALPHA, claim};
+use common::{ALPHA, anchored, app_database as database, claim, direct_as_app, terminate};
 use leader_runtime::protocol::lease::{
     self, Acquired, Anchor, AnchorError, AnchorWait, RefusalReason, Wanted,
 };
@@ -26,46 +26,6 @@ const HOUR: Duration = Duration::from_secs(3600);
 
 fn hour_lease() -> Timings {
     Timings::scaled_to_ttl(HOUR).unwrap()
-}
-
-/// A migrated database with the test roles and the outbox, an application role granted as the
-/// README says, and that role's pool (through PgBouncer when the suite runs through it).
-async fn database() -> (TestDb, PgPool) {
-    let db = common::database().await;
-    db.exec(
-        "DO $$ BEGIN
-             CREATE ROLE leader_app LOGIN;
-         EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
-         END $$;
-         SELECT leader_grant_app_role('leader_app');
-         GRANT SELECT, UPDATE ON outbox TO leader_app;",
-    )
-    .await;
-    let app = db.pool_as("leader_app", 4).await;
-    (db, app)
-}
-
-/// A session of the application role to PostgreSQL itself (an anchor never goes through a
-/// pooler), anchored as `holder`.
-async fn anchored(db: &TestDb, holder: &str) -> (PgConnection, Anchor) {
-    let options = PgConnectOptions::from_str(&db.url())
-        .unwrap()
-        .username("leader_app");
-    let mut session = PgConnection::connect_with(&options).await.unwrap();
-    let anchor = Anchor::open(&mut session, holder, &hour_lease())
-        .await
-        .expect("the anchor opens");
-    (session, anchor)
-}
-
-/// Ends `anchor`'s session from the server's side and waits until its backend has exited.
-async fn terminate(db: &TestDb, anchor: &Anchor) {
-    let ended: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1, 60000)")
-        .bind(anchor.pid())
-        .fetch_one(db.admin())
-        .await
-        .unwrap();
-    assert!(ended, "the anchor's backend exits");
 }
 
 async fn acquire(pool: &PgPool, holder: &str, anchor: Option<&Anchor>) -> Acquired {
@@ -286,11 +246,9 @@ async fn a_release_forgets_the_anchor() {
 async fn a_second_process_with_the_same_holder_id_cannot_anchor() {
     let (db, _app) = database().await;
     let (_first, _) = anchored(&db, "a").await;
-    let options = PgConnectOptions::from_str(&db.url())
-        .unwrap()
-        .username("leader_app");
-    let mut second = PgConnection::connect_with(&options).await.unwrap();
-    let refused = Anchor::open(&mut second, "a", &hour_lease()).await;
+    let direct = direct_as_app(&db);
+    let mut second = direct.connect(HOUR).await.unwrap();
+    let refused = Anchor::open(&mut second, "a", &direct, &hour_lease()).await;
     assert!(
         matches!(&refused, Err(AnchorError::HolderIdInUse { holder_id }) if holder_id == "a"),
         "{refused:?}"

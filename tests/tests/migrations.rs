@@ -24,6 +24,14 @@ const SIXTH: &str = include_str!("../../migrations/20261207000000_leader_presenc
 const SIXTH_DOWN: &str = include_str!("../../migrations/20261207000000_leader_presence.down.sql");
 const EIGHTH: &str = include_str!("../../migrations/20261209000000_leader_anchors.up.sql");
 const EIGHTH_DOWN: &str = include_str!("../../migrations/20261209000000_leader_anchors.down.sql");
+const NAMES: &str = include_str!("../../migrations/20261208000000_leader_status_names.up.sql");
+const PAUSE_NOTICE: &str =
+    include_str!("../../migrations/20261209100000_leader_pause_notice.up.sql");
+const PAUSE_NOTICE_DOWN: &str =
+    include_str!("../../migrations/20261209100000_leader_pause_notice.down.sql");
+const NINTH: &str = include_str!("../../migrations/20261211000000_leader_tick_history.up.sql");
+const NINTH_DOWN: &str =
+    include_str!("../../migrations/20261211000000_leader_tick_history.down.sql");
 
 async fn app_role(db: &TestDb) -> sqlx::PgPool {
     db.exec(
@@ -118,6 +126,7 @@ async fn the_pause_floor_upgrade_keeps_leader_pauses_grants_and_the_schema_check
     db.exec(FIFTH).await;
     db.exec(SIXTH).await;
     db.exec(EIGHTH).await;
+    db.exec(NINTH).await;
     db.exec(ROLES_UP).await;
     let app = app_role(&db).await;
     let before = |err| {
@@ -131,6 +140,7 @@ async fn the_pause_floor_upgrade_keeps_leader_pauses_grants_and_the_schema_check
     assert_eq!(pause_held(&db, &app).await.1, None, "no floor before it");
 
     db.exec(THIRD).await;
+    db.exec(PAUSE_NOTICE).await;
     check_schema_ready(&app, &[ALPHA])
         .await
         .expect("the schema check passes once it ran");
@@ -156,6 +166,7 @@ async fn the_pause_floor_upgrade_keeps_leader_pauses_grants_and_the_schema_check
         "the down migration restores the pause without a floor, still granted"
     );
     db.exec(THIRD).await;
+    db.exec(PAUSE_NOTICE).await;
     check_schema_ready(&app, &[ALPHA]).await.unwrap();
 }
 
@@ -176,6 +187,8 @@ async fn the_schedules_upgrade_keeps_leader_status_readable_and_the_schema_check
     db.exec(FIFTH).await;
     db.exec(SIXTH).await;
     db.exec(EIGHTH).await;
+    db.exec(PAUSE_NOTICE).await;
+    db.exec(NINTH).await;
     check_schema_ready(&app, &[ALPHA])
         .await
         .expect("the schema check passes once it ran");
@@ -201,6 +214,8 @@ async fn the_schedules_upgrade_keeps_leader_status_readable_and_the_schema_check
         "the instant in progress is the next one"
     );
 
+    db.exec(NINTH_DOWN).await;
+
     db.exec(EIGHTH_DOWN).await;
     db.exec(SIXTH_DOWN).await;
     db.exec(FIFTH_DOWN).await;
@@ -210,6 +225,8 @@ async fn the_schedules_upgrade_keeps_leader_status_readable_and_the_schema_check
     db.exec(FIFTH).await;
     db.exec(SIXTH).await;
     db.exec(EIGHTH).await;
+    db.exec(PAUSE_NOTICE).await;
+    db.exec(NINTH).await;
     check_schema_ready(db.admin(), &[ALPHA]).await.unwrap();
 }
 
@@ -238,6 +255,8 @@ async fn the_shards_upgrade_keeps_seeding_grants_and_the_fence_and_the_schema_ch
     db.exec(FIFTH).await;
     db.exec(SIXTH).await;
     db.exec(EIGHTH).await;
+    db.exec(PAUSE_NOTICE).await;
+    db.exec(NINTH).await;
     check_schema_ready(&app, &[ALPHA])
         .await
         .expect("the schema check passes once it ran");
@@ -293,6 +312,7 @@ async fn the_shards_upgrade_keeps_seeding_grants_and_the_fence_and_the_schema_ch
     check_schema_ready(&app, &[ExpectedRole::sharded(ALPHA, 1)])
         .await
         .unwrap();
+    db.exec(NINTH_DOWN).await;
     db.exec(EIGHTH_DOWN).await;
     db.exec(SIXTH_DOWN).await;
     db.exec(FIFTH_DOWN).await;
@@ -300,6 +320,8 @@ async fn the_shards_upgrade_keeps_seeding_grants_and_the_fence_and_the_schema_ch
     db.exec(FIFTH).await;
     db.exec(SIXTH).await;
     db.exec(EIGHTH).await;
+    db.exec(PAUSE_NOTICE).await;
+    db.exec(NINTH).await;
     check_schema_ready(&app, &[ALPHA])
         .await
         .expect("the app role keeps its grants across down and up");
@@ -320,6 +342,8 @@ async fn the_presence_upgrade_grants_the_table_and_the_shard_pause_and_the_schem
 
     db.exec(SIXTH).await;
     db.exec(EIGHTH).await;
+    db.exec(PAUSE_NOTICE).await;
+    db.exec(NINTH).await;
     db.exec("SELECT leader_reshard('alpha', 2)").await;
     check_schema_ready(&app, &[ExpectedRole::sharded(ALPHA, 2)])
         .await
@@ -356,11 +380,15 @@ async fn the_presence_upgrade_grants_the_table_and_the_shard_pause_and_the_schem
         .await;
     assert_eq!(public, 0, "PUBLIC may not execute it");
 
+    db.exec(NINTH_DOWN).await;
+
     db.exec(EIGHTH_DOWN).await;
     db.exec(SIXTH_DOWN).await;
     out_of_date(check_schema_ready(&app, &[ALPHA]).await.unwrap_err());
     db.exec(SIXTH).await;
     db.exec(EIGHTH).await;
+    db.exec(PAUSE_NOTICE).await;
+    db.exec(NINTH).await;
     check_schema_ready(&app, &[ALPHA])
         .await
         .expect("the app role keeps its grants across down and up");
@@ -393,6 +421,9 @@ async fn the_anchors_upgrade_keeps_grants_and_a_lease_held_across_it_and_the_sch
     assert_eq!(held, 1);
 
     db.exec(EIGHTH).await;
+
+    db.exec(PAUSE_NOTICE).await;
+    db.exec(NINTH).await;
     check_schema_ready(&app, &[ALPHA])
         .await
         .expect("the schema check passes once it ran");
@@ -405,10 +436,153 @@ async fn the_anchors_upgrade_keeps_grants_and_a_lease_held_across_it_and_the_sch
         "{answer:?}"
     );
 
+    db.exec(NINTH_DOWN).await;
+
     db.exec(EIGHTH_DOWN).await;
     out_of_date(check_schema_ready(&app, &[ALPHA]).await.unwrap_err());
     db.exec(EIGHTH).await;
+    db.exec(PAUSE_NOTICE).await;
+    db.exec(NINTH).await;
     check_schema_ready(&app, &[ALPHA])
         .await
         .expect("the app role keeps its grants across down and up");
+}
+
+#[tokio::test]
+async fn the_tick_history_upgrade_keeps_grants_and_a_lease_held_across_it_and_the_schema_check_asks_for_it()
+ {
+    let (db, app) = upgrading(&[
+        FIRST,
+        SECOND,
+        THIRD,
+        FOURTH,
+        FIFTH,
+        SIXTH,
+        NAMES,
+        EIGHTH,
+        PAUSE_NOTICE,
+        ROLES_UP,
+    ])
+    .await;
+    let out_of_date = |err| {
+        asks_for(
+            err,
+            "table leader_tick_history",
+            "20261211000000_leader_tick_history.up.sql",
+        )
+    };
+    out_of_date(check_schema_ready(&app, &[ALPHA]).await.unwrap_err());
+    // A lease granted before the upgrade has no slot in the history.
+    let wanted = [lease::Wanted::every(ALPHA, Duration::from_millis(1))];
+    db.exec(NINTH).await;
+    check_schema_ready(&app, &[ALPHA])
+        .await
+        .expect("the schema check passes once it ran");
+    db.exec(NINTH_DOWN).await;
+    out_of_date(check_schema_ready(&app, &[ALPHA]).await.unwrap_err());
+    let before = match lease::acquire(&app, &wanted, "app", 1, &FAST).await {
+        Err(_) => {
+            // The lease statements of this version need the history: grant by hand, as an
+            // earlier version's ACQUIRE would have.
+            db.exec(
+                "UPDATE leader_leases SET holder_id = 'old', acquired_at = now(),
+                        expires_at = now() + interval '1 hour', holder_token = holder_token + 1
+                  WHERE role = 'alpha'",
+            )
+            .await;
+            sqlx::query_scalar::<_, i64>(
+                "SELECT holder_token FROM leader_leases WHERE role = 'alpha'",
+            )
+            .fetch_one(db.admin())
+            .await
+            .unwrap()
+        }
+        Ok(answer) => panic!("ACQUIRE needs the history table: {answer:?}"),
+    };
+
+    db.exec(NINTH).await;
+    let fence = leader_runtime::Fence::forge(ALPHA, before);
+    let released = lease::release(
+        &app,
+        fence,
+        leader_runtime::protocol::ReleaseOutcome::Completed,
+        Duration::from_millis(1),
+        &FAST,
+    )
+    .await
+    .expect("the app role granted before the upgrade may release a lease granted before it");
+    assert!(released.changed);
+    assert_eq!(
+        db.count("SELECT count(*) FROM leader_tick_history").await,
+        0
+    );
+    db.exec("UPDATE leader_leases SET last_tick_ended_at = NULL WHERE role = 'alpha'")
+        .await;
+    let answer = lease::acquire(&app, &wanted, "app", 1, &FAST)
+        .await
+        .expect("and ACQUIRE, which writes the history, with the grant the upgrade re-ran");
+    assert!(matches!(&answer[0], Acquired::Granted(_)), "{answer:?}");
+    assert_eq!(
+        db.count(
+            "SELECT count(*) FROM leader_tick_history WHERE tick_number = 1 AND holder_id = 'app'"
+        )
+        .await,
+        1
+    );
+}
+
+/// The payload of the next notice `listener` hears; the bound only turns a lost notice's hang into
+/// a failure (a sent notice is in the socket before the pause returns).
+async fn heard(listener: &mut sqlx::postgres::PgListener) -> String {
+    let notice = tokio::time::timeout(Duration::from_secs(60), listener.recv())
+        .await
+        .expect("the pause was notified")
+        .unwrap();
+    notice.payload().to_owned()
+}
+
+#[tokio::test]
+async fn the_pause_notice_upgrade_notifies_each_pause_keeps_the_grants_and_the_schema_check_asks_for_it()
+ {
+    let (db, app) = upgrading(&[
+        FIRST, SECOND, THIRD, FOURTH, FIFTH, SIXTH, NAMES, EIGHTH, NINTH, ROLES_UP,
+    ])
+    .await;
+    let out_of_date = |err| {
+        asks_for(
+            err,
+            "function leader_pause(text, text, text)",
+            "20261209100000_leader_pause_notice.up.sql",
+        )
+    };
+    out_of_date(check_schema_ready(&app, &[ALPHA]).await.unwrap_err());
+
+    db.exec(PAUSE_NOTICE).await;
+    check_schema_ready(&app, &[ALPHA])
+        .await
+        .expect("the schema check passes once it ran");
+    let mut listener = sqlx::postgres::PgListener::connect(&db.url())
+        .await
+        .unwrap();
+    listener.listen("leader_paused").await.unwrap();
+    // The role granted before the upgrade may still pause, and the pause is heard: its notice
+    // is sent at the pause's commit, before `pause` returns.
+    operator::pause(&app, "alpha", "ops", None, &FAST)
+        .await
+        .unwrap();
+    assert_eq!(heard(&mut listener).await, "alpha");
+    operator::unpause(&app, "alpha", &FAST).await.unwrap();
+    operator::pause_shard(&app, "alpha", 0, "ops", None, &FAST)
+        .await
+        .unwrap();
+    assert_eq!(
+        heard(&mut listener).await,
+        "alpha",
+        "a shard's pause names its role"
+    );
+
+    db.exec(PAUSE_NOTICE_DOWN).await;
+    out_of_date(check_schema_ready(&app, &[ALPHA]).await.unwrap_err());
+    db.exec(PAUSE_NOTICE).await;
+    check_schema_ready(&app, &[ALPHA]).await.unwrap();
 }

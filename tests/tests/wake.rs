@@ -200,9 +200,10 @@ async fn without_its_wake_connection_a_runtime_still_leads_by_polling_and_says_s
     } else {
         ((b, stop_b), (a, stop_a))
     };
-    // Each runtime's third attempt starts only after its second failed and was logged, or not.
-    silent_a.wait_for_attempts(3).await;
-    silent_b.wait_for_attempts(3).await;
+    // The first attempt is the start-up check's; each runtime's third wake attempt (the fourth
+    // in all) starts only after its second failed and was logged, or not.
+    silent_a.wait_for_attempts(4).await;
+    silent_b.wait_for_attempts(4).await;
     leader.1.cancel();
     leader.0.await.unwrap().unwrap();
     assert!(
@@ -221,4 +222,70 @@ async fn without_its_wake_connection_a_runtime_still_leads_by_polling_and_says_s
         2,
         "one line per runtime, however many reconnects:\n{logs}"
     );
+}
+
+/// Beats five minutes apart: a tick that hears of a pause only at its next RENEW would run on
+/// for minutes after it.
+const SLOW_BEAT: Timings = Timings::new_or_panic(TimingParts {
+    ttl: Duration::from_secs(900),
+    heartbeat: Duration::from_secs(300),
+    statement_timeout: Duration::from_secs(2),
+    abandon_after: Duration::from_secs(600),
+    max_poll: Duration::from_secs(5),
+});
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn with_a_direct_connection_a_pause_cancels_the_running_tick_at_once() {
+    let db = ticks_db().await;
+    let (causes_tx, mut causes) = tokio::sync::mpsc::unbounded_channel();
+    let runtime = Runtime::builder(db.pool().clone())
+        .timings(SLOW_BEAT)
+        .role(
+            ALPHA,
+            Duration::from_secs(3600),
+            move |tick: TickContext| {
+                let causes = causes_tx.clone();
+                async move {
+                    let mut tx = tick.pool().begin().await?;
+                    sqlx::query("INSERT INTO ticks VALUES ('a', clock_timestamp())")
+                        .persistent(false)
+                        .execute(&mut *tx)
+                        .await?;
+                    tx.commit().await?;
+                    tick.cancelled().await;
+                    let _ = causes.send(tick.cancel_cause());
+                    Ok::<(), JobError>(())
+                }
+            },
+        )
+        .wake_on_release(direct(&db))
+        .build()
+        .unwrap();
+    let stop = CancellationToken::new();
+    let running = tokio::spawn(runtime.run_until_cancelled(stop.clone()));
+    assert!(
+        db.eventually("SELECT count(*) FROM ticks", Duration::from_secs(60))
+            .await,
+        "the tick runs"
+    );
+    assert!(
+        db.eventually(
+            "SELECT count(*) FROM pg_stat_activity
+              WHERE query LIKE '%LISTEN \"leader_paused\"%' AND pid <> pg_backend_pid()",
+            Duration::from_secs(60)
+        )
+        .await,
+        "the runtime listens for pauses"
+    );
+    leader_runtime::protocol::operator::pause(db.admin(), "alpha", "alice", None, &FAST)
+        .await
+        .unwrap();
+    // The next heartbeat is minutes away: only the pause's notice can end the tick within this
+    // bound, which otherwise only turns a hang into a failure.
+    let cause = tokio::time::timeout(Duration::from_secs(60), causes.recv())
+        .await
+        .expect("the tick is cancelled on the pause's notice, not at its next heartbeat");
+    assert_eq!(cause, Some(Some(leader_runtime::CancelCause::Paused)));
+    stop.cancel();
+    running.await.unwrap().unwrap();
 }

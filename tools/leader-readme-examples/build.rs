@@ -8,7 +8,8 @@
 //!   made `pub` and re-exported as `readme_main`, which `src/bin/readme-main.rs` runs, so a test
 //!   can run the README's `main` as a process.
 //! * Each block sees the public items of the item blocks before it, as a reader does (the state
-//!   type a job block defines is the one the run block builds).
+//!   type a job block defines is the one the run block builds); the module `readme` re-exports
+//!   every item block's public items, for the tests that run the README's claims.
 //! * A block marked `ignore`, `no_compile` or `text` after `rust` is refused: every Rust example in
 //!   the README compiles.
 
@@ -100,6 +101,16 @@ fn main() {
         "/// The README lines where the compiled blocks start.\npub const BLOCKS: &[usize] = &{starts:?};"
     )
     .unwrap();
+    writeln!(
+        out,
+        "/// The public items the README's examples define (its claims among them), for tests that \
+         run them (a block with none re-exports nothing).\n#[allow(unused_imports)]\npub mod readme {{"
+    )
+    .unwrap();
+    for block in &item_blocks {
+        writeln!(out, "    pub use super::readme_line_{block}::*;").unwrap();
+    }
+    writeln!(out, "}}").unwrap();
     let dest = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("readme_examples.rs");
     std::fs::write(dest, out).expect("OUT_DIR is writable");
 }

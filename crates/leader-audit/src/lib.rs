@@ -84,10 +84,7 @@ impl std::error::Error for AuditError {}
 /// below `dir`. A relative `dir` is taken from the crate being tested (`CARGO_MANIFEST_DIR`),
 /// else from the current directory.
 pub fn unfenced_row_locks(dir: impl AsRef<Path>) -> Result<Vec<Finding>, AuditError> {
-    let dir = resolve(dir.as_ref());
-    let mut files = Vec::new();
-    collect_rs_files(&dir, &mut files)?;
-    files.sort();
+    let files = sources(dir)?;
     let mut findings = Vec::new();
     for path in files {
         let text = std::fs::read_to_string(&path).map_err(|error| AuditError::Read {
@@ -109,6 +106,36 @@ pub fn unfenced_row_locks(dir: impl AsRef<Path>) -> Result<Vec<Finding>, AuditEr
     Ok(findings)
 }
 
+/// The `.rs` files below `dir` that [`unfenced_row_locks`] reads, sorted, as paths below the
+/// resolved folder (a relative `dir` is taken from `CARGO_MANIFEST_DIR`, as there).
+///
+/// # Errors
+///
+/// [`AuditError::Read`] if a folder below `dir` cannot be read.
+pub fn sources(dir: impl AsRef<Path>) -> Result<Vec<PathBuf>, AuditError> {
+    let dir = resolve(dir.as_ref());
+    let mut files = Vec::new();
+    collect_rs_files(&dir, &mut files)?;
+    files.sort();
+    Ok(files)
+}
+
+/// The message of an audit that found `findings`, each on a line of its own with the fix; `None`
+/// when it found none.
+pub fn failure_message(findings: &[Finding]) -> Option<String> {
+    if findings.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = findings.iter().map(|f| format!("  {f}")).collect();
+    Some(format!(
+        "{} row-locking statement(s) outside a #[fenced] function: move each into a #[fenced] \
+         function with `AND leader_fence($1, $2)` in its WHERE, or mark the function \
+         #[unfenced(reason = \"…\")]\n{}",
+        findings.len(),
+        list.join("\n")
+    ))
+}
+
 /// Panics, naming file and line of each, if any row-locking statement below `dir` is outside a
 /// `#[fenced]` function without an `#[unfenced(reason = "…")]` opt-out; see
 /// [`unfenced_row_locks`].
@@ -118,16 +145,10 @@ pub fn unfenced_row_locks(dir: impl AsRef<Path>) -> Result<Vec<Finding>, AuditEr
 /// On findings, and when the sources cannot be read: a test cannot pass without looking.
 pub fn assert_claims_fenced(dir: impl AsRef<Path>) {
     match unfenced_row_locks(dir.as_ref()) {
-        Ok(findings) if findings.is_empty() => {}
         Ok(findings) => {
-            let list: Vec<String> = findings.iter().map(|f| format!("  {f}")).collect();
-            panic!(
-                "{} row-locking statement(s) outside a #[fenced] function: move each into a \
-                 #[fenced] function with `AND leader_fence($1, $2)` in its WHERE, or mark the \
-                 function #[unfenced(reason = \"…\")]\n{}",
-                findings.len(),
-                list.join("\n")
-            );
+            if let Some(message) = failure_message(&findings) {
+                panic!("{message}");
+            }
         }
         Err(e) => panic!("the fence audit could not read the sources: {e}"),
     }

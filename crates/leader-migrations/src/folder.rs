@@ -37,6 +37,8 @@ struct File {
     seeds: Vec<String>,
     /// Login roles this file calls `leader_grant_app_role` for.
     grants: Vec<String>,
+    /// Login roles this file calls `leader_grant_operator_role` for.
+    operator_grants: Vec<String>,
     /// The `leader_reshard(role, count)` calls of this file, in order.
     reshards: Vec<(String, u32)>,
     /// The `leader_shard_key(table, column)` calls of this file, in order.
@@ -75,7 +77,8 @@ impl Folder {
                 })?;
                 Ok(File {
                     seeds: seeds(&tokens),
-                    grants: grants(&tokens),
+                    grants: grants(&tokens, "leader_grant_app_role"),
+                    operator_grants: grants(&tokens, "leader_grant_operator_role"),
                     reshards: reshards(&tokens),
                     shard_keys: shard_keys(&tokens),
                     name: file.name,
@@ -111,6 +114,14 @@ impl Folder {
             }
         }
         roles
+    }
+
+    /// The first file that grants `login` the operator's grants (`leader_grant_operator_role`).
+    pub fn operator_granted_by(&self, login: &str) -> Option<&str> {
+        self.files
+            .iter()
+            .find(|f| f.operator_grants.iter().any(|g| g == login))
+            .map(|f| f.name.as_str())
     }
 
     /// The first file that grants `login`.
@@ -200,10 +211,11 @@ fn seeds(tokens: &[Token<'_>]) -> Vec<String> {
     roles
 }
 
-/// The login roles named by the first argument of `leader_grant_app_role(...)` calls.
-fn grants(tokens: &[Token<'_>]) -> Vec<String> {
+/// The login roles named by the first argument of `function(...)` calls (`leader_grant_app_role`,
+/// `leader_grant_operator_role`).
+fn grants(tokens: &[Token<'_>], function: &str) -> Vec<String> {
     (0..tokens.len())
-        .filter_map(|i| string_argument(tokens, i, "leader_grant_app_role"))
+        .filter_map(|i| string_argument(tokens, i, function))
         .map(|(role, _)| role)
         .collect()
 }
@@ -269,7 +281,7 @@ mod tests {
     }
 
     fn granted(sql: &str) -> Vec<String> {
-        grants(&scan(sql).unwrap())
+        grants(&scan(sql).unwrap(), "leader_grant_app_role")
     }
 
     #[test]
@@ -316,6 +328,12 @@ mod tests {
                    REVOKE EXECUTE ON FUNCTION leader_grant_app_role(name) FROM PUBLIC;\n\
                    SELECT 'leader_grant_app_role(''in_a_string'')';";
         assert_eq!(granted(sql), ["my_app", "Other-App"]);
+        let operators =
+            "SELECT leader_grant_operator_role('ops'); SELECT leader_grant_app_role('app');";
+        assert_eq!(
+            grants(&scan(operators).unwrap(), "leader_grant_operator_role"),
+            ["ops"]
+        );
     }
 
     #[test]

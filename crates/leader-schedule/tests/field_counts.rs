@@ -68,13 +68,13 @@ fn a_field_that_does_not_parse_gets_the_same_fix() {
     );
 }
 
-/// The README, the macro's docs and [`CronSchedule`]'s docs state the counts the code accepts.
+/// The roles page, the macro's docs and [`CronSchedule`]'s docs state the counts the code accepts.
 #[test]
 fn the_docs_state_the_accepted_counts() {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
     for (file, says) in [
         (
-            "README.md",
+            "docs/roles.md",
             "Expressions have 5 fields (minute hour day-of-month month day-of-week) or 6 with \
              seconds first",
         ),

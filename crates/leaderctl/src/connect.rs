@@ -3,6 +3,7 @@
 use std::str::FromStr;
 use std::time::Duration;
 
+use leader_core::pooler::{DirectError, DirectOptions};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection, PgConnection, PgPool};
 
@@ -27,10 +28,35 @@ pub async fn connect(url: &str) -> Result<PgPool, Failure> {
         .map_err(|e| unreachable(&place, &e))
 }
 
-/// One connection to `url`, for `migrate`, which needs a session of its own.
-pub async fn connect_session(url: &str) -> Result<PgConnection, Failure> {
+/// A pool of up to `max` connections to `url`, each acquire waiting at most `wait`: for
+/// `dashboard`, which serves pages while the database may come and go.
+pub async fn connect_pool(url: &str, max: u32, wait: Duration) -> Result<PgPool, Failure> {
     let (options, place) = parse(url)?;
-    connect_one(&options, &place).await
+    let probe = connect_one(&options, &place).await?;
+    let _ = probe.close().await;
+    Ok(PgPoolOptions::new()
+        .max_connections(max)
+        .acquire_timeout(wait)
+        .connect_lazy_with(options))
+}
+
+/// One direct connection to `url`, for `migrate`, which needs a session of its own: refused
+/// (exit 1) when a pooler answers (see `leader_core::pooler`), before any statement is sent.
+pub async fn connect_session(url: &str) -> Result<PgConnection, Failure> {
+    let (options, _) = parse(url)?;
+    DirectOptions::new(options)
+        .connect(CONNECT_TIMEOUT)
+        .await
+        .map_err(|error| match error {
+            DirectError::Pooler { .. } => Failure::refused(format!(
+                "{error}; --database-url is a pooler's, and `leaderctl migrate` takes sqlx's \
+                 migration lock, a session advisory lock: run it with a URL to PostgreSQL itself"
+            )),
+            DirectError::Connect { place, reason } => {
+                unreachable(&place, &reason.replace('\n', " "))
+            }
+            other => Failure::unreachable(other.to_string()),
+        })
 }
 
 /// The options in `url`, and `host:port/database` for messages.

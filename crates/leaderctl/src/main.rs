@@ -18,6 +18,7 @@
 //! | `roles reshard ROLE COUNT --dir DIR` | no database: writes the migration giving a role COUNT shards ([`reshard`]) |
 //! | `migrate [--dir DIR] [--lock-timeout-secs SECS]` | a **direct** connection (not through PgBouncer or RDS Proxy: sqlx's migration lock is a session advisory lock) as the schema's owner ([`migrate`]) |
 //! | `status`, `pause`, `unpause`, `clear-cooldown`, `check` | the application's login role, granted with `leader_grant_app_role`; a transaction-mode pooler works |
+//! | `dashboard [--listen ADDR] [--allow-writes]` | an operator's login, granted with `leader_grant_operator_role` (never the owner or the application's); writes take a token from `LEADER_DASHBOARD_TOKEN` ([`dashboard`]) |
 //!
 //! The setup of a new service, from nothing:
 //!
@@ -34,6 +35,7 @@
 
 mod check;
 mod connect;
+mod dashboard;
 mod failure;
 mod grant;
 mod migrate;
@@ -59,7 +61,8 @@ Exit codes:
   0  done
   1  refused: unknown role or shard, malformed role name, role already paused, a migration file that
      differs from the framework's without --force, `roles add` with nothing to write, a folder
-     `migrate --dir` cannot apply, a migration that failed, a pooler under `migrate`, or a
+     `migrate --dir` cannot apply, a migration that failed, a pooler under `migrate`, a dashboard
+     that cannot listen, lacks its token or would run as a login that may write the leases, or a
      malformed command line
   2  cannot reach the database, or the framework schema is missing there"
     };
@@ -84,6 +87,9 @@ What each command needs:
   status, pause, unpause, clear-cooldown, check
       the application's login role, granted with leader_grant_app_role; a transaction-mode
       pooler works
+  dashboard
+      an operator's login, granted with leader_grant_operator_role (it refuses the owner and
+      the application's login); --allow-writes takes its token from LEADER_DASHBOARD_TOKEN
 
 A new service, from nothing:
   leaderctl migrations write migrations/ --role billing --grant my_app
@@ -209,7 +215,7 @@ enum Command {
     /// keeps one table of applied migrations, so one set is applied, the one your application's
     /// sqlx::migrate! applies). Needs a direct connection as the schema's owner: sqlx's
     /// migration lock is a session advisory lock, which a transaction-mode pooler (PgBouncer,
-    /// RDS Proxy) breaks; migrate stops when it sees the session change under the lock.
+    /// RDS Proxy) breaks; migrate refuses a pooler (exit 1) before it sends anything.
     #[command(after_help = EXIT_CODES)]
     Migrate {
         #[command(flatten)]
@@ -233,6 +239,10 @@ enum Command {
     /// it in CI, declare a table's shard key.
     #[command(subcommand)]
     Schema(SchemaCommand),
+    /// Serve the operator's web page: every role's state, holder, history and health, and why a
+    /// role is not running with its fix (docs/leaderctl.md, "dashboard").
+    #[command(after_help = EXIT_CODES)]
+    Dashboard(dashboard::Args),
 }
 
 /// The exit codes of `schema prepare` and `schema shard-key`.
@@ -313,6 +323,11 @@ enum MigrationsCommand {
         /// DIR's migrations already calls it for that role.
         #[arg(long = "grant", value_name = "LOGIN")]
         grants: Vec<String>,
+        /// Grant this login role what `leaderctl dashboard` needs (repeatable): a migration
+        /// running SELECT leader_grant_operator_role('LOGIN') (reads, and the audited operator
+        /// functions; no write on any table), unless one of DIR's migrations already does.
+        #[arg(long = "operator", value_name = "LOGIN")]
+        operators: Vec<String>,
     },
 }
 
@@ -413,7 +428,8 @@ async fn run(command: Command) -> Result<(), Failure> {
             force,
             roles,
             grants,
-        }) => migrations::write(&dir, force, &roles, &grants),
+            operators,
+        }) => migrations::write(&dir, force, &roles, &grants, &operators),
         Command::Roles(RolesCommand::Add { names, dir }) => roles::add(&dir, &names),
         Command::Roles(RolesCommand::Reshard { role, count, dir }) => {
             reshard::reshard(&dir, &role, count)
@@ -427,6 +443,7 @@ async fn run(command: Command) -> Result<(), Failure> {
         Command::Schema(SchemaCommand::ShardKey { table, column, dir }) => {
             schema_file::shard_key(&dir, &table, &column)
         }
+        Command::Dashboard(args) => dashboard::run(args).await,
     }
 }
 

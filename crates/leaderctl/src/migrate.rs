@@ -17,11 +17,11 @@
 //! (`pg_advisory_lock`), held from before the first migration to after the last. Through a
 //! transaction-mode pooler (PgBouncer, RDS Proxy) each transaction may run on another server
 //! session: the lock is taken on one, the migrations run on others, and the unlock misses it, so
-//! the lock stays with a pooled server connection and the next migrator through it waits. Nothing
-//! in a connection says reliably that a pooler is in between, so `migrate` checks what it can:
-//! after taking the lock and before each migration it asks whether the session it talks to is the
-//! one that took the lock, and stops (exit 1) when it is not; a pooler's prepared-statement errors
-//! are recognised too. It waits at most `--lock-timeout-secs` for the lock.
+//! the lock stays with a pooled server connection and the next migrator through it waits. So
+//! `migrate` connects as `leader_core::pooler::DirectOptions` connects: with a nonce in the
+//! startup options, which a pooler refuses or drops and PostgreSQL answers, and stops (exit 1)
+//! before sending anything when the session does not answer it. A pooler's prepared-statement
+//! errors are recognised too. It waits at most `--lock-timeout-secs` for the lock.
 //!
 //! Every migration runs in its own transaction with its bookkeeping (sqlx's `Migrate::apply`), so
 //! a failed one leaves nothing behind and the next `migrate` starts from it.
@@ -34,7 +34,6 @@ use std::time::Duration;
 
 use leader_core::schema::{MIGRATION_FILES, MIGRATOR};
 use sqlx::migrate::{Migrate, MigrateError, Migrator};
-use sqlx::{PgConnection, Row};
 
 use crate::connect;
 use crate::failure::Failure;
@@ -67,7 +66,6 @@ pub async fn run(url: &str, dir: Option<&Path>, lock_timeout: Duration) -> Resul
         None => (&MIGRATOR, "the framework's migrations".to_owned()),
     };
     let mut conn = connect::connect_session(url).await?;
-    let pid = backend_pid(&mut conn).await?;
     match tokio::time::timeout(lock_timeout, conn.lock()).await {
         Err(_) => {
             return Err(Failure::refused(format!(
@@ -82,7 +80,6 @@ pub async fn run(url: &str, dir: Option<&Path>, lock_timeout: Duration) -> Resul
         }
         Ok(locked) => locked.map_err(|e| failed("taking sqlx's migration lock", e))?,
     }
-    same_session(&mut conn, pid).await?;
     conn.ensure_migrations_table(TABLE)
         .await
         .map_err(|e| failed("creating _sqlx_migrations", e))?;
@@ -146,7 +143,6 @@ pub async fn run(url: &str, dir: Option<&Path>, lock_timeout: Duration) -> Resul
             println!("{label:<48} already applied");
             continue;
         }
-        same_session(&mut conn, pid).await?;
         let took = conn
             .apply(TABLE, m)
             .await
@@ -210,42 +206,6 @@ fn holds_the_framework(dir: &Path) -> Result<(), Failure> {
          alone",
         dir.display(),
         wrong.join(", ")
-    )))
-}
-
-async fn backend_pid(conn: &mut PgConnection) -> Result<i32, Failure> {
-    sqlx::raw_sql("SELECT pg_backend_pid()")
-        .fetch_one(&mut *conn)
-        .await
-        .and_then(|row| row.try_get(0))
-        .map_err(|e| failed("reading the session's backend", MigrateError::Execute(e)))
-}
-
-/// Stops unless the server session answering is `pid`'s and holds the advisory lock: through a
-/// transaction-mode pooler the statements after the lock may run elsewhere.
-async fn same_session(conn: &mut PgConnection, pid: i32) -> Result<(), Failure> {
-    let row = sqlx::raw_sql(
-        "SELECT pg_backend_pid(),
-                EXISTS (SELECT 1 FROM pg_locks
-                         WHERE locktype = 'advisory' AND granted AND pid = pg_backend_pid())",
-    )
-    .fetch_one(&mut *conn)
-    .await
-    .map_err(|e| failed("checking the session", MigrateError::Execute(e)))?;
-    let now: i32 = row
-        .try_get(0)
-        .map_err(|e| failed("checking the session", MigrateError::Execute(e)))?;
-    let locked: bool = row
-        .try_get(1)
-        .map_err(|e| failed("checking the session", MigrateError::Execute(e)))?;
-    if now == pid && locked {
-        return Ok(());
-    }
-    Err(Failure::refused(format!(
-        "stopped before applying anything more: the migration lock was taken by server session \
-         {pid}, and session {now} answered next{}: {USE_A_DIRECT_URL}; the lock stays with that \
-         pooled server connection until the pooler closes it",
-        if locked { "" } else { " without it" }
     )))
 }
 

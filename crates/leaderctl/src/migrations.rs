@@ -1,4 +1,5 @@
-//! `leaderctl migrations write DIR [--role NAME]... [--grant LOGIN]...`: every migration a service
+//! `leaderctl migrations write DIR [--role NAME]... [--grant LOGIN]... [--operator LOGIN]...`:
+//! every migration a service
 //! needs, in one step and idempotently:
 //!
 //! 1. the framework's migrations, embedded in this binary
@@ -8,7 +9,8 @@
 //! 2. with `--role`, the roles migration `leaderctl roles add` writes, holding only what the
 //!    folder does not do yet ([`crate::roles`]);
 //! 3. with `--grant`, `SELECT leader_grant_app_role('LOGIN');` unless a migration of the folder
-//!    already calls it for that login role ([`crate::grant`]).
+//!    already calls it for that login role, and with `--operator`, `SELECT
+//!    leader_grant_operator_role('LOGIN');` (the dashboard's login) likewise ([`crate::grant`]).
 //!
 //! Run again, it writes nothing and says of each file or role why (unchanged, already registered
 //! and seeded, already granted).
@@ -20,6 +22,7 @@ use std::path::Path;
 use leader_core::schema::{MIGRATION_FILES, MigrationFile};
 
 use crate::failure::Failure;
+use crate::grant::Grantee;
 use crate::{grant, roles};
 use leader_migrations::Folder;
 
@@ -53,9 +56,11 @@ pub fn write(
     force: bool,
     role_names: &[String],
     logins: &[String],
+    operators: &[String],
 ) -> Result<(), Failure> {
     roles::validate(role_names)?;
-    grant::validate(logins)?;
+    grant::validate(logins, Grantee::App)?;
+    grant::validate(operators, Grantee::Operator)?;
     write_framework(dir, force)?;
     if !role_names.is_empty() {
         let folder = Folder::read(dir).map_err(|e| Failure::unreadable_folder(dir, &e))?;
@@ -68,9 +73,17 @@ pub fn write(
             roles::print_written(&up, &plan.summary());
         }
     }
-    if !logins.is_empty() {
-        let folder = Folder::read(dir).map_err(|e| Failure::unreadable_folder(dir, &e))?;
-        grant::write(dir, &folder, logins, folder.next_version(version_now()))?;
+    for (logins, grantee) in [(logins, Grantee::App), (operators, Grantee::Operator)] {
+        if !logins.is_empty() {
+            let folder = Folder::read(dir).map_err(|e| Failure::unreadable_folder(dir, &e))?;
+            grant::write(
+                dir,
+                &folder,
+                logins,
+                folder.next_version(version_now()),
+                grantee,
+            )?;
+        }
     }
     Ok(())
 }

@@ -481,6 +481,7 @@ async fn an_unreachable_database_exits_2_for_every_database_command() {
         &["unpause", "alpha"],
         &["clear-cooldown", "alpha"],
         &["check"],
+        &["dashboard", "--listen", "127.0.0.1:0"],
     ] {
         ctl(Some(&url), args)
             .await
@@ -1277,24 +1278,37 @@ async fn migrate_as_the_application_role_is_refused_with_who_should_run_it() {
     ctl(None, &["migrate"]).await.expect(1, "--database-url");
 }
 
-/// Through PgBouncer in transaction mode the lock may be taken on one server session and the
-/// migrations run on another; whether that happens depends on the pooler's other clients. Each
-/// run either kept to one session (and applied) or stopped saying to use a direct URL, and a
-/// direct run afterwards finds the database consistent.
+/// Through PgBouncer in transaction mode the migration lock would be taken on one server session
+/// and the migrations run on others, leaving the lock with a pooled connection. `migrate` is
+/// refused every time, before it sends anything: nothing applied, no lock left; a direct run
+/// afterwards applies everything.
 #[tokio::test]
-async fn migrate_through_a_transaction_pooler_applies_on_one_session_or_says_to_go_direct() {
+async fn migrate_through_a_transaction_pooler_is_refused_before_it_sends_anything() {
     let db = TestDb::unmigrated().await;
     let Some(pooled) = db.pooler_url() else {
+        assert!(
+            std::env::var("LEADER_REQUIRE_POOLER").is_err(),
+            "LEADER_REQUIRE_POOLER is set but LEADER_POOLER_URL is not: run under with-postgres"
+        );
         eprintln!("skipped: no LEADER_POOLER_URL (PgBouncer is not installed)");
         return;
     };
     for _ in 0..3 {
-        let run = ctl(Some(&pooled), &["migrate", "--lock-timeout-secs", "5"]).await;
-        match run.code {
-            Some(0) => run.expect(0, "the database has every migration"),
-            _ => run.expect(1, "goes through a transaction-mode pooler"),
-        };
+        ctl(Some(&pooled), &["migrate", "--lock-timeout-secs", "5"])
+            .await
+            .expect(1, "is a pooler, not PostgreSQL itself");
     }
+    let tables = db
+        .count("SELECT count(*) FROM pg_tables WHERE tablename IN ('_sqlx_migrations', 'leader_leases')")
+        .await;
+    assert_eq!(tables, 0, "nothing was applied");
+    let locks = db
+        .count(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'
+                AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+        )
+        .await;
+    assert_eq!(locks, 0, "no advisory lock was left on a pooled session");
     ctl(Some(&db.url()), &["migrate"])
         .await
         .expect(0, "the database has every migration");

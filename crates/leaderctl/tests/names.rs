@@ -151,6 +151,11 @@ async fn the_names_page_matches_the_schema_the_row_type_and_leaderctl() {
 
     let table = columns(&db, "leader_leases").await;
     let view = columns(&db, "leader_status").await;
+    let history_table = columns(&db, "leader_tick_history").await;
+    let history = leader_core::history::read(db.admin(), None, &Timings::default())
+        .await
+        .unwrap();
+    let tick_fields = debug_fields(&format!("{:?}", history.ticks[0]));
     let rows = leader_core::status::read(db.admin(), &Timings::default())
         .await
         .unwrap();
@@ -172,7 +177,10 @@ async fn the_names_page_matches_the_schema_the_row_type_and_leaderctl() {
     let json: serde_json::Value =
         serde_json::from_str(&leaderctl(&url, &["status", "--json"]).await).unwrap();
     let keys: BTreeSet<String> = json[0].as_object().unwrap().keys().cloned().collect();
-    let types = [std::any::type_name::<leader_core::status::LeaseState>()];
+    let types = [
+        std::any::type_name::<leader_core::status::LeaseState>(),
+        std::any::type_name::<leader_core::history::EndedBy>(),
+    ];
 
     let aliases = aliases();
     assert_eq!(aliases.len(), 3, "{aliases:?}");
@@ -185,9 +193,11 @@ async fn the_names_page_matches_the_schema_the_row_type_and_leaderctl() {
                 "leader_status" => view.contains(name),
                 "RoleStatus" => fields.contains(name),
                 "Grant" => grant_fields.contains(name),
-                "leader_core::status" => {
-                    types.contains(&format!("leader_core::status::{name}").as_str())
+                "leader_core::status" | "leader_core::history" => {
+                    types.contains(&format!("{place}::{name}").as_str())
                 }
+                "leader_tick_history" => history_table.contains(name),
+                "TickRecord" => tick_fields.contains(name),
                 "leaderctl status" => headers.contains(name),
                 "leaderctl status --json" => {
                     keys.contains(name) || keys.contains(&format!("{name}_ms"))
@@ -206,6 +216,8 @@ async fn the_names_page_matches_the_schema_the_row_type_and_leaderctl() {
                 ("leader_status", view.contains(former) && !alias),
                 ("RoleStatus", fields.contains(former)),
                 ("Grant", grant_fields.contains(former)),
+                ("leader_tick_history", history_table.contains(former)),
+                ("TickRecord", tick_fields.contains(former)),
                 ("leaderctl status", headers.contains(former)),
                 (
                     "leaderctl status --json",

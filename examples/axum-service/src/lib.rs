@@ -296,11 +296,15 @@ pub async fn serve(config: Config, shutdown: CancellationToken) -> Result<(), Se
         MIGRATOR.run(&mut connection).await?;
         tracing::info!("migrations applied");
     }
-    let options =
-        PgConnectOptions::from_str(&config.database_url).map_err(|source| ServeError::Url {
+    // The pool may go through a transaction-mode pooler (PgBouncer before 1.21), whose shared
+    // server sessions would mix sqlx's named statements: no statement cache (the runtime refuses
+    // a pool with one behind such a pooler), and every bound query in a transaction (store.rs).
+    let options = PgConnectOptions::from_str(&config.database_url)
+        .map_err(|source| ServeError::Url {
             which: "DATABASE_URL",
             source,
-        })?;
+        })?
+        .statement_cache_capacity(0);
     let pool = PgPoolOptions::new()
         .max_connections(config.pool_size)
         .connect_with(options)

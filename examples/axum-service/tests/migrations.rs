@@ -18,7 +18,5 @@ fn the_copied_framework_migrations_match_the_originals() {
     }
 }
 
-#[test]
-fn every_row_lock_is_fenced() {
-    leader_runtime::audit::assert_claims_fenced("src");
-}
+// Every row-locking statement is in a `#[fenced]` function or says why not.
+leader_runtime::assert_claims_fenced!("src");

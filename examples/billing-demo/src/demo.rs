@@ -34,6 +34,9 @@ pub struct DemoConfig {
     pub kill_replicas: bool,
     /// Print the live status every this often (`None`: quiet).
     pub status_every: Option<Duration>,
+    /// With a direct connection to PostgreSQL itself, every replica takes over dead replicas'
+    /// leases at once (`wake_on_release` and `take_over_when_dead`).
+    pub take_over: Option<sqlx::postgres::PgConnectOptions>,
 }
 
 /// A replica the demo killed.
@@ -123,19 +126,23 @@ async fn start_replica(
     connect: &(impl Fn() -> sqlx::postgres::PgConnectOptions + Sync),
     name: String,
     timings: Timings,
+    take_over: Option<sqlx::postgres::PgConnectOptions>,
     shutdown: &CancellationToken,
 ) -> Result<Replica, Box<dyn std::error::Error>> {
     let pool = sqlx::postgres::PgPoolOptions::new()
         .max_connections(6)
         .connect_with(connect())
         .await?;
-    let runtime = Runtime::builder(pool.clone())
+    let mut builder = Runtime::builder(pool.clone())
         .registered_jobs()
         .timings(timings)
         .holder_id(name.clone())
         .shutdown_grace(Duration::from_secs(5))
-        .status_every(Duration::from_secs(1))
-        .build()?;
+        .status_every(Duration::from_secs(1));
+    if let Some(direct) = take_over {
+        builder = builder.wake_on_release(direct).take_over_when_dead();
+    }
+    let runtime = builder.build()?;
     let handle = tokio::spawn(runtime.run_until_cancelled(shutdown.clone()));
     Ok(Replica { name, handle, pool })
 }
@@ -453,6 +460,8 @@ struct Fleet {
     started: usize,
     /// Stops them all.
     shutdown: CancellationToken,
+    /// Their direct connection, when they take over dead replicas at once.
+    take_over: Option<sqlx::postgres::PgConnectOptions>,
 }
 
 impl Fleet {
@@ -464,7 +473,14 @@ impl Fleet {
     ) -> Result<String, Box<dyn std::error::Error>> {
         self.started += 1;
         let name = format!("replica-{}", self.started);
-        let replica = start_replica(connect, name.clone(), timings, &self.shutdown).await?;
+        let replica = start_replica(
+            connect,
+            name.clone(),
+            timings,
+            self.take_over.clone(),
+            &self.shutdown,
+        )
+        .await?;
         self.running.push(replica);
         Ok(name)
     }
@@ -557,6 +573,7 @@ pub async fn run_demo(
         running: Vec::new(),
         started: 0,
         shutdown: CancellationToken::new(),
+        take_over: config.take_over.clone(),
     };
     for _ in 0..config.replicas {
         fleet.start(&connect, config.timings).await?;

@@ -1,6 +1,6 @@
-//! `cargo run -p billing-demo`: the billing service's replicas on a throwaway PostgreSQL (or the
-//! server in `DATABASE_URL`), three killed and replaced during the run, ending with checks that
-//! fail the exit code.
+//! `scripts/demo` (or `cargo run -p billing-demo` once its prerequisites are installed): the
+//! billing service's replicas on a throwaway PostgreSQL (or the server in `DATABASE_URL`), three
+//! killed and replaced during the run, ending with checks that fail the exit code.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -48,6 +48,59 @@ struct Args {
     /// 127.0.0.1:9464); the replicas of this process share the one endpoint.
     #[arg(long, value_name = "ADDR")]
     metrics_addr: Option<SocketAddr>,
+    /// Take over a dead replica's leases at once: each replica opens a direct connection to
+    /// PostgreSQL (its anchor and its watcher) beside its pool.
+    #[arg(long)]
+    take_over: bool,
+    /// Serve the operator's dashboard (`leaderctl dashboard`'s page) on http://ADDR/ while the
+    /// demo runs (127.0.0.1:7878 when no ADDR is given), and keep it up after the checks until
+    /// Ctrl-C. Read-only, unless LEADER_DASHBOARD_TOKEN is set: then sign in with it to act.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:7878")]
+    dashboard: Option<SocketAddr>,
+}
+
+/// The operator's login the demo's dashboard connects as, granted as docs/leaderctl.md says.
+const DASHBOARD_LOGIN: &str = "billing_demo_operator";
+
+/// Starts the dashboard on `addr` over `db`, as the operator's login.
+async fn start_dashboard(
+    db: &leader_testkit::TestDb,
+    addr: SocketAddr,
+) -> Result<(), Box<dyn std::error::Error>> {
+    db.exec(
+        "DO $$ BEGIN CREATE ROLE billing_demo_operator LOGIN;
+         EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$;
+         SELECT leader_grant_operator_role('billing_demo_operator');",
+    )
+    .await;
+    let pool = db.pool_as(DASHBOARD_LOGIN, 4).await;
+    leader_dashboard::check_operator_login(&pool).await?;
+    let mut options = leader_dashboard::Options::default();
+    let writes = std::env::var_os("LEADER_DASHBOARD_TOKEN").is_some();
+    if writes {
+        options = options.with_writes(leader_dashboard::WriteToken::from_env(
+            "LEADER_DASHBOARD_TOKEN",
+        )?);
+    }
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("--dashboard {addr}: {e}"))?;
+    println!(
+        "billing-demo: the operator's dashboard on http://{}/ ({})",
+        listener.local_addr()?,
+        if writes {
+            "sign in with LEADER_DASHBOARD_TOKEN to act"
+        } else {
+            "read-only"
+        }
+    );
+    tokio::spawn(leader_dashboard::serve(
+        listener,
+        pool,
+        options,
+        std::future::pending(),
+    ));
+    Ok(())
 }
 
 /// The drain gives up after three TTLs without progress, and never sooner than this: a killed
@@ -125,6 +178,9 @@ async fn run(args: Args) -> Result<bool, Box<dyn std::error::Error>> {
         timings.ttl()
     );
     billing_demo::MIGRATOR.run(db.admin()).await?;
+    if let Some(addr) = args.dashboard {
+        start_dashboard(&db, addr).await?;
+    }
     let direct = db.admin().connect_options().as_ref().clone();
     let pooler = match args.pgbouncer {
         Some(size) => Some(leader_testkit::Pooler::start_with_pool_size(
@@ -140,10 +196,12 @@ async fn run(args: Args) -> Result<bool, Box<dyn std::error::Error>> {
                 "billing-demo: replicas go through PgBouncer (transaction mode, pool of {})",
                 args.pgbouncer.unwrap_or_default()
             );
+            // No statement cache behind a transaction-mode pooler (see leader_runtime::pooler).
             pooler
                 .url()
                 .parse::<sqlx::postgres::PgConnectOptions>()?
                 .database(db.name())
+                .statement_cache_capacity(0)
         }
         None => direct,
     };
@@ -159,6 +217,9 @@ async fn run(args: Args) -> Result<bool, Box<dyn std::error::Error>> {
         },
         kill_replicas: !args.no_kill,
         status_every: Some(Duration::from_secs(2)),
+        take_over: args
+            .take_over
+            .then(|| db.admin().connect_options().as_ref().clone()),
     };
     let summary = run_demo(db.admin(), || options.clone(), &config).await?;
     println!();
@@ -193,5 +254,9 @@ async fn run(args: Args) -> Result<bool, Box<dyn std::error::Error>> {
             (true, false) => "LIVENESS CHECKS FAILED: work was left undone (nothing done twice)",
         }
     );
+    if let Some(addr) = args.dashboard {
+        println!("billing-demo: the dashboard stays up on http://{addr}/ until Ctrl-C");
+        let _ = tokio::signal::ctrl_c().await;
+    }
     Ok(safe && live)
 }

@@ -134,6 +134,7 @@ async fn three_replicas_bill_each_period_and_dispatch_each_row_once() {
         },
         kill_replicas: true,
         status_every: None,
+        take_over: None,
     };
     let summary = run_demo(db.admin(), || options.clone(), &config)
         .await

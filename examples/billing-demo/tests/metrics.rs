@@ -225,7 +225,14 @@ fn the_demos_metrics_endpoint_serves_every_documented_series() {
     let mut demo = KillOnDrop(
         Command::new(env!("CARGO_BIN_EXE_billing-demo"))
             .args(["--metrics-addr", &addr.to_string()])
-            .args(["--replicas", "2", "--seconds", "10", "--no-kill"])
+            .args([
+                "--replicas",
+                "2",
+                "--seconds",
+                "10",
+                "--no-kill",
+                "--take-over",
+            ])
             .args(["--subscriptions", "20", "--outbox-rows", "50"])
             .stdout(Stdio::null())
             .spawn()
@@ -324,4 +331,121 @@ fn every_alert_is_explained_in_the_runbook_and_links_to_it() {
         let link = format!("runbook: \"docs/runbook.md#{}\"", name.to_lowercase());
         assert!(ALERTS.contains(&link), "{name} has no {link}");
     }
+}
+
+const GRAFANA: &str = include_str!("../../../docs/grafana-dashboard.json");
+
+/// Every PromQL query of the Grafana dashboard: its panels' (rows' panels included) and its
+/// variables', each with where it is.
+fn grafana_queries() -> Vec<(String, String)> {
+    let dashboard: serde_json::Value = serde_json::from_str(GRAFANA).expect("valid JSON");
+    let mut queries = Vec::new();
+    let mut panels: Vec<&serde_json::Value> = dashboard["panels"]
+        .as_array()
+        .expect("panels")
+        .iter()
+        .collect();
+    while let Some(panel) = panels.pop() {
+        panels.extend(panel["panels"].as_array().into_iter().flatten());
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            let expr = target["expr"]
+                .as_str()
+                .expect("each target has a PromQL expr");
+            queries.push((format!("panel {:?}", panel["title"]), expr.to_owned()));
+        }
+    }
+    for variable in dashboard["templating"]["list"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        if let Some(query) = variable["query"]["query"].as_str() {
+            queries.push((format!("variable {:?}", variable["name"]), query.to_owned()));
+        }
+    }
+    queries
+}
+
+/// The metric a series name belongs to: a histogram's `_bucket`, `_count` and `_sum` series are
+/// its own.
+fn metric_of(series: &str, docs: &BTreeMap<String, Documented>) -> Option<String> {
+    if docs.contains_key(series) {
+        return Some(series.to_owned());
+    }
+    ["_bucket", "_count", "_sum"].iter().find_map(|suffix| {
+        let base = series.strip_suffix(suffix)?;
+        docs.get(base)
+            .filter(|doc| doc.kind == "histogram")
+            .map(|_| base.to_owned())
+    })
+}
+
+/// The labels a PromQL query names: in `by (...)` and in `{label="..."}` selectors.
+fn query_labels(expr: &str) -> BTreeSet<String> {
+    let mut labels = BTreeSet::new();
+    let mut rest = expr;
+    while let Some(at) = rest.find("by (") {
+        let inner = &rest[at + 4..];
+        let close = inner.find(')').expect("closing parenthesis");
+        labels.extend(inner[..close].split(',').map(|l| l.trim().to_owned()));
+        rest = &inner[close..];
+    }
+    let mut rest = expr;
+    while let Some(open) = rest.find('{') {
+        let inner = &rest[open + 1..];
+        let close = inner.find('}').expect("closing brace");
+        for matcher in inner[..close].split(',') {
+            let name: String = matcher
+                .trim()
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                labels.insert(name);
+            }
+        }
+        rest = &inner[close..];
+    }
+    labels.remove("");
+    labels
+}
+
+#[test]
+fn every_grafana_panel_queries_only_documented_metrics_and_labels_and_shows_them_all() {
+    let docs = docs_table();
+    let queries = grafana_queries();
+    assert!(queries.len() >= 12, "{queries:?}");
+    let mut shown = BTreeSet::new();
+    for (place, expr) in &queries {
+        // Each label the query selects or groups by is one of its metrics' (`le`: a histogram's).
+        let mut allowed: BTreeSet<String> = BTreeSet::from(["le".to_owned()]);
+        for series in leader_metrics(expr) {
+            if let Some(metric) = metric_of(&series, &docs) {
+                allowed.extend(docs[&metric].labels.keys().cloned());
+            }
+        }
+        for label in query_labels(expr) {
+            assert!(
+                allowed.contains(&label),
+                "{place} uses the label {label}, which none of its metrics has: {expr}"
+            );
+        }
+        let used = leader_metrics(expr);
+        assert!(
+            !used.is_empty(),
+            "{place} queries no leader_ metric: {expr}"
+        );
+        for series in used {
+            let metric = metric_of(&series, &docs).unwrap_or_else(|| {
+                panic!("{place} queries {series}, which docs/metrics.md does not document")
+            });
+            shown.insert(metric);
+        }
+    }
+    let undocumented_in_grafana: Vec<&String> =
+        docs.keys().filter(|m| !shown.contains(*m)).collect();
+    assert!(
+        undocumented_in_grafana.is_empty(),
+        "docs/metrics.md lists metrics no Grafana panel shows: {undocumented_in_grafana:?}"
+    );
 }

@@ -72,7 +72,9 @@ use crate::{Fence, Role, Statement, StatementError, Timings};
 // - the takeover, the grant and the answer: `ended_early` (a dead holder's lease ended, the
 //   guards of TAKEOVER_GUARDS), `picked` (the rows locked, at most `:max_grants`), `granted` (the
 //   UPDATE whose WHERE decides each grant, the guards of ACQUIRE_GUARDS), `seen` and the final
-//   SELECT (one answer row per wanted row, with the flags `acquired_from` reads).
+//   SELECT (one answer row per wanted row, with the flags `acquired_from` reads);
+// - the tick history, spliced in at `:tick_history` (`history::ACQUIRE_HISTORY`): it writes
+//   `leader_tick_history` from what `picked`, `ended_early` and `granted` return, and nothing else.
 //
 // A lease whose holder's anchor session the server no longer has (see `anchor`) is ended early by
 // `ended_early`, which sets its expiry to the statement's `now()`; it is granted by a later
@@ -497,6 +499,7 @@ where
                 "anchor_start",
                 Value::OptTime(anchor.map(Anchor::backend_start)),
             ),
+            ("tick_history", Value::Sql(super::history::ACQUIRE_HISTORY)),
         ],
     );
     let rows = send(db, Statement::Acquire, timings.statement_timeout(), sql).await?;

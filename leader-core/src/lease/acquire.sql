@@ -84,7 +84,7 @@ within_share AS MATERIALIZED (
       LEFT JOIN share ON share.share_role = ranked.role
 ),
 picked AS MATERIALIZED (
-    SELECT role, shard_index
+    SELECT role, shard_index, expires_at AS picked_expires_at
       FROM leader_leases
      WHERE (role, shard_index) IN (SELECT role, shard_index FROM within_share WHERE within)
      ORDER BY role, shard_index
@@ -117,7 +117,8 @@ ended_early AS (
        AND (:anchor_pid IS NULL
             OR EXISTS (SELECT 1 FROM pg_stat_activity a
                         WHERE a.pid = :anchor_pid AND a.backend_start = :anchor_start))
-    RETURNING role AS ended_role, shard_index AS ended_shard_index, holder_id AS ended_holder
+    RETURNING role AS ended_role, shard_index AS ended_shard_index, holder_id AS ended_holder,
+              holder_token AS ended_token, ticks_granted AS ended_tick
 ),
 granted AS (
     UPDATE leader_leases
@@ -132,7 +133,8 @@ granted AS (
            tick_instant = wanted_instant,
            following_instant = wanted_following,
            holder_anchor_pid = :anchor_pid,
-           holder_anchor_start = :anchor_start
+           holder_anchor_start = :anchor_start,
+           ticks_granted = ticks_granted + 1
       FROM wanted
      WHERE role = wanted_role
        AND shard_index = wanted_shard_index
@@ -151,8 +153,11 @@ granted AS (
             OR EXISTS (SELECT 1 FROM pg_stat_activity a
                         WHERE a.pid = :anchor_pid AND a.backend_start = :anchor_start))
     RETURNING role AS granted_role, shard_index AS granted_shard_index, holder_token, expires_at,
-              last_tick_holder, tick_instant AS granted_instant
+              last_tick_holder, tick_instant AS granted_instant, ticks_granted AS granted_tick,
+              holder_id AS granted_holder, acquired_at AS granted_at,
+              holder_anchor_pid IS NOT NULL AS granted_anchored
 ),
+:tick_history,
 seen AS (
     SELECT l.*, w.wanted_role, w.wanted_shard_index, w.wanted_shard_count, w.wanted_calendar,
            w.wanted_instant, w.wanted_each, w.wanted_previous,

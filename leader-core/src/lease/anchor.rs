@@ -23,6 +23,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgExecutor, Row};
 
+use crate::pooler::{DIRECT_SESSION_SETTING, DirectOptions};
 use crate::send::{send, single};
 use crate::{Statement, StatementError, Timings};
 
@@ -52,16 +53,26 @@ pub enum AnchorError {
         /// The holder id.
         holder_id: String,
     },
+    /// The session is not one PostgreSQL started for this connection (a pooler lent it): no
+    /// lock was taken. See [`crate::pooler`].
+    #[error(
+        "the anchor's session is not its own: the connection goes through a pooler, which lends          its server sessions to other clients, so the anchor's lock would outlive this replica;          no lock was taken; give the direct connection the server's own address"
+    )]
+    NotDirect,
     /// The session's statements failed.
     #[error(transparent)]
     Statement(#[from] StatementError),
 }
 
+/// Takes the lock only on a session that answers the connection's own nonce (see
+/// [`crate::pooler`]): never on a server session a pooler lent, where it would outlive the
+/// replica. No row, and no lock, otherwise.
 const OPEN: &str = "
 SELECT pg_try_advisory_lock(:class::integer, hashtext(:holder)) AS locked,
        a.pid, a.backend_start
   FROM pg_stat_activity a
  WHERE a.pid = pg_backend_pid()
+   AND current_setting(:setting, true) = :nonce
 ";
 
 impl Anchor {
@@ -71,28 +82,34 @@ impl Anchor {
     /// query hears its client's death only when it next writes to it) and must be of the same
     /// database role as the sessions that send ACQUIRE: PostgreSQL shows another role's
     /// `backend_start` as NULL, and ACQUIRE then counts the anchor as alive whatever happens to it.
+    /// It must have been connected with `direct`'s options: the lock is taken only if the
+    /// session answers their nonce, in the same statement.
     ///
     /// # Errors
     ///
     /// [`AnchorError::HolderIdInUse`] if another live session holds the lock;
+    /// [`AnchorError::NotDirect`] if the session is not the connection's own;
     /// [`AnchorError::Statement`] if the statement failed.
     pub async fn open<'e>(
         session: impl PgExecutor<'e>,
         holder_id: &str,
+        direct: &DirectOptions,
         timings: &Timings,
     ) -> Result<Anchor, AnchorError> {
+        use crate::inline::Value;
         let sql = crate::inline::render(
             OPEN,
             &[
-                (
-                    "class",
-                    crate::inline::Value::Int(i64::from(ANCHOR_LOCK_CLASS)),
-                ),
-                ("holder", crate::inline::Value::Text(holder_id)),
+                ("class", Value::Int(i64::from(ANCHOR_LOCK_CLASS))),
+                ("holder", Value::Text(holder_id)),
+                ("setting", Value::Text(DIRECT_SESSION_SETTING)),
+                ("nonce", Value::Text(direct.nonce())),
             ],
         );
         let rows = send(session, Statement::Anchor, timings.statement_timeout(), sql).await?;
-        let row = single(Statement::Anchor, rows)?;
+        let Some(row) = rows.into_iter().next() else {
+            return Err(AnchorError::NotDirect);
+        };
         let field = StatementError::database(Statement::Anchor);
         if !row.try_get::<bool, _>("locked").map_err(&field)? {
             return Err(AnchorError::HolderIdInUse {

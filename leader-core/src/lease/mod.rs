@@ -49,6 +49,7 @@
 
 mod acquire;
 mod anchor;
+mod history;
 mod leave;
 mod release;
 mod renew;
@@ -62,6 +63,8 @@ pub use anchor::{
     ANCHOR_ENDED_CHANNEL, ANCHOR_LOCK_CLASS, Anchor, AnchorError, AnchorWait, RingKey,
     WATCHER_APPLICATION_NAME, await_anchor_end, next_in_ring,
 };
+#[doc(hidden)]
+pub use history::{ACQUIRE_HISTORY, RELEASE_HISTORY};
 pub use leave::leave;
 pub use release::{
     LeaseEnd, RELEASE_GUARDS, RELEASED_CHANNEL, Released, release, release_many, release_waking,

@@ -46,12 +46,15 @@ impl Released {
 // name for each row it released (delivered at commit, so only for a release that happened).
 // NOTIFY leaves nothing on the connection, so this stays pooler-safe; it is the listeners that
 // need a session (see the runtime's `wake`).
+//
+// `:tick_history` is the tick history's CTE (`history::RELEASE_HISTORY`), which records the
+// outcome and how the lease ended from `locked`, `ending` and `released`.
 const RELEASE: &str = "
 WITH lock_bound AS (SELECT set_config('lock_timeout', :lock_ms::text, true) AS applied),
 ending (ending_role, ending_shard_index, ending_token, ending_outcome, ending_interval_ms)
     AS (VALUES :ending),
 locked AS MATERIALIZED (
-    SELECT role, shard_index
+    SELECT role, shard_index, expires_at AS locked_expires_at, ticks_granted AS locked_tick
       FROM leader_leases JOIN ending ON role = ending_role AND shard_index = ending_shard_index
      WHERE holder_token = ending_token
        AND (SELECT applied FROM lock_bound) IS NOT NULL
@@ -90,7 +93,8 @@ UPDATE leader_leases
    AND holder_id IS NOT NULL
    AND (SELECT applied FROM lock_bound) IS NOT NULL
 RETURNING role AS released_role, shard_index AS released_shard_index, now() AS db_now
-)
+),
+:tick_history
 SELECT e.ending_role         AS ending_role,
        e.ending_shard_index  AS ending_shard_index,
        r.db_now              AS db_now,
@@ -272,6 +276,7 @@ async fn send_release<'e>(
             ("lock_ms", Value::Int(lock_timeout(timings))),
             ("notify", Value::Sql(if notify { "true" } else { "false" })),
             ("channel", Value::Text(RELEASED_CHANNEL)),
+            ("tick_history", Value::Sql(super::history::RELEASE_HISTORY)),
         ],
     );
     let rows = send(db, Statement::Release, timings.statement_timeout(), sql).await?;

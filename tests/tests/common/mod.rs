@@ -357,3 +357,57 @@ impl std::io::Write for Logged {
         Ok(())
     }
 }
+
+/// A migrated database ([`database`]) with an application role, `leader_app`, granted as the
+/// README says (and the outbox), and that role's pool (through PgBouncer when the suite runs
+/// through it).
+pub async fn app_database() -> (TestDb, sqlx::PgPool) {
+    let db = database().await;
+    db.exec(
+        "DO $$ BEGIN
+             CREATE ROLE leader_app LOGIN;
+         EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+         END $$;
+         SELECT leader_grant_app_role('leader_app');
+         GRANT SELECT, UPDATE ON outbox TO leader_app;",
+    )
+    .await;
+    let app = db.pool_as("leader_app", 4).await;
+    (db, app)
+}
+
+/// A session of `leader_app` to PostgreSQL itself (an anchor never goes through a pooler),
+/// anchored as `holder`.
+pub async fn anchored(
+    db: &TestDb,
+    holder: &str,
+) -> (sqlx::PgConnection, leader_runtime::protocol::lease::Anchor) {
+    let direct = direct_as_app(db);
+    let mut session = direct.connect(Duration::from_secs(3600)).await.unwrap();
+    let timings = Timings::scaled_to_ttl(Duration::from_secs(3600)).unwrap();
+    let anchor =
+        leader_runtime::protocol::lease::Anchor::open(&mut session, holder, &direct, &timings)
+            .await
+            .expect("the anchor opens");
+    (session, anchor)
+}
+
+/// The options of a direct connection of `leader_app` to PostgreSQL itself.
+pub fn direct_as_app(db: &TestDb) -> leader_runtime::pooler::DirectOptions {
+    use std::str::FromStr;
+    leader_runtime::pooler::DirectOptions::new(
+        sqlx::postgres::PgConnectOptions::from_str(&db.url())
+            .unwrap()
+            .username("leader_app"),
+    )
+}
+
+/// Ends `anchor`'s session from the server's side and waits until its backend has exited.
+pub async fn terminate(db: &TestDb, anchor: &leader_runtime::protocol::lease::Anchor) {
+    let ended: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1, 60000)")
+        .bind(anchor.pid())
+        .fetch_one(db.admin())
+        .await
+        .unwrap();
+    assert!(ended, "the anchor's backend exits");
+}

@@ -315,6 +315,7 @@ async fn drill(args: &Args) -> Result<bool, DrillError> {
         server_login_retry: args.server_login_retry_ms.map(Duration::from_millis),
         idle_transaction_timeout: args.idle_transaction_timeout_ms.map(Duration::from_millis),
         server_idle_timeout: None,
+        ignore_startup_options: false,
     };
     let servers = Servers::start(log_dir.clone(), replica_binary()?, args.replicas, pooler)?;
     println!(

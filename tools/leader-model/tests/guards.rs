@@ -184,3 +184,60 @@ fn each_bug_that_drops_a_guard_drops_a_listed_one() {
         assert_ne!(full, correct, "{bug} changes the guards");
     }
 }
+
+/// The tick history's part of ACQUIRE and RELEASE (issue 42) is spliced in once, after the CTE
+/// whose WHERE the guards are, reads only what the lease CTEs return (no placeholder, no lease
+/// table) and writes only `leader_tick_history`: so the statements decide exactly what their
+/// guards decide, with or without it, and the model need not know of it.
+#[test]
+fn the_tick_history_part_writes_only_the_history_and_reads_no_lease_row() {
+    use leader_core::lease::{ACQUIRE_GUARDS, ACQUIRE_HISTORY, RELEASE_GUARDS, RELEASE_HISTORY};
+    for (guarded, part) in [
+        (&ACQUIRE_GUARDS, ACQUIRE_HISTORY),
+        (&RELEASE_GUARDS, RELEASE_HISTORY),
+    ] {
+        let statement = guarded.statement;
+        assert_eq!(
+            guarded.sql.matches(":tick_history").count(),
+            1,
+            "{statement}: the history is spliced in once"
+        );
+        assert!(
+            guarded.sql.find(":tick_history") > guarded.sql.find(guarded.where_after),
+            "{statement}: the history comes after the guarded CTE"
+        );
+        let text = normalize(part);
+        let placeholders: Vec<&str> = text
+            .match_indices(':')
+            .filter(|&(i, _)| {
+                let before = text[..i].ends_with(':');
+                let after = text[i + 1..].starts_with(|c: char| c.is_ascii_lowercase());
+                !before && after && !text[i + 1..].starts_with(':')
+            })
+            .map(|(i, _)| &text[i..(i + 20).min(text.len())])
+            .collect();
+        assert!(
+            placeholders.is_empty(),
+            "{statement}: the history reads only the lease CTEs' output: {placeholders:?}"
+        );
+        assert!(
+            !text.contains("leader_leases"),
+            "{statement}: the history reads no lease row itself"
+        );
+        let text = text.as_str();
+        let mut targets: Vec<&str> = Vec::new();
+        for verb in ["INSERT INTO ", "UPDATE "] {
+            for (i, _) in text.match_indices(verb) {
+                // `ON CONFLICT ... DO UPDATE` updates the row the INSERT names.
+                if !text[..i].ends_with("DO ") {
+                    targets.extend(text[i + verb.len()..].split([' ', '(']).next());
+                }
+            }
+        }
+        assert!(!targets.is_empty(), "{statement}: {text}");
+        assert!(
+            targets.iter().all(|t| *t == "leader_tick_history"),
+            "{statement}: the history writes only leader_tick_history: {targets:?}"
+        );
+    }
+}

@@ -46,10 +46,41 @@ include!(concat!(env!("OUT_DIR"), "/readme_examples.rs"));
 
 #[cfg(test)]
 mod tests {
+    const README: &str = include_str!("../../../README.md");
+
+    #[test]
+    fn the_readme_is_a_guide_of_at_most_300_lines() {
+        let lines = README.lines().count();
+        assert!(
+            lines <= 300,
+            "README.md has {lines} lines: move detail into docs/"
+        );
+    }
+
+    /// A new user configures the runtime from the README alone: every option of the builder is
+    /// named there (its configuration table, or the steps).
+    #[test]
+    fn the_readme_names_every_option_of_the_runtime_builder() {
+        let builder = include_str!("../../../leader-runtime/src/builder.rs");
+        let options: Vec<&str> = builder
+            .lines()
+            .filter_map(|line| line.trim_start().strip_prefix("pub fn "))
+            .filter_map(|rest| rest.split(['(', '<']).next())
+            .collect();
+        assert!(options.contains(&"timings"), "{options:?}");
+        let missing: Vec<&&str> = options
+            .iter()
+            .filter(|option| !README.contains(&format!(".{option}(")))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "README.md does not show these builder options: {missing:?}"
+        );
+    }
+
     #[test]
     fn every_rust_block_of_the_readme_is_compiled() {
-        let readme = include_str!("../../../README.md");
-        let rust_fences: Vec<usize> = readme
+        let rust_fences: Vec<usize> = README
             .lines()
             .enumerate()
             .filter(|(_, line)| line.trim_start().starts_with("```rust"))

@@ -9,8 +9,9 @@ use leader_throwaway_pg::process::{
     free_port, owned_temp_dir, run, server_command, wait_for, watch_owner,
 };
 
-/// The login roles the pooler lets through: the superuser and the least-privilege test role.
-pub const POOLER_USERS: [&str; 2] = ["postgres", "leader_app"];
+/// The login roles the pooler lets through: the superuser, the least-privilege test role and the
+/// operator's (the dashboard's) test role.
+pub const POOLER_USERS: [&str; 3] = ["postgres", "leader_app", "leader_operator"];
 
 /// A PgBouncer 1.18 in `pool_mode = transaction` in front of a server on loopback, configured
 /// as a user's pooler must be for sqlx: `ignore_startup_parameters = extra_float_digits`.
@@ -44,6 +45,10 @@ pub struct PoolerSettings {
     /// database per test holds its server connections for every finished test's database until
     /// then; [`PoolerSettings::for_test_runs`] sets it short.
     pub server_idle_timeout: Option<Duration>,
+    /// Whether `options` joins `ignore_startup_parameters`: PgBouncer then accepts a
+    /// connection that sets startup options (as some deployments configure it, for clients that
+    /// set `options`) and drops them, instead of refusing it.
+    pub ignore_startup_options: bool,
 }
 
 impl Default for PoolerSettings {
@@ -54,6 +59,7 @@ impl Default for PoolerSettings {
             server_login_retry: None,
             idle_transaction_timeout: None,
             server_idle_timeout: None,
+            ignore_startup_options: false,
         }
     }
 }
@@ -97,11 +103,16 @@ fn ini(
          listen_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\n\
          auth_type = trust\nauth_file = {dir}/userlist.txt\npool_mode = transaction\n\
          default_pool_size = {pool_size}\nmax_client_conn = 1000\nmax_db_connections = 0\n\
-         ignore_startup_parameters = extra_float_digits\n\
+         ignore_startup_parameters = extra_float_digits{options}\n\
          logfile = {dir}/pgbouncer.log\npidfile = {dir}/pgbouncer.pid\n\
          admin_users = postgres\n",
         dir = dir.display(),
         pool_size = settings.pool_size,
+        options = if settings.ignore_startup_options {
+            ", options"
+        } else {
+            ""
+        },
     );
     // PgBouncer takes seconds, with a fraction.
     if let Some(retry) = settings.server_login_retry {

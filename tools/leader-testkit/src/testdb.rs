@@ -44,7 +44,8 @@ pub fn via_pooler() -> bool {
 ///   inspection, and for anything that needs a session (migrations take an advisory lock).
 /// * The application pool is what the code under test uses. When the run sets
 ///   `LEADER_TEST_VIA_POOLER=1` it goes through the transaction-mode pooler at
-///   `LEADER_POOLER_URL`, so the same test proves the protocol works behind a pooler.
+///   `LEADER_POOLER_URL`, so the same test proves the protocol works behind a pooler; it then
+///   has no statement cache, as a user's pool behind PgBouncer 1.18 must not.
 ///
 /// The database is left behind when the test ends; on the private cluster it goes with it.
 #[derive(Debug)]
@@ -251,10 +252,15 @@ async fn pool_for(name: &str, user: &str, max: u32) -> Result<PgPool, HarnessErr
     } else {
         server_url()?
     };
-    let options = PgConnectOptions::from_str(&url)
+    let mut options = PgConnectOptions::from_str(&url)
         .map_err(HarnessError::Connect)?
         .database(name)
         .username(user);
+    if via_pooler() {
+        // As a user's pool behind PgBouncer 1.18 must be: sqlx's named statements would meet
+        // other clients' on the shared server sessions (the runtime refuses such a pool).
+        options = options.statement_cache_capacity(0);
+    }
     PgPoolOptions::new()
         .max_connections(max)
         .connect_with(options)

@@ -57,10 +57,15 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let timings = Timings::scaled_to_ttl(ttl)?;
     // A ledger tick lasts about two TTLs.
     let units = ((2 * ttl).as_millis() / (ledger::STEP * ledger::UNIT as u32).as_millis()).max(1);
+    // The URL may be a transaction-mode pooler's: no statement cache (see leader_runtime::pooler).
+    let options = args
+        .url
+        .parse::<sqlx::postgres::PgConnectOptions>()?
+        .statement_cache_capacity(0);
     let pool = sqlx::postgres::PgPoolOptions::new()
         .max_connections(6)
         .acquire_timeout(Duration::from_secs(5))
-        .connect_lazy(&args.url)?;
+        .connect_lazy_with(options);
     // Linking a symbol of billing-demo keeps its #[leader_role] registrations in the binary.
     let _ = &billing_demo::MIGRATOR;
     let shutdown = tokio_util::sync::CancellationToken::new();

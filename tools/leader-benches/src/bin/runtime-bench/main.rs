@@ -12,9 +12,13 @@
 //!    cycle. The kill instant (`clock_timestamp()` right after the kill) and the instant the
 //!    survivor's job starts (its job inserts `clock_timestamp()`) are both on the database clock.
 //!
+//! `runtime-bench tick-cost ...` compares two builds of this benchmark (before and after a change
+//! to the lease statements): see `tick_cost`.
+//!
 //! Parts 3 to 7 are described in their modules: `scale`, `handoff`, `takeover` (part 5, a dead
 //! holder's takeover with anchors), `anchor_loss` (6, an anchor ended while its holder lives) and
-//! `sharded_takeover` (7, a sharded role's shards after SIGKILL). The replica processes of parts
+//! `sharded_takeover` (7, a sharded role's shards after SIGKILL) and `pause` (8, a pause reaching
+//! the running tick). The replica processes of parts
 //! 2 and 5 to 7 are `replicas`.
 //!
 //! It always starts its own throwaway cluster (`DATABASE_URL` is ignored): it reads the server's
@@ -53,6 +57,7 @@ const IDLE: Role = Role::from_static("idle");
 const NAIVE: Role = Role::from_static("naive");
 const TAKEOVER: Role = Role::from_static("takeover");
 const HANDOFF: Role = Role::from_static("handoff");
+const PAUSE: Role = Role::from_static("pause");
 const ROLES_UP: &str = include_str!("../../../migrations/runtime-roles.up.sql");
 const DATABASE: &str = "runtime_bench";
 
@@ -83,6 +88,10 @@ const DEAD_HOLDER_TTLS: [Duration; 2] = [Duration::from_secs(3), Duration::from_
 const DEAD_HOLDER_RUNS: usize = 7;
 const DEAD_HOLDER_TARGET_MEDIAN: Duration = Duration::from_millis(100);
 const DEAD_HOLDER_TARGET_MAX: Duration = Duration::from_millis(300);
+
+// Part 8 (run last).
+const PAUSE_RUNS: usize = 24;
+const PAUSE_RUNS_WITHOUT: usize = 12;
 
 // Part 2.
 const TAKEOVER_RUNS: usize = 12;
@@ -116,15 +125,18 @@ fn secs_between(from: DateTime<Utc>, to: DateTime<Utc>) -> f64 {
 mod anchor_loss;
 mod handoff;
 mod idle;
+mod pause;
 mod replicas;
 mod scale;
 mod sharded_takeover;
 mod takeover;
+mod tick_cost;
 
 use anchor_loss::*;
 use handoff::*;
 use idle::*;
 use leader_benches::server_log::*;
+use pause::*;
 use replicas::*;
 use scale::*;
 use sharded_takeover::*;
@@ -140,6 +152,8 @@ enum Args {
         run: i32,
         setup: Setup,
     },
+    TickCostMeasure,
+    TickCostCompare(Vec<String>),
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -157,6 +171,16 @@ fn parse_args() -> Result<Args, String> {
             run,
             setup: Setup::parse(ttl_ms, mode, lead)?,
         });
+    }
+    if args.first().map(String::as_str) == Some("tick-cost") {
+        return match args.get(1).map(String::as_str) {
+            Some("measure") if args.len() == 2 => Ok(Args::TickCostMeasure),
+            Some("compare") => Ok(Args::TickCostCompare(args[2..].to_vec())),
+            _ => Err(
+                "tick-cost needs `measure` or `compare BEFORE AFTER [--runs N] [--write PATH]`"
+                    .into(),
+            ),
+        };
     }
     Ok(Args::Bench {
         write: report::parse_write(args)?,
@@ -177,6 +201,11 @@ async fn main() -> ExitCode {
             setup,
         } => replica(&url, &holder, run, setup).await.map(|()| true),
         Args::Bench { write } => bench(write.as_deref()).await,
+        Args::TickCostMeasure => tick_cost::measure().await.map(|line| {
+            println!("{line}");
+            true
+        }),
+        Args::TickCostCompare(args) => tick_cost::compare(&args).await,
     };
     report::exit_code(NAME, result)
 }
@@ -209,6 +238,7 @@ async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
     let dead_holders = dead_holder_runs(cluster, &mut admin).await?;
     let anchor_losses = anchor_loss_runs(cluster, &mut admin).await?;
     let shard_takeovers = sharded_takeover_runs(cluster, &mut admin).await?;
+    let pauses = pause_runs(&options, &mut admin).await?;
     drop(admin);
     drop(marker);
     drop(maintenance);
@@ -239,6 +269,7 @@ async fn measure(cluster: &Cluster, write: Option<&str>) -> Res<bool> {
     dead_holder_section(w, &dead_holders)?;
     anchor_loss_section(w, &anchor_losses)?;
     sharded_takeover_section(w, &shard_takeovers)?;
+    pause_section(w, &pauses)?;
 
     print!("{r}");
     Ok(report::conclude(NAME, &r, write, ok, "a check failed")?)
