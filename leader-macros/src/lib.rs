@@ -167,7 +167,10 @@ pub fn leader_role(args: TokenStream, item: TokenStream) -> TokenStream {
 ///   migration creates, `CREATE TABLE audit.events (id bigint, seen boolean);`). The file holds
 ///   a fingerprint of those files: when one changed since, the build fails naming the command
 ///   that refreshes it, and `leaderctl schema prepare --check` says in CI whether it is current;
-///   without the file the build fails naming it. It is read once per crate. From it:
+///   without the file the build fails naming it. It is read once per crate.
+///   `#[fenced(migrations = "db/migrations")]` says which folder, relative to the crate's
+///   directory, the file must have been prepared from when it is not `migrations/`: one prepared
+///   from another is a compile error naming the command. From the file:
 ///   * a qualified name whose table has no such column (or whose relation the file does not
 ///     have) is refused where PostgreSQL may evaluate it for a superseded leader, unless no
 ///     function of the schema takes that table's row, or only `STABLE` and `IMMUTABLE` ones do;
@@ -219,7 +222,9 @@ pub fn leader_role(args: TokenStream, item: TokenStream) -> TokenStream {
 ///
 /// #[fenced]
 /// async fn claim_batch(pool: &PgPool, fence: Fence, limit: i64) -> sqlx::Result<Vec<i64>> {
-///     sqlx::query_scalar(
+///     // In a transaction, non-persistent: what works behind PgBouncer before 1.21 too.
+///     let mut tx = pool.begin().await?;
+///     let ids = sqlx::query_scalar(
 ///         "UPDATE outbox SET status = 'sending'
 ///           WHERE id IN (SELECT id FROM outbox
 ///                         WHERE status = 'pending' AND leader_fence($2, $3)
@@ -227,11 +232,14 @@ pub fn leader_role(args: TokenStream, item: TokenStream) -> TokenStream {
 ///                         FOR UPDATE SKIP LOCKED)
 ///       RETURNING id",
 ///     )
+///     .persistent(false)
 ///     .bind(limit)
 ///     .bind(fence.role())
 ///     .bind(fence.token())
-///     .fetch_all(pool)
-///     .await
+///     .fetch_all(&mut *tx)
+///     .await?;
+///     tx.commit().await?;
+///     Ok(ids)
 /// }
 /// ```
 ///
