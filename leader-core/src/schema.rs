@@ -63,6 +63,8 @@ pub const MIGRATION_FILES: &[MigrationFile] = migration_files![
     "20261209100000_leader_pause_notice.up.sql",
     "20261211000000_leader_tick_history.down.sql",
     "20261211000000_leader_tick_history.up.sql",
+    "20261212000000_leader_shard_keys.down.sql",
+    "20261212000000_leader_shard_keys.up.sql",
 ];
 
 pub use leader_role_name::ROLE_CONSTRAINT;

@@ -72,7 +72,8 @@ async fn send_reminders(tick: TickContext, State(app): State<App>) -> Result<(),
         input: r#"
 #[fenced(migrations = "tests/fixtures/migrations")]
 async fn claim_batch(pool: &PgPool, fence: Fence, limit: i64) -> sqlx::Result<Vec<i64>> {
-    sqlx::query_scalar(
+    let mut tx = pool.begin().await?;
+    let ids = sqlx::query_scalar(
         "UPDATE outbox SET status = 'sending'
           WHERE id IN (SELECT id FROM outbox
                         WHERE status = 'pending' AND leader_fence($2, $3)
@@ -80,11 +81,14 @@ async fn claim_batch(pool: &PgPool, fence: Fence, limit: i64) -> sqlx::Result<Ve
                         FOR UPDATE SKIP LOCKED)
       RETURNING id",
     )
+    .persistent(false)
     .bind(limit)
     .bind(fence.role())
     .bind(fence.token())
-    .fetch_all(pool)
-    .await
+    .fetch_all(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(ids)
 }
 "#,
     },
@@ -93,17 +97,21 @@ async fn claim_batch(pool: &PgPool, fence: Fence, limit: i64) -> sqlx::Result<Ve
         input: r#"
 #[fenced(migrations = "tests/fixtures/migrations")]
 async fn claim_webhooks(pool: &PgPool, fence: ShardFence) -> sqlx::Result<Vec<i64>> {
-    sqlx::query_scalar(
+    let mut tx = pool.begin().await?;
+    let ids = sqlx::query_scalar(
         "UPDATE webhooks SET claimed_token = $4 WHERE id IN (SELECT id FROM webhooks
           WHERE delivered_at IS NULL AND leader_fence($1, $2, $3, $4) AND leader_shard_of(id, $3) = $2
           ORDER BY id LIMIT 50 FOR UPDATE SKIP LOCKED) RETURNING id",
     )
+    .persistent(false)
     .bind(fence.role())
     .bind(fence.shard_index())
     .bind(fence.shard_count())
     .bind(fence.token())
-    .fetch_all(pool)
-    .await
+    .fetch_all(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(ids)
 }
 "#,
     },
@@ -127,8 +135,10 @@ fn update() -> bool {
     std::env::var_os("UPDATE_EXPECT").is_some_and(|v| v == "1")
 }
 
-/// The input with its attribute split off, run through the attribute's expansion code.
+/// The input with its attribute split off, run through the attribute's expansion code, as the
+/// first expansion of a crate.
 fn expand(case: &Case) -> TokenStream {
+    crate::prepared::forget_includes();
     let mut func: syn::ItemFn = syn::parse_str(case.input).expect("the input is a fn");
     let attr = func.attrs.remove(0);
     let args = match &attr.meta {

@@ -11,7 +11,7 @@ mod errors;
 mod expansions;
 mod fenced;
 mod leader_role;
-mod migrations_folder;
+mod prepared;
 mod unfenced;
 
 use proc_macro::TokenStream;
@@ -53,8 +53,9 @@ use proc_macro::TokenStream;
 ///   over the replicas. Each tick holds one shard: `tick.shard_fence()` is its `ShardFence`,
 ///   which its `#[fenced]` claims bind, and `tick.shard()` says which shard it is. The
 ///   migrations give the role its shards (`leaderctl roles reshard ROLE N`).
-/// * `migrations = "db/migrations"`: the folder, relative to the crate's directory, in which
-///   the role must be registered (`migrations/` when absent; see below).
+/// * `migrations = "db/migrations"`: the folder, relative to the crate's directory, that the
+///   crate's prepared schema must come from (see below); a compile error names the command
+///   when `leader-schema.json` was prepared from another.
 ///
 /// # The function
 ///
@@ -65,12 +66,17 @@ use proc_macro::TokenStream;
 ///   is built that its state type is `App`, and its error names the job.
 /// * The macro defines the constant `BILLING: Role` (the role name in upper case), so two jobs
 ///   for one role in one module fail to compile. The runtime refuses duplicates across modules.
-/// * If a `.sql` file in the crate's `migrations/` folder (or the `migrations` option's)
-///   defines the `leader_leases_role_registered` constraint, the role must be listed in its
-///   `CHECK (role IN (..))`: the last such file (by name, skipping `*.down.sql`) wins. The file
-///   is included in the build so editing it re-runs the check; a *new* migration file is only
-///   seen when the crate rebuilds (a `build.rs` printing `cargo:rerun-if-changed=migrations`
-///   makes that automatic). The runtime checks the database itself at start-up in any case.
+/// * **Pinned to the database's roles.** Where the crate has a prepared schema
+///   (`leader-schema.json` next to `Cargo.toml`, written by `leaderctl schema prepare` from
+///   PostgreSQL's catalog after the crate's migrations ran as sqlx runs them), the role must be
+///   one its `leader_leases_role_registered` CHECK lists, and where the role has rows, the job
+///   leads it with their shard count (`shards = N`, or none for 1): each mismatch is a compile
+///   error naming the migration to write (`leaderctl roles add`, `leaderctl roles reshard`). A
+///   file whose migrations changed since it was prepared is a compile error naming `leaderctl
+///   schema prepare`. Without the file nothing is pinned at compile time; the runtime checks
+///   the database itself at start-up in any case. The expansion includes the file (and, in the
+///   crate's first expansion, the migrations), so a new prepare or an edited migration rebuilds
+///   the crate.
 ///
 /// # Equivalent code without the macro
 ///
@@ -136,7 +142,11 @@ pub fn leader_role(args: TokenStream, item: TokenStream) -> TokenStream {
 ///   declares a function that takes SQL and the table lacks it. A method that sends SQL
 ///   (`Executor`'s, on a pool, a connection, a transaction, a `PgListener` or a generic executor,
 ///   by method or by path as in `E::execute(ex, q)`; `begin_with`) is given a query made in the
-///   function or a literal, which is checked; anything else is an error. `copy_in_raw` and
+///   function or a literal, which is checked; anything else is an error. **A query sent**
+///   (`.execute(pool)`, `.fetch_all(..)`, …) must be made in the function by one of sqlx's query
+///   functions or a `query!` macro: one a call the macro does not know returned (a helper, or
+///   sqlx's `query` renamed by a `use` outside the function) is an error whatever the call is
+///   given, a literal too, since the helper may return a claim the macro never sees. `copy_in_raw` and
 ///   `copy_out_raw` (a `COPY` cannot be fenced), `prepare`, `prepare_with`, `describe` and
 ///   `query_statement` (a prepared statement runs where its binds cannot be traced), and
 ///   `QueryBuilder` are errors wherever they are called.
@@ -146,21 +156,40 @@ pub fn leader_role(args: TokenStream, item: TokenStream) -> TokenStream {
 ///   or `concat!` whose text reads as SQL once its holes are filled, are errors wherever they
 ///   are. The macro cannot see SQL written outside the function: a constant handed to a function
 ///   it does not know as a send is not seen.
-/// * **The schema comes from the crate's migrations.** PostgreSQL reads `t.f` as the column `f`
-///   of `t` where `t` has one, and as a call `f(t)` otherwise (attribute notation), and a call
-///   may change or lock rows. The macro decides the same way, from the tables, views and
-///   composite types the crate's `migrations/` folder creates, read in the order they run
-///   (`#[fenced(migrations = "db/migrations")]` names another folder, relative to the crate's
-///   directory), then from `leader-tables.sql` next to `Cargo.toml`, which declares the tables
-///   the migrations do not create (`CREATE TABLE audit.events (id bigint, seen boolean);`: read
-///   by the macro, never run). A qualified name whose table is in neither, or lacks the column,
-///   is refused where PostgreSQL may evaluate it for a superseded leader, with a message that
-///   names the table and the column it looked for and where. The same schema says which of the
-///   functions a claim calls are `STABLE` or `IMMUTABLE` (allowed anywhere) or `VOLATILE`
-///   (allowed where PostgreSQL never evaluates them for a superseded leader), and which locked
-///   relations are tables (locked after the query's conditions). The files read are included in the
-///   build, so editing one re-runs the check; a *new* migration file is seen when the crate
-///   rebuilds (a `build.rs` printing `cargo:rerun-if-changed=migrations` makes that automatic).
+/// * **The schema comes from PostgreSQL.** PostgreSQL reads `t.f` as the column `f` of `t` where
+///   `t` has one, and as a call `f(t)` otherwise (attribute notation); it picks a function's
+///   overload by the arguments' types; a later migration may rename a column, make a function
+///   `STABLE`, or create one in a `DO` block. Only the server knows its catalog, so, as sqlx's
+///   offline `query!` data, the macro reads `leader-schema.json` next to `Cargo.toml`: what
+///   `leaderctl schema prepare` read from PostgreSQL's catalog after applying the crate's
+///   migrations exactly as sqlx runs them (by integer version, up files only; the framework's
+///   migrations first when the folder holds none) and then `leader-tables.sql` (tables no
+///   migration creates, `CREATE TABLE audit.events (id bigint, seen boolean);`). The file holds
+///   a fingerprint of those files: when one changed since, the build fails naming the command
+///   that refreshes it, and `leaderctl schema prepare --check` says in CI whether it is current;
+///   without the file the build fails naming it. It is read once per crate.
+///   `#[fenced(migrations = "db/migrations")]` says which folder, relative to the crate's
+///   directory, the file must have been prepared from when it is not `migrations/`: one prepared
+///   from another is a compile error naming the command. From the file:
+///   * a qualified name whose table has no such column (or whose relation the file does not
+///     have) is refused where PostgreSQL may evaluate it for a superseded leader, unless no
+///     function of the schema takes that table's row, or only `STABLE` and `IMMUTABLE` ones do;
+///   * a call is resolved as PostgreSQL resolves it: by schema (a name written unqualified may
+///     be any schema's), name, argument count (defaults and `VARIADIC` counted) and the
+///     argument types the SQL shows (a literal's, a cast's, a column's); where several
+///     overloads remain and any is `VOLATILE`, the call counts as `VOLATILE`. `STABLE` and
+///     `IMMUTABLE` functions stand anywhere; `VOLATILE` ones (and `pg_notify`, `nextval` and
+///     the other [`VOLATILE_BUILTINS`](https://docs.rs/leader-fence-check)) only where
+///     PostgreSQL never evaluates them for a superseded leader; aggregates and functions the
+///     file does not have nowhere;
+///   * a locked relation is a table (locked after the query's conditions) or a view PostgreSQL
+///     reads as its one table's rows; any other is locked as it is read;
+///   * **statement-level triggers and rules.** A `FOR EACH STATEMENT` trigger fires once per
+///     statement even when it changes no row, so a superseded leader's claim would run it: a
+///     claim whose `UPDATE`, `DELETE`, `INSERT` or `MERGE` fires an enabled statement-level
+///     trigger (of its table, or of the table a view it changes is rewritten into), or a rule,
+///     is refused, however it is fenced. Make the trigger `FOR EACH ROW`: a row-level trigger
+///     runs only for the rows the claim changes, none for a superseded leader.
 /// * **The fence parameter** is found by its type's name and confirmed by the compiler to be
 ///   `leader_runtime::Fence` or `leader_runtime::ShardFence` (or a reference to one): a type of
 ///   your own of either name does not compile. It is never shadowed (except `let fence =
@@ -168,10 +197,20 @@ pub fn leader_role(args: TokenStream, item: TokenStream) -> TokenStream {
 /// * **A shard's fence** (`ShardFence`, from a sharded role's `tick.shard_fence()`) proves one
 ///   shard of the role: its claims call the four-argument `leader_fence($i, $j, $k, $l)` with
 ///   `$i`, `$j`, `$k`, `$l` bound to `fence.role()`, `fence.shard_index()`,
-///   `fence.shard_count()` and `fence.token()`, beside `leader_shard_of(key, $k) = $j` on the
-///   rows they claim, so that a shard's leader claims only its shard's rows. The two-argument
-///   `leader_fence` proves no shard and is refused with a `ShardFence`, as the four-argument
-///   one is with a `Fence`.
+///   `fence.shard_count()` and `fence.token()`. The two-argument `leader_fence` proves no
+///   shard and is refused with a `ShardFence`, as the four-argument one is with a `Fence`.
+/// * **Shard keys, declared once.** Each table a shard claim changes, locks or inserts into
+///   declares its shard key in the schema (`leaderctl schema shard-key TABLE COLUMN --dir
+///   migrations` writes the migration, `SELECT leader_shard_key('webhooks', 'id')`), and every
+///   shard claim on it selects those rows by `leader_shard_of(KEY, $k) = $j` on the fence's
+///   placeholders: in the `WHERE` of the query that acts on them, or through a funnel (`KEY IN
+///   (SELECT …)`, `= ANY`, `= (SELECT …)`), a join on the key (in `WHERE` or an inner join's
+///   `ON`) to a sub-select or `WITH` query that returns its filtered key, a parent's key the
+///   child's key equals, a view PostgreSQL reads as its table. So two claims on one table can no
+///   longer select by different columns, and two shards' live leaders never claim one row. A
+///   claim on a table with no declared key is refused saying how to declare it. Rows a claim
+///   only returns (without locking or changing them) are reads, as a plain `SELECT` is: lock or
+///   change the rows you hand to the job.
 ///
 /// Each mistake is a compile error at the offending SQL, bind or call, naming the node, its
 /// line within the SQL, and the fix.
@@ -183,7 +222,9 @@ pub fn leader_role(args: TokenStream, item: TokenStream) -> TokenStream {
 ///
 /// #[fenced]
 /// async fn claim_batch(pool: &PgPool, fence: Fence, limit: i64) -> sqlx::Result<Vec<i64>> {
-///     sqlx::query_scalar(
+///     // In a transaction, non-persistent: what works behind PgBouncer before 1.21 too.
+///     let mut tx = pool.begin().await?;
+///     let ids = sqlx::query_scalar(
 ///         "UPDATE outbox SET status = 'sending'
 ///           WHERE id IN (SELECT id FROM outbox
 ///                         WHERE status = 'pending' AND leader_fence($2, $3)
@@ -191,11 +232,14 @@ pub fn leader_role(args: TokenStream, item: TokenStream) -> TokenStream {
 ///                         FOR UPDATE SKIP LOCKED)
 ///       RETURNING id",
 ///     )
+///     .persistent(false)
 ///     .bind(limit)
 ///     .bind(fence.role())
 ///     .bind(fence.token())
-///     .fetch_all(pool)
-///     .await
+///     .fetch_all(&mut *tx)
+///     .await?;
+///     tx.commit().await?;
+///     Ok(ids)
 /// }
 /// ```
 ///

@@ -27,27 +27,17 @@ struct Found {
 }
 
 impl Found {
-    /// The claim checked as `#[fenced]` checks it: with the columns, functions and tables of
-    /// the migrations of the crate it is in (and the `leader-tables.sql` beside them).
+    /// The claim checked as `#[fenced]` checks it: with the prepared schema of the crate it is
+    /// in (`leader-schema.json`, checked against the crate's migrations).
     fn check(&self) -> leader_fence_check::Checked {
         let crate_dir = self
             .file
             .ancestors()
             .find(|dir| dir.join("Cargo.toml").is_file())
             .expect("a source file is inside a crate");
-        let mut schema = leader_fence_check::Schema::new(crate_dir.display().to_string());
-        let files = leader_migrations::migration_files(&crate_dir.join("migrations"), crate_dir)
-            .expect("read the crate's migrations");
-        for file in files.into_iter().flatten() {
-            schema
-                .read(&file.shown, &file.sql)
-                .expect("a migration parses");
-        }
-        if let Ok(declared) = std::fs::read_to_string(crate_dir.join("leader-tables.sql")) {
-            schema
-                .read("leader-tables.sql", &declared)
-                .expect("it parses");
-        }
+        let prepared = leader_schema::load(crate_dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", crate_dir.display()));
+        let schema = leader_fence_check::Schema::new(prepared, crate_dir.display().to_string());
         leader_fence_check::check_with(
             &self.sql,
             &leader_fence_check::Hints::default().with_schema(&schema),
@@ -140,6 +130,52 @@ const SCHEMA_TABLES: &str = "CREATE TABLE jobs (id bigint PRIMARY KEY, owner tex
     INSERT INTO batch VALUES (1), (3);
     INSERT INTO audit.events VALUES (1, false), (3, false);";
 const SCHEMA_TABLE_NAMES: &[&str] = &["jobs", "runs", "batch", "notes", "audit.events"];
+
+/// `ui-tests`' own migrations (its roles aside: the test's role is `alpha`) and
+/// `leader-tables.sql`, as `leaderctl schema prepare` applied them for its `leader-schema.json`,
+/// seeded so that each claim on them claims rows live.
+const UI_SCHEMA: &str = concat!(
+    include_str!("../../ui-tests/migrations/0004_tables.sql"),
+    include_str!("../../ui-tests/migrations/0006_audit_triggers.sql"),
+    include_str!("../../ui-tests/migrations/0007_history.sql"),
+    include_str!("../../ui-tests/migrations/0008_shard_tables.sql"),
+    include_str!("../../ui-tests/migrations/9_scores.sql"),
+    include_str!("../../ui-tests/migrations/10_scores_stable.sql"),
+    include_str!("../../ui-tests/leader-tables.sql"),
+    "
+    INSERT INTO jobs (id, due) SELECT i, now() - interval '1 hour' FROM generate_series(1, 5) i;
+    INSERT INTO batch VALUES (1), (3);
+    INSERT INTO events VALUES (1, 'mail'), (2, 'mail');
+    INSERT INTO billing.invoices VALUES (1, 'due');
+    INSERT INTO row_audited (id) SELECT i FROM generate_series(1, 5) i;
+    INSERT INTO endpoints (id) SELECT i FROM generate_series(1, 4) i;
+    INSERT INTO webhook_queue (id, taken_by, endpoint_id)
+    SELECT i, CASE WHEN i % 2 = 0 THEN 7 END, 1 + i % 4 FROM generate_series(1, 20) i;
+    INSERT INTO webhook_attempts SELECT i, 1 FROM generate_series(1, 20) i;"
+);
+const UI_TABLES: &[&str] = &[
+    "jobs",
+    "runs",
+    "batch",
+    "notes",
+    "audit_log",
+    "row_audited",
+    "events",
+    "billing.invoices",
+    "webhook_queue",
+    "endpoints",
+    "webhook_attempts",
+];
+
+/// A case of a claim on [`UI_SCHEMA`].
+const fn ui(marker: &'static str) -> Case {
+    Case {
+        marker,
+        setup: UI_SCHEMA,
+        tables: UI_TABLES,
+        params: &[],
+    }
+}
 
 const CASES: &[Case] = &[
     Case {
@@ -348,11 +384,25 @@ const CASES: &[Case] = &[
         params: &[(1, 10)],
     },
     Case {
-        marker: "webhook_queue",
+        marker: "WHERE id IN (SELECT id FROM webhook_queue",
         setup: WEBHOOK_QUEUE,
         tables: &["webhook_queue"],
         params: &[],
     },
+    // What only PostgreSQL's catalog tells (`ui-tests/pass/schema_from_postgres.rs`).
+    ui("WHERE score(5) > 0"),
+    ui("FROM job_due d, events_mail e, billing.invoices i"),
+    ui("UPDATE row_audited"),
+    // Shard claims by the declared key (`ui-tests/pass/shard_claims_by_the_declared_key.rs`).
+    ui("FROM webhook_queue w JOIN endpoints e"),
+    ui("WITH batch AS (SELECT id FROM webhook_queue"),
+    ui("DELETE FROM webhook_attempts a USING webhook_queue w"),
+    ui("UPDATE webhook_attempts a SET attempt"),
+    // Columns named as PostgreSQL names them (`ui-tests/pass/claims_named_as_postgresql_names_them.rs`).
+    ui("FROM (SELECT id::bigint, coalesce(id, 0) FROM batch"),
+    ui("WITH RECURSIVE chain (job, depth)"),
+    ui("WHERE due BETWEEN"),
+    ui("SELECT pg_notify('claimed'"),
     Case {
         marker: "FROM webhook_deliveries",
         setup: BILLING,

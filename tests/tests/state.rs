@@ -17,7 +17,7 @@ struct App {
     greeting: Arc<str>,
 }
 
-#[leader_role("alpha", every = "1h", migrations = "no/migrations/here")]
+#[leader_role("alpha", every = "1h")]
 async fn greet(tick: TickContext, State(app): State<App>) -> Result<(), JobError> {
     let mut tx = tick.pool().begin().await?;
     sqlx::query("INSERT INTO greetings (token, greeting) VALUES ($1, $2)")

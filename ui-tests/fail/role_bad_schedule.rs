@@ -2,17 +2,17 @@
 //! spanned at its own string), two schedules at once, and `tz` without `cron`.
 use leader_runtime::{TickContext, leader_role};
 
-#[leader_role("alpha", cron = "0 25 * * *", tz = "Europe/Berln", missed = "all", migrations = "no/such/folder")]
+#[leader_role("billing", cron = "0 25 * * *", tz = "Europe/Berln", missed = "all")]
 async fn bad_values(_tick: TickContext) -> Result<(), std::io::Error> {
     Ok(())
 }
 
-#[leader_role("beta", every = "1h", cron = "0 2 * * *", migrations = "no/such/folder")]
+#[leader_role("dunning", every = "1h", cron = "0 2 * * *")]
 async fn two_schedules(_tick: TickContext) -> Result<(), std::io::Error> {
     Ok(())
 }
 
-#[leader_role("gamma", every = "1h", tz = "UTC", migrations = "no/such/folder")]
+#[leader_role("webhook_outbox", every = "1h", tz = "UTC")]
 async fn zone_without_cron(_tick: TickContext) -> Result<(), std::io::Error> {
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! takes 5 or 6 fields only.
 use leader_runtime::{TickContext, leader_role};
 
-#[leader_role("alpha", cron = "0 0 2 * * * 2030", migrations = "no/such/folder")]
+#[leader_role("billing", cron = "0 0 2 * * * 2030")]
 async fn yearly(_tick: TickContext) -> Result<(), std::io::Error> {
     Ok(())
 }

@@ -1,6 +1,7 @@
-//! Valid jobs: roles listed by the migrations (`webhook_outbox` only by the later one), an
-//! interval in milliseconds, a public constant, `migrations = "..."`, and a cron schedule in a
-//! time zone.
+//! Valid jobs: roles the prepared schema's CHECK lists (`webhook_outbox` only by the later
+//! migration, `reports` and `nightly` by the last), an interval in milliseconds, a public
+//! constant, `migrations = "..."` naming the folder the schema was prepared from, and a cron
+//! schedule in a time zone.
 use leader_runtime::{Role, TickContext, leader_role};
 
 #[derive(Debug)]
@@ -29,16 +30,10 @@ mod hooks {
     }
 }
 
-#[leader_role("reports", every = "1d", migrations = "db/migrations")]
+#[leader_role("reports", every = "1d", migrations = "migrations")]
 async fn report(
     _tick: leader_runtime::TickContext,
 ) -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    Ok(())
-}
-
-// No migrations folder there: nothing to pin at compile time.
-#[leader_role("unpinned", every = "90s", migrations = "no/such/folder")]
-async fn unpinned(_tick: TickContext) -> Result<(), std::io::Error> {
     Ok(())
 }
 
@@ -46,8 +41,7 @@ async fn unpinned(_tick: TickContext) -> Result<(), std::io::Error> {
     "nightly",
     cron = "0 2 * * *",
     tz = "Europe/Berlin",
-    missed = "each",
-    migrations = "no/such/folder"
+    missed = "each"
 )]
 async fn nightly(tick: TickContext) -> Result<(), std::io::Error> {
     let _serves: Option<chrono::DateTime<leader_runtime::schedule::Tz>> = tick.tick_instant();
@@ -56,7 +50,7 @@ async fn nightly(tick: TickContext) -> Result<(), std::io::Error> {
 
 #[tokio::main]
 async fn main() {
-    let roles: [Role; 5] = [BILLING, hooks::WEBHOOK_OUTBOX, REPORTS, UNPINNED, NIGHTLY];
+    let roles: [Role; 4] = [BILLING, hooks::WEBHOOK_OUTBOX, REPORTS, NIGHTLY];
     assert_eq!(roles[1].as_str(), "webhook_outbox");
     let pool = sqlx::postgres::PgPoolOptions::new()
         .connect_lazy("postgres://unused@localhost/unused")
@@ -66,7 +60,7 @@ async fn main() {
         .build()
         .unwrap();
     let jobs = runtime.jobs();
-    assert_eq!(jobs.len(), 5);
+    assert_eq!(jobs.len(), 4);
     let hook = jobs
         .iter()
         .find(|j| j.role == hooks::WEBHOOK_OUTBOX)

@@ -31,6 +31,13 @@ async fn deliver(tick: TickContext) -> Result<(), JobError> {
     Ok(())
 }
 
+/// Led with the shard count its rows have in the database (`ui-tests/migrations/11_fanout.sql`).
+#[leader_role("fanout", every = "1h", shards = 4)]
+async fn fan_out(tick: TickContext) -> Result<(), JobError> {
+    let _ = tick.shard();
+    Ok(())
+}
+
 #[leader_role("billing", cron = "0 2 * * *", tz = "Europe/Berlin", shards = 1024)]
 async fn bill(tick: TickContext) -> Result<(), JobError> {
     let _ = tick.tick_instant();
@@ -38,5 +45,5 @@ async fn bill(tick: TickContext) -> Result<(), JobError> {
 }
 
 fn main() {
-    let _ = (deliver, bill, WEBHOOK_OUTBOX, BILLING);
+    let _ = (deliver, fan_out, bill, WEBHOOK_OUTBOX, FANOUT, BILLING);
 }

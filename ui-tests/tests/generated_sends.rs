@@ -150,7 +150,29 @@ fn write_project(fenced: &str, plain: &str) -> PathBuf {
     write_if_changed(&project.join("Cargo.lock"), &lock);
     write_if_changed(&project.join("fenced.rs"), fenced);
     write_if_changed(&project.join("plain.rs"), plain);
+    place_schema(&project);
     project
+}
+
+/// `#[fenced]` reads the prepared schema next to the crate's manifest: the bodies are checked
+/// against this crate's (`leader-schema.json`, with the migrations and `leader-tables.sql` it was
+/// prepared from, which the macro checks it against).
+fn place_schema(project: &Path) {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![
+        PathBuf::from("leader-tables.sql"),
+        PathBuf::from("leader-schema.json"),
+    ];
+    for entry in fs::read_dir(source.join("migrations")).expect("read ui-tests/migrations") {
+        let name = entry.expect("a directory entry").file_name();
+        files.push(Path::new("migrations").join(name));
+    }
+    fs::create_dir_all(project.join("migrations")).expect("create the migrations folder");
+    for file in files {
+        let text = fs::read_to_string(source.join(&file))
+            .unwrap_or_else(|e| panic!("read {}: {e}", file.display()));
+        write_if_changed(&project.join(&file), &text);
+    }
 }
 
 /// The line `name = …` of the workspace manifest's `[workspace.dependencies]`.

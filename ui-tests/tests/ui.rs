@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 #[test]
 fn ui() {
-    place_migrations();
+    place_schema(&trybuild_project());
     let t = trybuild::TestCases::new();
     t.pass("pass/*.rs");
     t.compile_fail("fail/*.rs");
@@ -17,25 +17,25 @@ fn ui() {
 
 /// trybuild compiles the test files as binaries of a crate it generates at
 /// `<target>/tests/trybuild/ui-tests/`, and that is the `CARGO_MANIFEST_DIR` the macros see. So
-/// that `#[leader_role]` and `#[fenced]` read migrations from where they would in a real crate
-/// (the default `migrations/`, `migrations = "db/migrations"`, and `leader-tables.sql`), copy
-/// this crate's fixtures there.
-fn place_migrations() {
+/// that `#[leader_role]` and `#[fenced]` read the prepared schema from where they would in a real
+/// crate, copy this crate's: `leader-schema.json` and the migrations and `leader-tables.sql` it
+/// was prepared from (the macros check it against them).
+fn place_schema(project: &Path) {
     let source = Path::new(env!("CARGO_MANIFEST_DIR"));
+    copy_dir(&source.join("migrations"), &project.join("migrations"));
+    for file in ["leader-tables.sql", "leader-schema.json"] {
+        fs::copy(source.join(file), project.join(file))
+            .unwrap_or_else(|e| panic!("copy {file}: {e}"));
+    }
+}
+
+/// trybuild's crate, under the target directory.
+fn trybuild_project() -> PathBuf {
     // Cargo gives integration tests `<target>/tmp`; trybuild builds under `<target>/tests`.
     let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .parent()
         .expect("CARGO_TARGET_TMPDIR is inside the target directory");
-    let project = target.join("tests").join("trybuild").join("ui-tests");
-    for folder in ["migrations", "db/migrations"] {
-        copy_dir(&source.join(folder), &project.join(folder));
-    }
-    // The tables `#[fenced]` reads besides the migrations' (`leader-tables.sql`).
-    fs::copy(
-        source.join("leader-tables.sql"),
-        project.join("leader-tables.sql"),
-    )
-    .expect("copy leader-tables.sql");
+    target.join("tests").join("trybuild").join("ui-tests")
 }
 
 fn copy_dir(from: &Path, to: &Path) {

@@ -3,7 +3,10 @@
 //! A function call is code `#[fenced]` cannot see into, and a function can change or lock rows
 //! (a PL/pgSQL function that updates a table, `SELECT … FOR UPDATE` in its body). So a claim may
 //! call only the functions listed here, unqualified or qualified with `pg_catalog`, and
-//! `leader_fence`. Anything else is refused: compute the value before the claim and bind it.
+//! `leader_fence`, and the functions the schema has `STABLE` or `IMMUTABLE`. The
+//! [`VOLATILE_BUILTINS`] stand, as the schema's `VOLATILE` functions do, only where PostgreSQL
+//! never evaluates them for a superseded leader. Anything else is refused: compute the value
+//! before the claim and bind it.
 //! A call written in attribute notation (`t.f`, `(t).f`) is a call too: see `names`.
 
 /// A built-in function a claim may call.
@@ -186,6 +189,55 @@ pub fn known(name: &[String]) -> Option<KnownFunction> {
         _ => return None,
     };
     KNOWN_FUNCTIONS.iter().copied().find(|f| f.name == bare)
+}
+
+/// The built-ins that change something other than rows (they are `VOLATILE`), each with what it
+/// does: a claim may call them only where PostgreSQL never evaluates them for a superseded
+/// leader, as a `VOLATILE` function of the schema.
+pub const VOLATILE_BUILTINS: &[(&str, &str)] = &[
+    (
+        "pg_notify",
+        "sends a notification when the transaction commits",
+    ),
+    ("nextval", "advances a sequence, which no rollback undoes"),
+    ("setval", "sets a sequence, which no rollback undoes"),
+    (
+        "set_config",
+        "changes a setting of the session or transaction",
+    ),
+    (
+        "pg_advisory_lock",
+        "takes an advisory lock held past the transaction",
+    ),
+    (
+        "pg_advisory_lock_shared",
+        "takes an advisory lock held past the transaction",
+    ),
+    (
+        "pg_try_advisory_lock",
+        "takes an advisory lock held past the transaction",
+    ),
+    (
+        "pg_try_advisory_lock_shared",
+        "takes an advisory lock held past the transaction",
+    ),
+    (
+        "pg_advisory_unlock",
+        "releases an advisory lock held past the transaction",
+    ),
+];
+
+/// What a volatile built-in called `name` does ([`VOLATILE_BUILTINS`]).
+pub fn volatile_builtin(name: &[String]) -> Option<&'static str> {
+    let bare = match name {
+        [bare] => bare,
+        [schema, bare] if schema == "pg_catalog" => bare,
+        _ => return None,
+    };
+    VOLATILE_BUILTINS
+        .iter()
+        .find(|(known, _)| known == bare)
+        .map(|(_, what)| *what)
 }
 
 /// Whether `name` is the fence: `leader_fence`, or `leader_fence` in the schema the

@@ -66,7 +66,10 @@ pub enum Pos {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConjunctOf {
     Where,
-    On,
+    /// A join's `ON`; `inner` for an inner join, whose `ON` holds for every row it makes.
+    On {
+        inner: bool,
+    },
 }
 
 /// A name a level's `FROM` (or its target) makes visible.
@@ -87,8 +90,11 @@ pub enum Source {
     Table(usize),
     /// A sub-select, whose level is given.
     Subquery(usize),
-    /// A `WITH` query, whose level is given (`None` for a recursive one while it is defined).
-    Cte(Option<usize>),
+    /// A `WITH` query, whose level is given.
+    Cte(usize),
+    /// A recursive `WITH` query read in its own definition: the index in
+    /// [`Levels::recursive`] of the column names it declares (`WITH RECURSIVE c (a, b)`).
+    Recursive(usize),
     /// A function in `FROM`, or anything else whose columns are unknown here.
     Function,
 }
@@ -181,6 +187,19 @@ pub struct Levels<'a> {
     pub tables: Vec<Table>,
     /// The columns of the application's relations, where the caller knows them.
     pub schema: Option<&'a Schema>,
+    /// Each read of a recursive `WITH` query before its level is built (in its own definition,
+    /// or a sibling's before it).
+    pub recursive: Vec<RecursiveRead>,
+}
+
+/// A read of a recursive `WITH` query before its level is built.
+#[derive(Debug, Clone)]
+pub struct RecursiveRead {
+    pub name: String,
+    /// The column names it declares (`WITH RECURSIVE c (a, b)`).
+    pub columns: Vec<String>,
+    /// The level the read is written in.
+    pub at: usize,
 }
 
 /// A table or view named in a statement.
@@ -202,6 +221,7 @@ impl<'a> Levels<'a> {
             range_vars: HashMap::new(),
             tables: Vec::new(),
             schema,
+            recursive: Vec::new(),
         };
         levels.level(kind, fields, None);
         levels
@@ -432,7 +452,7 @@ impl<'a> Levels<'a> {
                 self.levels[id].ctes.push(Cte {
                     name: text(cte, "ctename").to_owned(),
                     level: usize::MAX,
-                    columns: Vec::new(),
+                    columns: strings(cte.get("aliascolnames")),
                 });
             }
         }
@@ -546,7 +566,8 @@ impl<'a> Levels<'a> {
                         visible,
                     });
                 }
-                self.conjuncts(id, ConjunctOf::On, fields.get("quals"));
+                let inner = int(fields, "jointype") == JOIN_INNER;
+                self.conjuncts(id, ConjunctOf::On { inner }, fields.get("quals"));
             }
             "RangeTableSample" => {
                 if let Some(("RangeVar", relation)) = child(fields, "relation") {
@@ -573,8 +594,16 @@ impl<'a> Levels<'a> {
         let relname = text(fields, "relname");
         let source = if text(fields, "schemaname").is_empty() {
             match self.cte(id, relname) {
-                Some(cte) if cte.level == usize::MAX => Source::Cte(None),
-                Some(cte) => Source::Cte(Some(cte.level)),
+                Some(cte) if cte.level == usize::MAX => {
+                    let read = RecursiveRead {
+                        name: cte.name.clone(),
+                        columns: cte.columns.clone(),
+                        at: id,
+                    };
+                    self.recursive.push(read);
+                    Source::Recursive(self.recursive.len() - 1)
+                }
+                Some(cte) => Source::Cte(cte.level),
                 None => self.table(fields),
             }
         } else {

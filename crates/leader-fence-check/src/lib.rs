@@ -89,61 +89,85 @@
 //!    is never evaluated (an enclosing level's one-time fence covers it). A gate on rows (`IN`, a
 //!    join) is too late for such a lock. On a relation the [`Schema`] knows as a table
 //!    (`CREATE TABLE`, not a view, a foreign table or a table with rules), PostgreSQL locks the
-//!    rows the level returns, after every condition of it, so there a gate on rows is in time.
+//!    rows the level returns, after every condition of it, so there a gate on rows is in time;
+//!    so does it on a view PostgreSQL reads as its one table's rows (automatically updatable,
+//!    no `security_barrier`, its columns made of columns, constants, casts and `coalesce`: the
+//!    planner pulls it up into the query that reads it).
 //! 3. **The result.** A claim returns no row to a superseded leader.
-//! 4. **Calls.** A function can change or lock rows, so a statement may call anywhere only the
-//!    built-ins in [`KNOWN_FUNCTIONS`], `leader_fence` (bare or schema-qualified), and the
-//!    functions the [`Schema`] creates `STABLE` or `IMMUTABLE` (PostgreSQL refuses to change or
-//!    lock rows in those). A `VOLATILE` function the schema creates (and no aggregate of that
-//!    name) may stand only where PostgreSQL does not evaluate it for a superseded leader: on the
-//!    rows of a gated level, as a column reference may. Any other function (one the schema does
-//!    not create, which may be an aggregate, evaluated once even on no rows) is refused.
-//!    PostgreSQL also calls
-//!    a function without a call in the text: `t.f` and `(t).f` are the column `f` of `t` where
-//!    `t` has one, and a call `f(t)` otherwise (attribute notation). PostgreSQL decides by the
-//!    table's columns, and so does this rule: `t.f` is a column where `t` is a table or view the
-//!    [`Schema`] gives a column `f` (every table of that name, where the name is unqualified and
-//!    several schemas define one; an alias's column names `AS t (a, b)` rename the first ones),
-//!    or a sub-select or `WITH` query that names `f` among its columns. Any other such reference
-//!    (no schema, a table the schema does not define, a column it does not list, `(expr).f`) is
-//!    refused wherever PostgreSQL may evaluate it for a superseded leader, with a message that
-//!    says which table and column were looked for and where.
+//! 4. **Calls.** A function can change or lock rows. A call is resolved as PostgreSQL resolves
+//!    it, against the [`Schema`] (PostgreSQL's catalog, prepared): the functions of that name
+//!    (in the schema written, or in any schema for an unqualified name, since the session's
+//!    `search_path` decides), taking that many arguments (defaults and `VARIADIC` counted), whose
+//!    argument types accept the types the SQL shows (a literal's, a cast's, a column's; a string
+//!    literal, a bind parameter or an expression is taken to fit any). Where one of them is an
+//!    aggregate or a window function (evaluated once even on no rows) the call is refused;
+//!    where any is `VOLATILE`, it counts as `VOLATILE`; where all are `STABLE` or `IMMUTABLE`
+//!    (PostgreSQL refuses to change or lock rows in those) it stands anywhere, as do the
+//!    built-ins in [`KNOWN_FUNCTIONS`] no function of the schema may stand for, and
+//!    `leader_fence`. A `VOLATILE` call, and the [`VOLATILE_BUILTINS`] (`pg_notify`, `nextval`,
+//!    …), may stand only where PostgreSQL does not evaluate it for a superseded leader: on the
+//!    rows of a gated level, as a column reference may. Any other call (a function neither the
+//!    schema nor the built-ins know) is refused. PostgreSQL also calls a function without a call
+//!    in the text: `t.f` and `(t).f` are the column `f` of `t` where `t` has one, and a call
+//!    `f(t)` otherwise (attribute notation). PostgreSQL decides by the table's columns, and so
+//!    does this rule: `t.f` is a column where `t` is a table or view the [`Schema`] gives a
+//!    column `f` (or a system column; every relation of that name, where the name is
+//!    unqualified and several schemas have one; an alias's column names `AS t (a, b)` rename the
+//!    first ones), or a sub-select or `WITH` query that names `f` among its columns, named as
+//!    PostgreSQL names a select list's columns (`id::bigint` is `id`, `coalesce(..)` is
+//!    `coalesce`, a recursive `WITH` query's by its column list). Any other such reference is a
+//!    call `f(t)`, resolved as above with `t`'s row for its argument: where no function of the
+//!    schema takes it (PostgreSQL then refuses the statement) or only `STABLE` and `IMMUTABLE`
+//!    ones do, it changes nothing; otherwise it is refused wherever PostgreSQL may evaluate it
+//!    for a superseded leader, with a message that says which table and column were looked for
+//!    and where.
 //! 5. **Fence arguments.** `leader_fence` takes two bind parameters (`$i`, `$j`, optionally
 //!    cast), or four for a shard's fence (`$i`, `$k`, `$c`, `$j`), never literals; the caller
 //!    checks what is bound to them ([`FenceCall`]).
 //! 6. **Other statements.** A claim is a `SELECT`, `UPDATE`, `DELETE`, `INSERT` or `MERGE`;
 //!    any other statement that may change rows (DDL, `COPY`, `CALL`, `DO`, `EXPLAIN ANALYZE`,
 //!    `TRUNCATE`, `SELECT … INTO`) is refused.
-//! 7. **Shards.** A shard's fence selects only that shard's rows: each four-argument
-//!    `leader_fence($i, $k, $c, $j)` stands as a top-level `AND` conjunct of a `WHERE` that also
-//!    holds, as a top-level conjunct, `leader_shard_of(key, $c) = $k` (either side of `=`, an
-//!    operator `=`, not `IS DISTINCT FROM`) on the very placeholders of the fence's shard index
-//!    and count, where `key` reads a column. A filter that is missing, on other placeholders or
-//!    literals, under `OR` or `NOT`, or in another level, is refused. `leader_shard_of` is the
-//!    framework's immutable SQL helper and may be called anywhere.
+//! 7. **Shards.** A shard's fence (`leader_fence($i, $k, $c, $j)`, four bind parameters) proves
+//!    one shard's leadership, and gates as the two-argument fence does. The rows a shard's claim
+//!    changes, locks or inserts must be that shard's, by the **declared shard key** of their
+//!    table (`leader_shard_key`, in the [`Schema`]; a partition's or inheriting table's is its
+//!    parent's, a view's is its table's): every shard claim on a table selects its rows by the
+//!    same column, so two claims cannot split one table by different columns, and two shards'
+//!    live leaders never claim one row. The rows of a level are selected by a column when a
+//!    top-level `AND` conjunct of its `WHERE` (or of an inner join's `ON`) is the filter
+//!    `leader_shard_of(col, $c) = $k` on the index and count placeholders of a shard fence of
+//!    the statement (either side of `=`, not `IS DISTINCT FROM`; `col` a plain column: a cast
+//!    would pick another `leader_shard_of` and another shard), or a funnel `col IN (S)`, `col =
+//!    ANY (S)`, `col = ANY (ARRAY (S))`, `col = (S)` whose `S` returns one such column, or when a
+//!    top-level `col = other` equates it with one, or when it is a column of a sub-select or
+//!    `WITH` query of the level that is selected so in it (its `RETURNING` for a data-modifying
+//!    one). An `UPDATE`, `DELETE` or locking `SELECT` acts on a table's rows whose key is so
+//!    selected at its level (a lock on a view PostgreSQL cannot read as its table lands in the
+//!    view's own query and is refused; one pushed into a sub-select is followed there; a `WITH`
+//!    query nothing reads locks nothing); an `INSERT … SELECT` inserts rows whose key is such a
+//!    column of its `SELECT`, or such a column plus or minus an integer constant (distinct keys
+//!    stay distinct), with `ON CONFLICT DO UPDATE` only on the key; a `MERGE` matches target
+//!    rows whose key its join condition so selects and inserts rows keyed so (`WHEN NOT MATCHED
+//!    BY SOURCE` and `INSERT … VALUES` are refused). A table without a declared key is refused
+//!    with the command that declares it. Rows a claim only returns, without locking or changing
+//!    them, are reads, as a plain `SELECT`'s are: the rule does not follow them.
+//!    `leader_shard_of` is the framework's immutable SQL helper and may be called anywhere.
+//! 8. **Statement-level triggers and rules.** PostgreSQL fires a `FOR EACH STATEMENT` trigger
+//!    once per statement, even one that changes no row, so a superseded leader's claim would run
+//!    it however the claim is fenced: an `UPDATE`, `DELETE`, `INSERT` (and `ON CONFLICT DO
+//!    UPDATE`'s update) or `MERGE` (each of its actions) that fires an enabled statement-level
+//!    trigger, or a rule, of its table (or of the table a view it changes is rewritten into) is
+//!    refused. A row-level trigger fires only for the rows the claim changes, none for a
+//!    superseded leader.
 //!
-//!    And the filter must cover the rows the claim acts on (row provenance): the rows each
-//!    level changes, locks, inserts from or returns as the result are filtered by the shard of
-//!    their own key. A level is covered when its own `WHERE` holds the filter on a key that
-//!    reads only those rows (an `UPDATE`'s or `DELETE`'s target, qualified where it reads other
-//!    tables; a locking `SELECT`'s one table, which the [`Schema`] must know as a table: a lock
-//!    on a view lands in the view's own query, on every shard's rows), or a conjunct
-//!    `key IN (S)`, `key = ANY (S)` or
-//!    `key = (S)` whose sub-select `S` is covered so and returns just that key, with `key` the
-//!    same column on both sides; an `INSERT … SELECT` when its `SELECT` is covered, makes one
-//!    row of each row (no grouping, aggregate or `DISTINCT`) and returns the key itself. A
-//!    locking level is covered only on one table the schema knows as such (a lock pushed into a
-//!    sub-select or a view lands before the filter). A join to a
-//!    filtered sub-select, a sub-select that returns another column than its key, a `WITH`
-//!    query in between, a lock on a joined table, a `MERGE` and a set operation are refused: two
-//!    shards' live leaders could claim the same rows through them.
-//!
-//! What lies outside: a schema that is not the database's (columns changed by hand, or by SQL
-//! the migrations run dynamically, in a `DO` block or a function, which [`Schema::read`] does
-//! not see), triggers (a statement-level trigger fires even when no row qualifies),
-//! rules, user-defined operators and casts with side effects, a `leader_fence` that is not the
+//! What lies outside: a schema that is not the one prepared (changed by hand after the
+//! migrations, or a database whose migrations are not the crate's: `leaderctl schema prepare`
+//! reads PostgreSQL's own catalog after them, `DO` blocks and dynamic DDL included),
+//! user-defined operators and casts with side effects, a `leader_fence` that is not the
 //! framework's (earlier on the `search_path`, or in the schema named), functions that lie about
-//! their volatility in C, and the SQL of the functions the caller's code calls.
+//! their volatility in C, functions of `pg_catalog` a claim calls that are not in
+//! [`KNOWN_FUNCTIONS`] or [`VOLATILE_BUILTINS`] (refused), and the SQL of the functions the
+//! caller's code calls.
 //!
 //! `tests/tests/fenced_sql.rs` runs every accepted case and funnel against PostgreSQL with a
 //! superseded token, and `fence-differential` runs generated statements through [`check`] and
@@ -172,12 +196,15 @@
 //! assert!(checked.errors[0].message.contains("not gated by the fence"));
 //! ```
 
+mod arg_types;
+mod colnames;
 mod functions;
 mod levels;
 mod messages;
 mod names;
 mod position;
 mod props;
+mod routines;
 mod rules;
 mod schema;
 mod shards;
@@ -185,7 +212,7 @@ mod tree;
 
 use std::ops::Range;
 
-pub use functions::KNOWN_FUNCTIONS;
+pub use functions::{KNOWN_FUNCTIONS, VOLATILE_BUILTINS};
 pub use schema::Schema;
 
 /// One `leader_fence($role, $token)` or `leader_fence($role, $index, $count, $token)` call: the
@@ -251,8 +278,9 @@ pub struct Hints<'s> {
     /// The placeholders already bound to the fence's role and token, `(i, j)` for `$i` and
     /// `$j`: a missing fence is then suggested as `leader_fence($i, $j)`.
     pub fence_binds: Option<(usize, usize)>,
-    /// The columns of the application's tables and views, so that a qualified column (`t.f`)
-    /// is told from a call of a function `f(t)` (rule 4).
+    /// The application's schema as PostgreSQL's catalog gives it (rules 2, 4, 7 and 8): a
+    /// qualified column (`t.f`) told from a call of a function `f(t)`, a function's volatility,
+    /// a table told from a view, the shard keys, the statement-level triggers.
     pub schema: Option<&'s Schema>,
 }
 
@@ -265,7 +293,7 @@ impl<'s> Hints<'s> {
         }
     }
 
-    /// These hints, with the schema's columns.
+    /// These hints, with the application's schema.
     #[must_use]
     pub fn with_schema(self, schema: &'s Schema) -> Hints<'s> {
         Hints {

@@ -12,7 +12,9 @@ use crate::props::Props;
 use crate::rules::fence_params;
 use crate::tree::enums::*;
 use crate::tree::{Fields, Statement, child, children, function_name, int, location, node};
-use crate::{FenceCall, SqlError, functions, position};
+use crate::{SqlError, functions, position};
+
+mod shards;
 
 /// What an ungated node would do.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -32,7 +34,7 @@ pub struct Messages<'s> {
     /// The statement's own text.
     text: Range<usize>,
     /// The fence to suggest: `AND leader_fence($i, $j)`.
-    fix: String,
+    pub(crate) fix: String,
     /// Whether the statement calls `leader_fence` anywhere.
     fence_elsewhere: bool,
 }
@@ -51,7 +53,7 @@ impl<'s> Messages<'s> {
         }
     }
 
-    fn place(&self, at: &Range<usize>) -> String {
+    pub(crate) fn place(&self, at: &Range<usize>) -> String {
         position::describe(self.sql, at)
     }
 
@@ -135,73 +137,6 @@ impl<'s> Messages<'s> {
                 self.place(&at)
             ),
             at: Some(at),
-        }
-    }
-
-    pub fn shard_filter(&self, fence: &FenceCall) -> SqlError {
-        let shard = fence.shard.expect("a shard's fence");
-        SqlError {
-            message: format!(
-                "a shard's fence selects only that shard's rows with its filter beside it: add \
-                 `AND leader_shard_of(key, ${count}) = ${index}` to the `WHERE` that holds \
-                 `leader_fence(${role}, ${index}, ${count}, ${token})`, as a top-level `AND` \
-                 conjunct, on the same placeholders, with `key` the claimed rows' key column ({})",
-                self.place(&fence.at),
-                role = fence.role,
-                index = shard.index,
-                count = shard.count,
-                token = fence.token,
-            ),
-            at: Some(fence.at.clone()),
-        }
-    }
-
-    /// The error for a level of a shard's claim whose rows are not shown to be the shard's.
-    pub fn shard_rows(
-        &self,
-        levels: &Levels,
-        uncovered: &crate::shards::Uncovered,
-        fence: &FenceCall,
-        shard: crate::ShardParams,
-    ) -> SqlError {
-        let fields = levels.levels[uncovered.level].fields;
-        let start = fields
-            .get("relation")
-            .and_then(Value::as_object)
-            .and_then(location)
-            .or_else(|| first_table(fields));
-        let at = start.map(|start| position::word(self.sql, start));
-        let place = at
-            .as_ref()
-            .map_or_else(String::new, |at| format!("\nnote: at {}", self.place(at)));
-        let (role, index, count, token) = (fence.role, shard.index, shard.count, fence.token);
-        let relation = uncovered.not_a_table.as_ref().map_or_else(String::new, |name| {
-            let declare = levels
-                .schema
-                .and_then(|schema| schema.declare_hint())
-                .map_or_else(String::new, |how| format!("\nhelp: {how}"));
-            format!(
-                "\nnote: `{name}` is not a table the schema knows, and a lock on a view lands in \
-                 the view's own query, on every shard's rows, before the filter{declare}"
-            )
-        });
-        SqlError {
-            message: format!(
-                "this shard's claim {does} rows no filter of the shard is shown to keep in the \
-                 shard, so two shards' live leaders could claim the same rows\n\
-                 note: the rows a shard's claim changes, locks or returns must be filtered by \
-                 the shard of their own key: `leader_shard_of(key, ${count}) = ${index}` in the \
-                 `WHERE` of the query that acts on them, on their own column, or `key IN (SELECT \
-                 key … WHERE leader_shard_of(key, ${count}) = ${index} AND …)` with the same key \
-                 column on both sides; a join to a filtered sub-select, a sub-select that returns \
-                 another column than its key, a `MERGE` and a set operation are not followed\
-                 {relation}{place}\n\
-                 help: claim by the key, e.g. `UPDATE t SET … WHERE id IN (SELECT id FROM t WHERE \
-                 leader_fence(${role}, ${index}, ${count}, ${token}) AND leader_shard_of(id, \
-                 ${count}) = ${index} … FOR UPDATE SKIP LOCKED)`",
-                does = uncovered.does,
-            ),
-            at,
         }
     }
 

@@ -10,9 +10,9 @@
 
 use serde_json::Value;
 
-use crate::levels::{Kind, Level, Levels, Pos, Ref, Source, strings};
+use crate::levels::{Kind, Level, Levels, Pos, Ref, Source};
 use crate::schema::Column;
-use crate::tree::{child, children, node, text};
+use crate::tree::{node, text};
 
 /// The level and item a name resolves to, searching from `level` outwards.
 pub fn resolve(levels: &Levels, level: usize, name: &str) -> Option<(usize, usize)> {
@@ -181,7 +181,7 @@ fn table_column(levels: &Levels, table: usize, column: &str) -> Column {
 }
 
 /// The columns a `FROM` item gives, where the SQL and the schema name them all.
-fn item_columns(levels: &Levels, source: &Source) -> Option<Vec<String>> {
+pub(crate) fn item_columns(levels: &Levels, source: &Source) -> Option<Vec<String>> {
     match *source {
         Source::Subquery(level) => {
             let mut columns = outputs(levels, level)?;
@@ -192,7 +192,7 @@ fn item_columns(levels: &Levels, source: &Source) -> Option<Vec<String>> {
             }
             Some(columns)
         }
-        Source::Cte(Some(level)) => {
+        Source::Cte(level) => {
             let cte = levels
                 .levels
                 .iter()
@@ -205,6 +205,10 @@ fn item_columns(levels: &Levels, source: &Source) -> Option<Vec<String>> {
                 }
             }
             Some(columns)
+        }
+        Source::Recursive(n) => {
+            let declared = &levels.recursive[n].columns;
+            (!declared.is_empty()).then(|| declared.clone())
         }
         Source::Table(table) => {
             let table = &levels.tables[table];
@@ -260,17 +264,7 @@ pub fn target_names(list: Option<&Value>) -> Option<Vec<String>> {
             names.push(name.to_owned());
             continue;
         }
-        names.push(match child(target, "val") {
-            Some(("ColumnRef", column)) => {
-                let fields = children(column, "fields").collect::<Vec<_>>();
-                match fields.last() {
-                    Some(("String", last)) => text(last, "sval").to_owned(),
-                    _ => return None,
-                }
-            }
-            Some(("FuncCall", call)) => strings(call.get("funcname")).pop().unwrap_or_default(),
-            _ => "?column?".to_owned(),
-        });
+        names.push(crate::colnames::column_name(target.get("val")).ok()?);
     }
     Some(names)
 }

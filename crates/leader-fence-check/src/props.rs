@@ -370,7 +370,11 @@ impl<'l, 'a> Props<'l, 'a> {
         };
         match kind {
             "RangeVar" => match self.levels.range_vars.get(&(fields as *const Fields)) {
-                Some(Source::Cte(Some(level))) => self.empty(*level),
+                Some(Source::Cte(level)) => self.empty(*level),
+                // A recursive query's read of itself reads its working table, which holds only
+                // what its earlier rounds made: none, when its first (non-recursive) arm is empty,
+                // and then the union that is the query is empty too (by induction over rounds).
+                Some(Source::Recursive(n)) => self.reads_itself(*n),
                 _ => false,
             },
             "RangeSubselect" => child(fields, "subquery")
@@ -394,6 +398,16 @@ impl<'l, 'a> Props<'l, 'a> {
             }
             _ => false,
         }
+    }
+
+    /// Whether recursive read `n` is a read of the `WITH` query it stands in.
+    fn reads_itself(&self, n: usize) -> bool {
+        let read = &self.levels.recursive[n];
+        self.levels.levels.iter().flat_map(|l| &l.ctes).any(|cte| {
+            cte.name == read.name
+                && cte.level != usize::MAX
+                && self.levels.within(read.at, cte.level)
+        })
     }
 
     /// Whether PostgreSQL may evaluate the level at all when the fence is false.
@@ -427,9 +441,11 @@ impl<'l, 'a> Props<'l, 'a> {
         matches!(
             levels[level].kind,
             Kind::Select | Kind::SetOp(_) | Kind::Values
-        ) && !levels
-            .iter()
-            .any(|l| l.items.iter().any(|item| item.source == Source::Cte(None)))
+        ) && !levels.iter().any(|l| {
+            l.items
+                .iter()
+                .any(|item| matches!(item.source, Source::Recursive(_)))
+        })
     }
 
     /// Whether a query that reads the `WITH` query `level` in its `FROM` may be evaluated when
@@ -437,9 +453,7 @@ impl<'l, 'a> Props<'l, 'a> {
     /// one that is read only when a scan of it is.
     fn read_where_evaluated(&self, level: usize) -> bool {
         self.levels.levels.iter().enumerate().any(|(at, l)| {
-            l.items
-                .iter()
-                .any(|item| item.source == Source::Cte(Some(level)))
+            l.items.iter().any(|item| item.source == Source::Cte(level))
                 && self.evaluated(at, Pos::Input)
         })
     }

@@ -6,13 +6,16 @@ use std::ops::Range;
 
 use serde_json::Value;
 
+use leader_schema::model::Event;
+
 use crate::levels::{Kind, Levels, Pos, Source};
 use crate::messages::{Effect, Messages};
 use crate::names::{possible_call, shown};
 use crate::props::Props;
-use crate::schema::Routine;
+use crate::routines::{ArgType, Args, Routine};
+use crate::tree::enums::{CMD_DELETE, CMD_INSERT, CMD_UPDATE, ONCONFLICT_UPDATE};
 use crate::tree::{Fields, Statement, child, children, function_name, has, int, location, node};
-use crate::{FenceCall, ShardParams, SqlError, functions, position, shards};
+use crate::{FenceCall, ShardParams, SqlError, arg_types, functions, position, shards};
 
 /// Statements that neither read nor change rows of the application's tables: a `#[fenced]`
 /// function may send them beside its claims.
@@ -91,17 +94,7 @@ impl Rules<'_, '_, '_> {
             self.changes(level);
             self.locks(level);
         }
-        let unfiltered = shards::unfiltered(self.sql, self.levels, &self.fences);
-        for fence in &unfiltered {
-            self.errors.push(self.messages.shard_filter(fence));
-        }
-        // Which rows a filter covers is asked once every shard fence has its filter.
-        let covered_asked = if unfiltered.is_empty() {
-            shards::uncovered(self.levels, &self.fences)
-        } else {
-            Vec::new()
-        };
-        for uncovered in covered_asked {
+        for uncovered in shards::uncovered(self.levels, &self.fences) {
             let shard = self.fences.iter().find_map(|f| f.shard.map(|s| (f, s)));
             if let Some((fence, shard)) = shard {
                 let error = self
@@ -165,14 +158,10 @@ impl Rules<'_, '_, '_> {
                 }
             } else if shards::is_shard_of(&name) {
                 // The framework's shard helper: IMMUTABLE SQL that reads no table.
-            } else if functions::known(&name).is_none() {
-                let routine = match (self.levels.schema, name.split_last()) {
-                    (Some(schema), Some((last, namespace))) => {
-                        schema.routine(namespace.last().map(String::as_str), last)
-                    }
-                    _ => Routine::Unknown(
-                        "`#[fenced]` was given no schema to tell what it is".to_owned(),
-                    ),
+            } else {
+                let routine = match self.routine(level, &name, call.fields) {
+                    Some(routine) => routine,
+                    None => continue,
                 };
                 match routine {
                     Routine::ReadOnly => {}
@@ -200,6 +189,37 @@ impl Rules<'_, '_, '_> {
         }
     }
 
+    /// What a call of `name` (not the fence, not the shard helper) may call: `None` for one
+    /// that neither changes nor locks rows (a known built-in no function of the schema may
+    /// stand for, or functions the schema has `STABLE` or `IMMUTABLE`).
+    fn routine(&self, level: usize, name: &[String], call: &Fields) -> Option<Routine> {
+        let (last, namespace) = name.split_last()?;
+        let namespace = namespace.last().map(String::as_str);
+        let args = arg_types::args(self.levels, level, call);
+        let schema = self.levels.schema;
+        let own = schema.and_then(|schema| schema.routine(namespace, last, &args));
+        match own {
+            Some(Routine::ReadOnly) => None,
+            Some(routine) => Some(routine),
+            None if functions::known(name).is_some() => None,
+            None => Some(match functions::volatile_builtin(name) {
+                Some(what) => {
+                    Routine::Volatile(format!("`{last}` is a VOLATILE built-in: it {what}"))
+                }
+                None => Routine::Unknown(match schema {
+                    Some(schema) => format!(
+                        "`#[fenced]` found no function `{}` that takes these arguments in {}, \
+                         and it is no built-in it knows, so it may also be an aggregate, which \
+                         PostgreSQL evaluates once even on no rows",
+                        name.join("."),
+                        schema.read_from()
+                    ),
+                    None => "`#[fenced]` was given no schema to tell what it is".to_owned(),
+                }),
+            }),
+        }
+    }
+
     /// Whether PostgreSQL may evaluate an expression at `pos` of `level` (inside aggregate
     /// `aggregate` of it, if any) for a superseded leader ([`Props::evaluated`]).
     fn evaluated(&self, level: usize, pos: Pos, aggregate: Option<usize>) -> bool {
@@ -220,9 +240,23 @@ impl Rules<'_, '_, '_> {
     /// superseded one.
     fn possible_calls(&mut self, level: usize) {
         for r in &self.levels.levels[level].refs {
-            let Some(call) = possible_call(self.levels, level, r) else {
+            let Some(mut call) = possible_call(self.levels, level, r) else {
                 continue;
             };
+            if let Some(schema) = self.levels.schema {
+                let args = Args {
+                    types: vec![self.row_of(level, r)],
+                    loose: false,
+                };
+                match schema.routine(None, call.function, &args) {
+                    Some(Routine::ReadOnly) => continue,
+                    None if functions::known(&[call.function.to_owned()]).is_some() => continue,
+                    Some(Routine::Volatile(what) | Routine::Unknown(what)) => {
+                        call.why = format!("{}; {what}", call.why);
+                    }
+                    None => {}
+                }
+            }
             self.claim = true;
             if !self.evaluated(level, r.pos, r.aggregate) {
                 continue;
@@ -231,6 +265,29 @@ impl Rules<'_, '_, '_> {
             let why = self.why_evaluated(level, r.pos);
             self.errors
                 .push(self.messages.possible_call(&shown(r), &call, at, why));
+        }
+    }
+
+    /// The row a reference `t.f` passes to `f` in attribute notation: `t`'s table's, where `t`
+    /// is a table of the query.
+    fn row_of(&self, level: usize, r: &crate::levels::Ref) -> ArgType {
+        let qualifier = match (r.selection, r.names.as_slice()) {
+            (false, [qualifier, _]) => qualifier,
+            (true, _) => match &r.selected_from {
+                Some(qualifier) => qualifier,
+                None => return ArgType::Unknown,
+            },
+            _ => return ArgType::Unknown,
+        };
+        match crate::names::resolve(self.levels, level, qualifier) {
+            Some((l, item)) => match self.levels.levels[l].items[item].source {
+                Source::Table(table) => {
+                    let table = &self.levels.tables[table];
+                    ArgType::Row(table.namespace.clone(), table.name.clone())
+                }
+                _ => ArgType::Unknown,
+            },
+            None => ArgType::Unknown,
         }
     }
 
@@ -260,6 +317,7 @@ impl Rules<'_, '_, '_> {
             _ => return,
         };
         self.claim = true;
+        self.fired(level, effect);
         if !self.props.reached(level) || self.props.gated(level) {
             return;
         }
@@ -278,6 +336,47 @@ impl Rules<'_, '_, '_> {
             .messages
             .ungated(self.levels, self.props, level, effect, why);
         self.errors.push(error);
+    }
+
+    /// Statement-level triggers and rules: PostgreSQL fires a statement-level trigger once per
+    /// statement, even one that changes no row, so a superseded leader's claim would run it
+    /// however the claim is fenced.
+    fn fired(&mut self, level: usize, effect: Effect) {
+        let (Some(schema), Some(target)) =
+            (self.levels.schema, self.levels.levels[level].items.first())
+        else {
+            return;
+        };
+        let Source::Table(table) = target.source else {
+            return;
+        };
+        let fields = self.levels.levels[level].fields;
+        let mut events = match effect {
+            Effect::Update => vec![Event::Update],
+            Effect::Delete => vec![Event::Delete],
+            Effect::Insert => vec![Event::Insert],
+            _ => Vec::new(),
+        };
+        let on_conflict = fields
+            .get("on_conflict_clause")
+            .and_then(serde_json::Value::as_object);
+        if on_conflict.is_some_and(|c| int(c, "action") == ONCONFLICT_UPDATE) {
+            events.push(Event::Update);
+        }
+        for (_, when) in children(fields, "merge_when_clauses") {
+            match int(when, "command_type") {
+                CMD_UPDATE => events.push(Event::Update),
+                CMD_INSERT => events.push(Event::Insert),
+                CMD_DELETE => events.push(Event::Delete),
+                _ => {}
+            }
+        }
+        let table = &self.levels.tables[table];
+        let fired = schema.fired(table.namespace.as_deref(), &table.name, &events);
+        if !fired.is_empty() {
+            let error = self.messages.fires(self.levels, level, &fired);
+            self.errors.push(error);
+        }
     }
 
     fn insert_why(&self, fields: &Fields) -> Option<String> {

@@ -1,66 +1,630 @@
-//! The shard rule: a shard's fence (`leader_fence` with four bind parameters) stands as a
-//! top-level `AND` conjunct of a `WHERE` beside its filter, `leader_shard_of(key, $count) =
-//! $index`, on the very placeholders the fence takes for the shard's index and count, with a key
-//! that reads a column. So a claim that proves one shard's fence selects only that shard's rows:
-//! a filter that is missing, bound to other placeholders or literals, or under `OR` or `NOT`, is
-//! refused.
+//! The shard rule (rule 7): the rows a shard's claim changes, locks or inserts are its shard's,
+//! by the shard of each table's **declared** shard key (`leader_shard_key`, read from the
+//! prepared schema). So every shard claim on a table selects its rows by the same column, and
+//! two shards' live leaders never claim one row.
+//!
+//! A column is *pure* at a query level when every row of the level (where the column's row is
+//! there, not null-extended by an outer join) has it in the shard:
+//!
+//! * a top-level `AND` conjunct of the level's `WHERE` (or of an inner join's `ON`) is the
+//!   filter `leader_shard_of(col, $count) = $index` (either side of `=`), on the index and count
+//!   placeholders of a shard fence of the statement, `col` a plain column (a cast would pick
+//!   another `leader_shard_of` and another shard);
+//! * or such a conjunct is `col IN (S)`, `col = ANY (S)`, `col = ANY (ARRAY (S))` or
+//!   `col = (S)`, where `S` returns one column, pure in `S`;
+//! * or `col` is a column of a sub-select or `WITH` query of the level's `FROM` that is pure in
+//!   it (a column of its select list that is a pure column there; a set operation's when every
+//!   arm that gives rows has it pure; a data-modifying `WITH` query's `RETURNING`);
+//! * or a top-level conjunct `col = other` (in `WHERE` or an inner join's `ON`) equates it with a
+//!   pure column of the level.
+//!
+//! The acts the rule follows, each on a table with a declared key `k`:
+//!
+//! * an `UPDATE` or `DELETE` changes rows whose `k` is pure at its level;
+//! * a locking `SELECT` locks rows of each table it locks (`FOR UPDATE OF` names them) whose `k`
+//!   is pure at its level, after every condition of the level (the schema knows the relation as
+//!   a table); a lock applied to a sub-select is pushed into it and followed there; one on a view
+//!   lands in the view's own query, before any filter here, and is refused;
+//! * an `INSERT … SELECT` inserts rows whose `k` is a pure column of its `SELECT`, or such a
+//!   column plus or minus an integer constant (two shards' rows never share that value either,
+//!   so their inserted rows are distinct), and `ON CONFLICT DO UPDATE` names `k` among its
+//!   conflict columns (so the rows it updates share the inserted key); `INSERT … VALUES` is
+//!   refused;
+//! * a `MERGE` acts on target rows whose `k` its join condition equates with (or filters to) a
+//!   pure column, and inserts rows whose `k` is one (or one plus or minus a constant); `WHEN NOT
+//!   MATCHED BY SOURCE` is refused.
+//!
+//! Rows a claim only returns are reads, as a plain `SELECT` is: the rule does not follow them.
 
-use std::ops::Range;
+use std::cell::RefCell;
+use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::levels::{ConjunctOf, Kind, Levels, Source, strings};
+use crate::FenceCall;
+use crate::ShardParams;
+use crate::levels::{ConjunctOf, Kind, Levels, Source, split_and, strings};
+use crate::names::{item_columns, outputs, resolve};
 use crate::rules::param_number;
-use crate::tree::enums::{AEXPR_OP, ANY_SUBLINK, EXPR_SUBLINK};
-use crate::tree::{child, children, function_name, int, location, node, text};
-use crate::{FenceCall, ShardParams, functions, position};
+use crate::schema::ShardKey;
+use crate::tree::enums::{AEXPR_OP, AEXPR_OP_ANY, ANY_SUBLINK, ARRAY_SUBLINK, EXPR_SUBLINK};
+use crate::tree::enums::{CMD_INSERT, CMD_NOTHING, ONCONFLICT_UPDATE};
+use crate::tree::enums::{MERGE_WHEN_NOT_MATCHED_BY_SOURCE, SETOP_INTERSECT, SETOP_UNION};
+use crate::tree::{Fields, child, children, function_name, int, node, text};
 
 /// Whether `name` is the shard helper: `leader_shard_of`, bare or schema-qualified.
 pub fn is_shard_of(name: &[String]) -> bool {
     matches!(name, [bare] | [_, bare] if bare == "leader_shard_of")
 }
 
-/// The shard fences of `fences` that no filter stands beside, each with its byte range, for
-/// every level of `levels`.
-pub fn unfiltered<'f>(
-    sql: &str,
-    levels: &Levels<'_>,
-    fences: &'f [FenceCall],
-) -> Vec<&'f FenceCall> {
-    let mut filtered: Vec<Range<usize>> = Vec::new();
-    for level in &levels.levels {
-        let conjuncts: Vec<&Value> = level
-            .conjuncts
-            .iter()
-            .filter(|(of, _)| *of == ConjunctOf::Where)
-            .map(|(_, conjunct)| *conjunct)
-            .collect();
-        let filters: Vec<ShardParams> = conjuncts.iter().filter_map(|c| filter(c)).collect();
-        for conjunct in &conjuncts {
-            let Some(("FuncCall", call)) = node(conjunct) else {
-                continue;
-            };
-            if !functions::is_fence(&function_name(call)) {
-                continue;
-            }
-            let at = position::call(sql, location(call).unwrap_or(0));
-            let Some(fence) = fences.iter().find(|f| f.at == at) else {
-                continue;
-            };
-            if fence.shard.is_some_and(|shard| filters.contains(&shard)) {
-                filtered.push(at);
-            }
+/// A column of a level's item: the level, the item's index there, and the column's name (a
+/// table's own name, through an alias that renames it).
+type Col = (usize, usize, String);
+
+/// What a shard's claim does that the rule cannot follow to the shard.
+pub struct Uncovered {
+    pub level: usize,
+    /// What the level does with the rows: "updates", "locks", …
+    pub does: &'static str,
+    /// The relation whose rows it acts on, as written.
+    pub table: String,
+    pub why: Why,
+}
+
+/// Why a level's rows are not shown to be the shard's.
+pub enum Why {
+    /// The table has no declared shard key (or the name may be several tables): why.
+    NoKey(String),
+    /// No filter (or funnel, or join) keeps its declared key in the shard.
+    NotByKey(String),
+    /// A lock on a relation that is not a table: it lands in the relation's own query.
+    NotATable,
+    /// Rows whose key comes from no column at all: `INSERT … VALUES`, `WHEN NOT MATCHED BY
+    /// SOURCE`, `ON CONFLICT DO UPDATE` on another column than the key.
+    Unkeyed(&'static str),
+}
+
+/// Rule 7 for a statement whose fences are `fences`: every act the rule follows that it cannot
+/// follow to the shard.
+pub fn uncovered(levels: &Levels<'_>, fences: &[FenceCall]) -> Vec<Uncovered> {
+    let shards: Vec<ShardParams> = fences.iter().filter_map(|f| f.shard).collect();
+    if shards.is_empty() {
+        return Vec::new();
+    }
+    let rule = Provenance {
+        levels,
+        shards,
+        pure: RefCell::new(HashMap::new()),
+    };
+    let dead = unread_ctes(levels);
+    let mut found = Vec::new();
+    for (n, level) in levels.levels.iter().enumerate() {
+        if dead.iter().any(|&cte| levels.within(n, cte)) {
+            continue;
+        }
+        match level.kind {
+            Kind::Update => rule.changes(n, "updates", &mut found),
+            Kind::Delete => rule.changes(n, "deletes", &mut found),
+            Kind::Insert => rule.inserts(n, &mut found),
+            Kind::Merge => rule.merges(n, &mut found),
+            Kind::Select if !level.locking.is_empty() => rule.locks(n, &mut found),
+            _ => {}
         }
     }
-    fences
+    found
+}
+
+/// The `WITH` queries that only read and that no query of the statement reads: PostgreSQL never
+/// runs them, so they lock nothing.
+fn unread_ctes(levels: &Levels<'_>) -> Vec<usize> {
+    let read: Vec<usize> = levels
+        .levels
         .iter()
-        .filter(|fence| fence.shard.is_some() && !filtered.contains(&fence.at))
+        .flat_map(|l| &l.items)
+        .filter_map(|item| match item.source {
+            Source::Cte(level) => Some(level),
+            _ => None,
+        })
+        .collect();
+    levels
+        .levels
+        .iter()
+        .flat_map(|l| &l.ctes)
+        .filter(|cte| {
+            cte.level != usize::MAX
+                && matches!(
+                    levels.levels[cte.level].kind,
+                    Kind::Select | Kind::SetOp(_) | Kind::Values
+                )
+                && !read.contains(&cte.level)
+        })
+        .map(|cte| cte.level)
         .collect()
 }
 
-/// `leader_shard_of(key, $count) = $index` (either side of `=`, placeholders optionally cast,
-/// `key` reading a column): its placeholders.
-fn filter(conjunct: &Value) -> Option<ShardParams> {
+struct Provenance<'l, 'a> {
+    levels: &'l Levels<'a>,
+    shards: Vec<ShardParams>,
+    /// The pure columns of each level, once asked.
+    pure: RefCell<HashMap<usize, Vec<Col>>>,
+}
+
+impl Provenance<'_, '_> {
+    /// The table of item `item` of `level` and its declared key, or why there is none.
+    fn key(&self, level: usize, item: usize) -> Result<(String, String), Why> {
+        let Source::Table(table) = self.levels.levels[level].items[item].source else {
+            return Err(Why::NotATable);
+        };
+        let table = &self.levels.tables[table];
+        let shown = crate::schema::shown(table.namespace.as_deref(), &table.name);
+        let Some(schema) = self.levels.schema else {
+            return Err(Why::NoKey(
+                "`#[fenced]` was given no schema to read shard keys from".to_owned(),
+            ));
+        };
+        match schema.shard_key(table.namespace.as_deref(), &table.name) {
+            ShardKey::Declared(key) => Ok((shown, key)),
+            ShardKey::Undeclared(why) => Err(Why::NoKey(why)),
+        }
+    }
+
+    fn table_shown(&self, level: usize, item: usize) -> String {
+        match self.levels.levels[level].items[item].source {
+            Source::Table(table) => {
+                let table = &self.levels.tables[table];
+                crate::schema::shown(table.namespace.as_deref(), &table.name)
+            }
+            _ => self.levels.levels[level].items[item].name.clone(),
+        }
+    }
+
+    /// An `UPDATE` or `DELETE`: its target's key pure at its level.
+    fn changes(&self, level: usize, does: &'static str, found: &mut Vec<Uncovered>) {
+        let why = match self.key(level, 0) {
+            Ok((_, key)) if self.is_pure(level, &(level, 0, key.clone())) => return,
+            Ok((_, key)) => Why::NotByKey(key),
+            Err(why) => why,
+        };
+        found.push(Uncovered {
+            level,
+            does,
+            table: self.table_shown(level, 0),
+            why,
+        });
+    }
+
+    /// A locking `SELECT`: each table it locks, by its key, at the level the lock lands in.
+    fn locks(&self, level: usize, found: &mut Vec<Uncovered>) {
+        let l = &self.levels.levels[level];
+        for clause in &l.locking {
+            let named: Vec<String> = children(clause, "locked_rels")
+                .filter(|(kind, _)| *kind == "RangeVar")
+                .map(|(_, rel)| text(rel, "relname").to_owned())
+                .collect();
+            for (i, item) in l.items.iter().enumerate() {
+                if named.is_empty() || item.visible && named.contains(&item.name) {
+                    self.locked_item(level, i, found);
+                }
+            }
+        }
+    }
+
+    fn locked_item(&self, level: usize, item: usize, found: &mut Vec<Uncovered>) {
+        match self.levels.levels[level].items[item].source {
+            Source::Table(table) => {
+                let t = &self.levels.tables[table];
+                let is_table = self
+                    .levels
+                    .schema
+                    .is_some_and(|s| s.is_table(t.namespace.as_deref(), &t.name));
+                let why = match self.key(level, item) {
+                    _ if !is_table => Why::NotATable,
+                    Ok((_, key)) if self.is_pure(level, &(level, item, key.clone())) => return,
+                    Ok((_, key)) => Why::NotByKey(key),
+                    Err(why) => why,
+                };
+                found.push(Uncovered {
+                    level,
+                    does: "locks",
+                    table: self.table_shown(level, item),
+                    why,
+                });
+            }
+            // The lock is pushed into the sub-select, and lands on its rows as it reads them.
+            Source::Subquery(sub) => {
+                for inner in 0..self.levels.levels[sub].items.len() {
+                    self.locked_item(sub, inner, found);
+                }
+            }
+            Source::Cte(_) | Source::Recursive(_) | Source::Function => {}
+        }
+    }
+
+    /// An `INSERT`: the key of the rows it inserts a pure column of its `SELECT`.
+    fn inserts(&self, level: usize, found: &mut Vec<Uncovered>) {
+        let fields = self.levels.levels[level].fields;
+        let mut push = |why| {
+            found.push(Uncovered {
+                level,
+                does: "inserts",
+                table: self.table_shown(level, 0),
+                why,
+            });
+        };
+        let key = match self.key(level, 0) {
+            Ok((_, key)) => key,
+            Err(why) => return push(why),
+        };
+        let on_conflict = fields.get("on_conflict_clause").and_then(Value::as_object);
+        if let Some(conflict) = on_conflict
+            && int(conflict, "action") == ONCONFLICT_UPDATE
+        {
+            let columns: Vec<String> = conflict
+                .get("infer")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flat_map(|infer| children(infer, "index_elems"))
+                .map(|(_, elem)| text(elem, "name").to_owned())
+                .collect();
+            if !columns.contains(&key) {
+                return push(Why::Unkeyed(
+                    "`ON CONFLICT … DO UPDATE` on another column than the key updates rows of \
+                     any shard",
+                ));
+            }
+        }
+        let Some(position) = self.insert_position(level, &key) else {
+            return push(Why::NotByKey(key));
+        };
+        let source = child(fields, "select_stmt").and_then(|(_, s)| self.levels.of(s));
+        match source {
+            Some(source) if self.levels.levels[source].kind == Kind::Values => {
+                push(Why::Unkeyed("`INSERT … VALUES` inserts rows of no shard's"));
+            }
+            Some(source) if self.output_keyed(source, position) => {}
+            _ => push(Why::NotByKey(key)),
+        }
+    }
+
+    /// Where `key` is among the columns an `INSERT` fills: its column list, else the table's.
+    fn insert_position(&self, level: usize, key: &str) -> Option<usize> {
+        let fields = self.levels.levels[level].fields;
+        let listed: Vec<String> = children(fields, "cols")
+            .map(|(_, target)| text(target, "name").to_owned())
+            .collect();
+        if !listed.is_empty() {
+            return listed.iter().position(|c| c == key);
+        }
+        let Source::Table(table) = self.levels.levels[level].items[0].source else {
+            return None;
+        };
+        let table = &self.levels.tables[table];
+        self.levels
+            .schema?
+            .columns(table.namespace.as_deref(), &table.name)?
+            .iter()
+            .position(|c| c == key)
+    }
+
+    /// A `MERGE`: the target rows it matches by a join condition that keeps the key in the
+    /// shard, and the rows it inserts keyed by a pure column of its source.
+    fn merges(&self, level: usize, found: &mut Vec<Uncovered>) {
+        let fields = self.levels.levels[level].fields;
+        let mut push = |why| {
+            found.push(Uncovered {
+                level,
+                does: "merges",
+                table: self.table_shown(level, 0),
+                why,
+            });
+        };
+        let key = match self.key(level, 0) {
+            Ok((_, key)) => key,
+            Err(why) => return push(why),
+        };
+        let mut conjuncts = Vec::new();
+        if let Some(condition) = fields.get("join_condition") {
+            split_and(condition, &mut conjuncts);
+        }
+        let pure = self.pure_with(level, &conjuncts);
+        for (_, when) in children(fields, "merge_when_clauses") {
+            let command = int(when, "command_type");
+            if command == CMD_NOTHING {
+                continue;
+            }
+            if int(when, "match_kind") == MERGE_WHEN_NOT_MATCHED_BY_SOURCE {
+                return push(Why::Unkeyed(
+                    "`WHEN NOT MATCHED BY SOURCE` acts on target rows no source row keys",
+                ));
+            }
+            let keyed = if command == CMD_INSERT {
+                let columns: Vec<String> = children(when, "target_list")
+                    .map(|(_, target)| text(target, "name").to_owned())
+                    .collect();
+                let values: Vec<&Value> = when
+                    .get("values")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                columns
+                    .iter()
+                    .position(|c| *c == key)
+                    .and_then(|p| values.get(p))
+                    .and_then(|value| self.column(level, unshifted(value)))
+                    .is_some_and(|col| pure.contains(&col))
+            } else {
+                pure.contains(&(level, 0, key.clone()))
+            };
+            if !keyed {
+                return push(Why::NotByKey(key));
+            }
+        }
+    }
+
+    fn is_pure(&self, level: usize, col: &Col) -> bool {
+        if let Some(known) = self.pure.borrow().get(&level) {
+            return known.contains(col);
+        }
+        let conjuncts: Vec<&Value> = self.levels.levels[level]
+            .conjuncts
+            .iter()
+            .filter(|(of, _)| matches!(of, ConjunctOf::Where | ConjunctOf::On { inner: true }))
+            .map(|(_, c)| *c)
+            .collect();
+        // A level that reaches itself (a recursive `WITH`) is not pure through itself.
+        self.pure.borrow_mut().insert(level, Vec::new());
+        let pure = self.pure_with(level, &conjuncts);
+        let found = pure.contains(col);
+        self.pure.borrow_mut().insert(level, pure);
+        found
+    }
+
+    /// The pure columns of `level`'s items, given the top-level conjuncts that hold for its
+    /// rows.
+    fn pure_with(&self, level: usize, conjuncts: &[&Value]) -> Vec<Col> {
+        let mut pure: Vec<Col> = Vec::new();
+        for conjunct in conjuncts {
+            if let Some(col) = self
+                .filtered(level, conjunct)
+                .or_else(|| self.funnelled(level, conjunct))
+            {
+                pure.push(col);
+            }
+        }
+        for (i, item) in self.levels.levels[level].items.iter().enumerate() {
+            for name in self.pure_outputs(item.source) {
+                pure.push((level, i, name));
+            }
+        }
+        // Close under the equalities of the conjuncts.
+        let equal: Vec<(Col, Col)> = conjuncts
+            .iter()
+            .filter_map(|c| self.equality(level, c))
+            .collect();
+        loop {
+            let before = pure.len();
+            for (a, b) in &equal {
+                if pure.contains(a) && !pure.contains(b) {
+                    pure.push(b.clone());
+                }
+                if pure.contains(b) && !pure.contains(a) {
+                    pure.push(a.clone());
+                }
+            }
+            if pure.len() == before {
+                return pure;
+            }
+        }
+    }
+
+    /// The names of the pure output columns of a sub-select or `WITH` query item.
+    fn pure_outputs(&self, source: Source) -> Vec<String> {
+        let (sub, renamed) = match source {
+            Source::Subquery(sub) => (sub, self.levels.levels[sub].renamed.clone()),
+            Source::Cte(sub) => {
+                let columns = self
+                    .levels
+                    .levels
+                    .iter()
+                    .flat_map(|l| l.ctes.iter())
+                    .find(|c| c.level == sub)
+                    .map(|c| c.columns.clone())
+                    .unwrap_or_default();
+                (sub, columns)
+            }
+            _ => return Vec::new(),
+        };
+        let Some(mut names) = outputs(self.levels, sub) else {
+            return Vec::new();
+        };
+        for (n, name) in renamed.into_iter().enumerate() {
+            if let Some(column) = names.get_mut(n) {
+                *column = name;
+            }
+        }
+        names
+            .into_iter()
+            .enumerate()
+            .filter(|(n, _)| self.output_pure(sub, *n))
+            .map(|(_, name)| name)
+            .collect()
+    }
+
+    /// Whether output column `n` of `level` is pure there.
+    fn output_pure(&self, level: usize, n: usize) -> bool {
+        self.output(level, n, false)
+    }
+
+    /// Whether output column `n` of `level` is pure there, or a pure column plus or minus an
+    /// integer constant: rows of two shards never share such a value either, so the rows an
+    /// `INSERT` makes of it are distinct from every other shard's.
+    fn output_keyed(&self, level: usize, n: usize) -> bool {
+        self.output(level, n, true)
+    }
+
+    fn output(&self, level: usize, n: usize, shifted: bool) -> bool {
+        let l = &self.levels.levels[level];
+        let list = match l.kind {
+            Kind::SetOp(op) => {
+                let arm = |name: &str| {
+                    l.fields
+                        .get(name)
+                        .and_then(Value::as_object)
+                        .and_then(|arm| self.levels.of(arm))
+                        .is_some_and(|arm| self.output(arm, n, shifted))
+                };
+                return match op {
+                    SETOP_UNION => arm("larg") && arm("rarg"),
+                    SETOP_INTERSECT => arm("larg") || arm("rarg"),
+                    _ => arm("larg"),
+                };
+            }
+            Kind::Select => l.fields.get("target_list"),
+            Kind::Update | Kind::Delete | Kind::Insert => l
+                .fields
+                .get("returning_clause")
+                .and_then(Value::as_object)
+                .and_then(|r| r.get("exprs"))
+                .or_else(|| l.fields.get("returning_list")),
+            Kind::Values | Kind::Merge => return false,
+        };
+        let Some(target) = list.and_then(Value::as_array).and_then(|list| list.get(n)) else {
+            return false;
+        };
+        let Some(value) = node(target).and_then(|(_, t)| t.get("val")) else {
+            return false;
+        };
+        let value = if shifted { unshifted(value) } else { value };
+        self.column(level, value)
+            .is_some_and(|col| col.0 == level && self.is_pure(level, &col))
+    }
+
+    /// The shard filter `leader_shard_of(col, $count) = $index` on a shard fence's placeholders:
+    /// its column.
+    fn filtered(&self, level: usize, conjunct: &Value) -> Option<Col> {
+        let (key, params) = filter(conjunct)?;
+        if !self.shards.contains(&params) {
+            return None;
+        }
+        self.column(level, key).filter(|col| col.0 == level)
+    }
+
+    /// `col IN (S)`, `col = ANY (S)`, `col = (S)`: `col`, where `S`'s one column is pure in it.
+    fn funnelled(&self, level: usize, conjunct: &Value) -> Option<Col> {
+        let (column, sub) = compared_with_sub_select(conjunct)?;
+        let sub = self.levels.of(sub)?;
+        if outputs(self.levels, sub)?.len() != 1 || !self.output_pure(sub, 0) {
+            return None;
+        }
+        self.column(level, column).filter(|col| col.0 == level)
+    }
+
+    /// `a = b` of two columns of the level's own items.
+    fn equality(&self, level: usize, conjunct: &Value) -> Option<(Col, Col)> {
+        let ("A_Expr" | "AExpr", expr) = node(conjunct)? else {
+            return None;
+        };
+        if int(expr, "kind") != AEXPR_OP || strings(expr.get("name")) != ["="] {
+            return None;
+        }
+        let a = self.column(level, expr.get("lexpr")?)?;
+        let b = self.column(level, expr.get("rexpr")?)?;
+        (a.0 == level && b.0 == level).then_some((a, b))
+    }
+
+    /// The column a plain column reference written in `level` is: of an item of `level` or of
+    /// an enclosing query's.
+    fn column(&self, level: usize, value: &Value) -> Option<Col> {
+        let ("ColumnRef", fields) = node(value)? else {
+            return None;
+        };
+        let names = strings(fields.get("fields"));
+        let (l, item, name) = match names.as_slice() {
+            [qualifier, name] => {
+                let (l, item) = resolve(self.levels, level, qualifier)?;
+                (l, item, name.clone())
+            }
+            [name] => {
+                let (l, item) = self.bare(level, name)?;
+                (l, item, name.clone())
+            }
+            _ => return None,
+        };
+        Some((l, item, self.own_name(l, item, name)?))
+    }
+
+    /// The item a bare column name is of: the one item of the nearest query that gives it.
+    fn bare(&self, level: usize, name: &str) -> Option<(usize, usize)> {
+        for l in self.levels.chain(level) {
+            let mut giving = Vec::new();
+            for (i, item) in self.levels.levels[l].items.iter().enumerate() {
+                if item.name == "excluded" && self.levels.levels[l].kind == Kind::Insert {
+                    continue;
+                }
+                match item_columns(self.levels, &item.source) {
+                    Some(columns) if columns.iter().any(|c| c == name) => giving.push(i),
+                    Some(_) => {}
+                    None => return None,
+                }
+            }
+            match giving.as_slice() {
+                [] => continue,
+                [item] => return Some((l, *item)),
+                _ => return None,
+            }
+        }
+        None
+    }
+
+    /// A table's own name for a column its alias may rename (`AS t (a, b)`).
+    fn own_name(&self, level: usize, item: usize, name: String) -> Option<String> {
+        let Source::Table(table) = self.levels.levels[level].items[item].source else {
+            return Some(name);
+        };
+        let table = &self.levels.tables[table];
+        match table.renamed.iter().position(|c| *c == name) {
+            Some(n) => self
+                .levels
+                .schema?
+                .columns(table.namespace.as_deref(), &table.name)?
+                .get(n)
+                .cloned(),
+            None if table.renamed.is_empty() => Some(name),
+            None => {
+                let columns = self
+                    .levels
+                    .schema?
+                    .columns(table.namespace.as_deref(), &table.name)?;
+                (columns.iter().skip(table.renamed.len()).any(|c| *c == name)).then_some(name)
+            }
+        }
+    }
+}
+
+/// `col + 7`, `col - 7`, `7 + col`: `col`; anything else as it is.
+fn unshifted(value: &Value) -> &Value {
+    let Some(("A_Expr" | "AExpr", expr)) = node(value) else {
+        return value;
+    };
+    let operator = strings(expr.get("name"));
+    if int(expr, "kind") != AEXPR_OP || !(operator == ["+"] || operator == ["-"]) {
+        return value;
+    }
+    let integer = |side: &Value| {
+        matches!(node(side), Some(("A_Const" | "AConst", constant))
+            if constant.get("val").and_then(Value::as_object).is_some_and(|v| v.contains_key("Ival")))
+    };
+    match (expr.get("lexpr"), expr.get("rexpr")) {
+        (Some(left), Some(right)) if integer(right) => left,
+        (Some(left), Some(right)) if operator == ["+"] && integer(left) => right,
+        _ => value,
+    }
+}
+
+/// `leader_shard_of(col, $count) = $index` (either side of `=`, the placeholders optionally
+/// cast, `col` a plain column reference): the column and the placeholders.
+pub fn filter(conjunct: &Value) -> Option<(&Value, ShardParams)> {
     let ("A_Expr" | "AExpr", expr) = node(conjunct)? else {
         return None;
     };
@@ -68,22 +632,24 @@ fn filter(conjunct: &Value) -> Option<ShardParams> {
     if int(expr, "kind") != AEXPR_OP {
         return None;
     }
-    let operator: Vec<&str> = children(expr, "name")
-        .filter(|(kind, _)| *kind == "String")
-        .map(|(_, s)| text(s, "sval"))
-        .collect();
-    if !matches!(operator.as_slice(), ["="] | ["pg_catalog", "="]) {
+    let operator = strings(expr.get("name"));
+    if !matches!(operator.as_slice(), [op] | [_, op] if op == "=") {
+        return None;
+    }
+    if let [schema, _] = operator.as_slice()
+        && schema != "pg_catalog"
+    {
         return None;
     }
     let (left, right) = (expr.get("lexpr")?, expr.get("rexpr")?);
     shard_of_call(left)
         .zip(param_number(right))
         .or_else(|| shard_of_call(right).zip(param_number(left)))
-        .map(|(count, index)| ShardParams { index, count })
+        .map(|((key, count), index)| (key, ShardParams { index, count }))
 }
 
-/// `leader_shard_of(key, $count)` with a key that reads a column: the count's placeholder.
-fn shard_of_call(value: &Value) -> Option<usize> {
+/// `leader_shard_of(col, $count)` with a plain column: the column and the count's placeholder.
+fn shard_of_call(value: &Value) -> Option<(&Value, usize)> {
     let ("FuncCall", call) = node(value)? else {
         return None;
     };
@@ -91,224 +657,38 @@ fn shard_of_call(value: &Value) -> Option<usize> {
         return None;
     }
     match call.get("args").and_then(Value::as_array)?.as_slice() {
-        [key, count] if reads_a_column(key) => param_number(count),
+        [key, count] if matches!(node(key), Some(("ColumnRef", _))) => {
+            Some((key, param_number(count)?))
+        }
         _ => None,
     }
 }
 
-/// Whether `value` holds a column reference anywhere.
-fn reads_a_column(value: &Value) -> bool {
-    match value {
-        Value::Object(map) => map
-            .iter()
-            .any(|(key, inner)| key == "ColumnRef" || reads_a_column(inner)),
-        Value::Array(items) => items.iter().any(reads_a_column),
-        _ => false,
-    }
-}
-
-/// A level of a shard's claim whose rows no filter of the shard is shown to cover.
-pub struct Uncovered {
-    pub level: usize,
-    /// What the level does with its rows, for the message: "updates", "locks", …
-    pub does: &'static str,
-    /// The relation it locks, where that is not a table the schema knows.
-    pub not_a_table: Option<String>,
-}
-
-/// Rule 7's provenance: in a statement with a shard's fence, the rows each level changes,
-/// locks or returns (as the statement's result) must be its shard's rows, by the shard of their
-/// own key. A level is covered when its own `WHERE` holds the shard's filter on a key that
-/// reads only the rows it acts on, or a conjunct `key IN (…)` (`= ANY (…)`, `= (…)`) whose
-/// sub-select is covered so, returns just that filter's key, and `key` is the same column of
-/// the rows it acts on. Anything else (a join to a filtered sub-select, a sub-select that
-/// returns another column than its key, a `MERGE`, a set operation) is not shown to stay in
-/// the shard.
-pub fn uncovered(levels: &Levels<'_>, fences: &[FenceCall]) -> Vec<Uncovered> {
-    let shards: Vec<ShardParams> = fences.iter().filter_map(|f| f.shard).collect();
-    if shards.is_empty() {
-        return Vec::new();
-    }
-    let mut found = Vec::new();
-    for (n, level) in levels.levels.iter().enumerate() {
-        let does = match level.kind {
-            Kind::Update => "updates",
-            Kind::Delete => "deletes",
-            Kind::Merge => "merges",
-            Kind::Insert => "inserts",
-            Kind::Select if !level.locking.is_empty() => "locks",
-            Kind::Select | Kind::SetOp(_) | Kind::Values if n == 0 => "returns",
-            _ => continue,
-        };
-        let covered = match level.kind {
-            Kind::Merge | Kind::SetOp(_) | Kind::Values => false,
-            Kind::Insert => child(level.fields, "select_stmt")
-                .and_then(|(_, source)| levels.of(source))
-                .is_some_and(|source| inserts_by_key(levels, source, &shards)),
-            // A lock lands where the level reads its rows: on a table, at this level, after
-            // its conditions; anywhere else (a view, a sub-select the lock is pushed into)
-            // before them, on any shard's rows.
-            Kind::Select if !level.locking.is_empty() && !locks_a_table(levels, n) => false,
-            _ => filtered_key(levels, n, &shards).is_some() || funnelled(levels, n, &shards),
-        };
-        if !covered {
-            let not_a_table = match (level.locking.is_empty(), level.items.as_slice()) {
-                (false, [item]) => match item.source {
-                    Source::Table(table) if !is_table(levels, table) => {
-                        Some(levels.tables[table].name.clone())
-                    }
-                    _ => None,
-                },
-                _ => None,
-            };
-            found.push(Uncovered {
-                level: n,
-                does,
-                not_a_table,
-            });
-        }
-    }
-    found
-}
-
-/// The key of a shard filter in the level's own `WHERE` that reads only the rows the level
-/// acts on: an `UPDATE`'s or `DELETE`'s target (bare names where it reads no other table,
-/// else names qualified by the target), or a `SELECT`'s one table or view.
-fn filtered_key<'a>(
-    levels: &Levels<'a>,
-    level: usize,
-    shards: &[ShardParams],
-) -> Option<&'a Value> {
-    let l = &levels.levels[level];
-    let own = match l.kind {
-        Kind::Update | Kind::Delete => {
-            let target = l.items.first()?;
-            if l.items.len() == 1 {
-                None
-            } else {
-                Some(target.name.clone())
-            }
-        }
-        // Where the level locks a view, or a relation the schema does not know as a table, the
-        // lock may land in the view's own query, on rows of every shard: `uncovered` refuses
-        // that level itself, whatever its filter.
-        Kind::Select => match l.items.as_slice() {
-            [item] => match item.source {
-                Source::Table(_) => None,
-                _ => return None,
-            },
-            _ => return None,
-        },
-        _ => return None,
-    };
-    l.conjuncts
-        .iter()
-        .filter(|(of, _)| *of == ConjunctOf::Where)
-        .find_map(|(_, conjunct)| {
-            let (params, key) = filter_and_key(conjunct)?;
-            let reads_own = column_refs(key)
-                .iter()
-                .all(|names| match (&own, names.as_slice()) {
-                    (None, [_]) => true,
-                    (Some(target), [qualifier, _]) => qualifier == target,
-                    (None, [qualifier, _]) => l.items.first().is_some_and(|i| &i.name == qualifier),
-                    _ => false,
-                });
-            (shards.contains(&params) && reads_own).then_some(key)
-        })
-}
-
-/// Whether a locking level reads one relation, which the schema knows as a table.
-fn locks_a_table(levels: &Levels<'_>, level: usize) -> bool {
-    match levels.levels[level].items.as_slice() {
-        [item] => matches!(item.source, Source::Table(table) if is_table(levels, table)),
-        _ => false,
-    }
-}
-
-/// Whether an `INSERT`'s source makes one row of each of its shard's rows and carries that
-/// row's key: filtered by the shard of its own key, with no grouping, aggregate or `DISTINCT`
-/// (which make one row of rows of several shards), and the key itself in its select list (so
-/// two shards never insert a row made from the same values).
-fn inserts_by_key(levels: &Levels<'_>, source: usize, shards: &[ShardParams]) -> bool {
-    let l = &levels.levels[source];
-    let Some(key) = filtered_key(levels, source, shards) else {
-        return false;
-    };
-    let one_row_per_row = l.aggregates.is_empty()
-        && ["group_clause", "distinct_clause", "having_clause"]
-            .iter()
-            .all(|field| !crate::tree::has(l.fields, field));
-    let carries_key = l
-        .fields
-        .get("target_list")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|target| node(target).and_then(|(_, target)| target.get("val")))
-        .any(|val| same_column(val, key));
-    one_row_per_row && carries_key
-}
-
-/// Whether the schema knows the relation as a table.
-fn is_table(levels: &Levels<'_>, table: usize) -> bool {
-    let table = &levels.tables[table];
-    levels
-        .schema
-        .is_some_and(|schema| schema.is_table(table.namespace.as_deref(), &table.name))
-}
-
-/// Whether a conjunct of the level's own `WHERE` is `col IN (S)`, `col = ANY (S)` or
-/// `col = (S)`, with `S` a sub-select that returns just the key of its own shard filter, and
-/// `col` that key's column in the rows the level acts on.
-fn funnelled(levels: &Levels<'_>, level: usize, shards: &[ShardParams]) -> bool {
-    let l = &levels.levels[level];
-    let target = l.items.first().map(|item| item.name.as_str());
-    l.conjuncts
-        .iter()
-        .filter(|(of, _)| *of == ConjunctOf::Where)
-        .any(|(_, conjunct)| {
-            let Some((column, sub)) = compared_with_sub_select(conjunct) else {
-                return false;
-            };
-            let Some(sub) = levels.of(sub) else {
-                return false;
-            };
-            let Some(key) = filtered_key(levels, sub, shards) else {
-                return false;
-            };
-            let returns_key = match levels.levels[sub].fields.get("target_list") {
-                Some(Value::Array(targets)) if targets.len() == 1 => node(&targets[0])
-                    .and_then(|(_, target)| target.get("val"))
-                    .is_some_and(|val| same_column(val, key)),
-                _ => false,
-            };
-            let own_column = match column.as_slice() {
-                [_] => l.items.len() == 1,
-                [qualifier, _] => Some(qualifier.as_str()) == target,
-                _ => false,
-            };
-            let key_column = column_refs(key);
-            returns_key
-                && own_column
-                && matches!(key_column.as_slice(), [names] if names.last() == column.last())
-        })
-}
-
-/// `col IN (S)`, `col = ANY (S)` or `col = (S)` / `(S) = col`: the column's names and `S`.
-fn compared_with_sub_select(conjunct: &Value) -> Option<(Vec<String>, &crate::tree::Fields)> {
+/// `col IN (S)`, `col = ANY (S)`, `col = ANY (ARRAY (S))` or `col = (S)` / `(S) = col`: the
+/// column and `S`.
+fn compared_with_sub_select(conjunct: &Value) -> Option<(&Value, &Fields)> {
     let (kind, fields) = node(conjunct)?;
     let (column, link) = match kind {
         "SubLink" if int(fields, "sub_link_type") == ANY_SUBLINK => {
-            let operator: Vec<String> = strings(fields.get("oper_name"));
+            let operator = strings(fields.get("oper_name"));
             if !(operator.is_empty() || operator == ["="]) {
                 return None;
             }
             (fields.get("testexpr")?, fields)
         }
+        "A_Expr" | "AExpr" if int(fields, "kind") == AEXPR_OP_ANY => {
+            if strings(fields.get("name")) != ["="] {
+                return None;
+            }
+            match child(fields, "rexpr")? {
+                ("SubLink", link) if int(link, "sub_link_type") == ARRAY_SUBLINK => {
+                    (fields.get("lexpr")?, link)
+                }
+                _ => return None,
+            }
+        }
         "A_Expr" | "AExpr" if int(fields, "kind") == AEXPR_OP => {
-            let operator: Vec<String> = strings(fields.get("name"));
-            if operator != ["="] {
+            if strings(fields.get("name")) != ["="] {
                 return None;
             }
             let (left, right) = (fields.get("lexpr")?, fields.get("rexpr")?);
@@ -324,52 +704,6 @@ fn compared_with_sub_select(conjunct: &Value) -> Option<(Vec<String>, &crate::tr
         }
         _ => return None,
     };
-    let [names] = column_refs(column).try_into().ok()?;
-    let ("ColumnRef", _) = node(column)? else {
-        return None;
-    };
-    Some((names, child(link, "subselect")?.1))
-}
-
-/// `leader_shard_of(key, $count) = $index`: its placeholders and its key.
-fn filter_and_key(conjunct: &Value) -> Option<(ShardParams, &Value)> {
-    let params = filter(conjunct)?;
-    let (_, expr) = node(conjunct)?;
-    let key = [expr.get("lexpr")?, expr.get("rexpr")?]
-        .into_iter()
-        .find_map(|side| match node(side)? {
-            ("FuncCall", call) if is_shard_of(&function_name(call)) => {
-                call.get("args")?.as_array()?.first()
-            }
-            _ => None,
-        })?;
-    Some((params, key))
-}
-
-/// Whether `value` is a column reference with the same last name as `key`, itself one.
-fn same_column(value: &Value, key: &Value) -> bool {
-    matches!(node(value), Some(("ColumnRef", _)))
-        && matches!(node(key), Some(("ColumnRef", _)))
-        && match (column_refs(value).as_slice(), column_refs(key).as_slice()) {
-            ([a], [b]) => a.last() == b.last(),
-            _ => false,
-        }
-}
-
-/// The dotted names of every column reference in `value`.
-fn column_refs(value: &Value) -> Vec<Vec<String>> {
-    let mut found = Vec::new();
-    fn visit(value: &Value, found: &mut Vec<Vec<String>>) {
-        if let Some(("ColumnRef", fields)) = node(value) {
-            found.push(strings(fields.get("fields")));
-            return;
-        }
-        match value {
-            Value::Object(map) => map.values().for_each(|v| visit(v, found)),
-            Value::Array(items) => items.iter().for_each(|v| visit(v, found)),
-            _ => {}
-        }
-    }
-    visit(value, &mut found);
-    found
+    matches!(node(column), Some(("ColumnRef", _))).then_some(())?;
+    Some((column, child(link, "subselect")?.1))
 }

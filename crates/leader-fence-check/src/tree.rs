@@ -150,6 +150,8 @@ pub mod enums {
     pub const AEXPR_OP: i64 = 1;
     pub const AEXPR_OP_ANY: i64 = 2;
     pub const AEXPR_OP_ALL: i64 = 3;
+    pub const AEXPR_BETWEEN: i64 = 11;
+    pub const AEXPR_BETWEEN_SYMMETRIC: i64 = 13;
 
     pub const GROUPING_SET_EMPTY: i64 = 1;
     pub const GROUPING_SET_ROLLUP: i64 = 3;
@@ -165,7 +167,12 @@ pub mod enums {
     pub const MERGE_WHEN_NOT_MATCHED_BY_SOURCE: i64 = 2;
     pub const MERGE_WHEN_NOT_MATCHED_BY_TARGET: i64 = 3;
 
+    pub const CMD_UPDATE: i64 = 3;
+    pub const CMD_INSERT: i64 = 4;
+    pub const CMD_DELETE: i64 = 5;
     pub const CMD_NOTHING: i64 = 8;
+
+    pub const ONCONFLICT_UPDATE: i64 = 3;
 
     pub const LCS_FORKEYSHARE: i64 = 2;
     pub const LCS_FORSHARE: i64 = 3;

@@ -609,7 +609,10 @@ fn unknown_functions_are_refused() {
     let e = refused("SELECT id FROM t WHERE leader_fence($1, $2) AND claim_row(id) FOR UPDATE");
     assert!(e.contains("cannot see what `claim_row(..)` does"), "{e}");
     refused("SELECT id FROM t WHERE leader_fence($1, $2) AND public.now() < due");
-    refused("SELECT id, nextval('s') FROM t WHERE leader_fence($1, $2)");
+    // A VOLATILE built-in stands only where the fence has held: not in a LIMIT.
+    let e = refused("SELECT id FROM t WHERE leader_fence($1, $2) LIMIT nextval('s')");
+    assert!(e.contains("`nextval` is a VOLATILE built-in"), "{e}");
+    accepted("SELECT id, nextval('s') FROM t WHERE leader_fence($1, $2)");
     accepted(
         "SELECT id FROM t WHERE leader_fence($1, $2) AND due <= pg_catalog.now() - make_interval(secs => 5)",
     );

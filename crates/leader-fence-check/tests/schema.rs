@@ -1,23 +1,31 @@
-//! Rule 4 with the schema: a qualified name is a column where the application's DDL says the
-//! table has one, and a possible call everywhere else. The accepted shapes are also run against
-//! PostgreSQL with a superseded token in `tests/tests/fenced_sql.rs`.
+//! Rule 4 with the schema: a qualified name is a column where the prepared schema says the
+//! table has one, and a possible call everywhere else; a function is what its overloads that the
+//! call's arguments may pick are. The accepted shapes are also run against PostgreSQL with a
+//! superseded token in `tests/tests/fenced_sql.rs`.
+
+mod support;
 
 use leader_fence_check::{Hints, Schema, check, check_with};
+use leader_schema::model::{Event, Volatility};
+use support::prepared;
 
-const MIGRATIONS: &str = "
-CREATE TABLE jobs (id bigint PRIMARY KEY, owner text, runs int NOT NULL DEFAULT 0, due timestamptz);
-CREATE TABLE batch (id bigint, note text);
-CREATE TABLE webhooks (id bigint PRIMARY KEY, endpoint_id bigint, status text);
-CREATE VIEW due_jobs AS SELECT id, due FROM jobs;
-";
+fn base() -> support::Prepared {
+    prepared()
+        .table(
+            "jobs",
+            "id bigint, owner text, runs integer, due timestamp with time zone",
+        )
+        .table("batch", "id bigint, note text")
+        .table("webhooks", "id bigint, endpoint_id bigint, status text")
+        .view(
+            "due_jobs",
+            "id bigint, due timestamp with time zone",
+            &["jobs"],
+        )
+}
 
 fn schema() -> Schema {
-    let mut schema = Schema::new("the migrations in `migrations/`")
-        .with_declare_hint("declare it in `leader-tables.sql`");
-    schema
-        .read("migrations/0001_tables.sql", MIGRATIONS)
-        .unwrap();
-    schema
+    base().schema()
 }
 
 fn errors(sql: &str, schema: &Schema) -> Vec<String> {
@@ -73,9 +81,7 @@ fn a_name_the_schema_does_not_give_is_still_a_possible_call() {
         "{e:?}"
     );
     assert!(
-        e[0].contains(
-            "`jobs`, as `migrations/0001_tables.sql` leaves it, has no column `take_budget`"
-        ),
+        e[0].contains("`public.jobs`, as the test's schema has it, has no column `take_budget`"),
         "{e:?}"
     );
     // A table the migrations do not define: the message says where it looked and how to declare it.
@@ -85,9 +91,8 @@ fn a_name_the_schema_does_not_give_is_still_a_possible_call() {
         &schema,
     );
     assert!(
-        e[0].contains(
-            "`#[fenced]` found no table, view or type `audit` in the migrations in `migrations/`"
-        ) && e[0].ends_with("\nhelp: declare it in `leader-tables.sql`"),
+        e[0].contains("`#[fenced]` found no table, view or type `audit` in the test's schema")
+            && e[0].ends_with("\nhelp: declare it in `leader-tables.sql`"),
         "{e:?}"
     );
     // An alias's column names replace the first columns' own names, of a sub-select too.
@@ -105,50 +110,35 @@ fn a_name_the_schema_does_not_give_is_still_a_possible_call() {
         &schema,
     );
     assert!(
-        e.is_empty(),
-        "an unqualified CREATE TABLE may be in any schema: {e:?}"
-    );
-    let mut two = schema.clone();
-    two.read("0002.sql", "CREATE TABLE archive.batch (old_id bigint);")
-        .unwrap();
-    let e = errors(MERGE_ON, &two);
-    assert!(
-        e[0].contains("`batch`, as `0002.sql` leaves it, has no column `id`"),
-        "unqualified, `batch` may be either table: {e:?}"
-    );
-}
-
-#[test]
-fn a_column_dropped_later_is_no_column() {
-    let mut schema = schema();
-    schema
-        .read(
-            "migrations/0002_drop.sql",
-            "ALTER TABLE batch DROP COLUMN id;",
-        )
-        .unwrap();
-    let e = errors(MERGE_ON, &schema);
-    assert!(e[0].contains("`s.id` may call a function `id(s)`"), "{e:?}");
-    assert!(
-        e[0].contains("as `migrations/0002_drop.sql` leaves it"),
+        e[0].contains("found no table, view or type `archive.batch`"),
         "{e:?}"
     );
+    let two = base().table("archive.batch", "old_id bigint").schema();
+    let e = errors(MERGE_ON, &two);
+    assert!(
+        e[0].contains("`archive.batch`, as the test's schema has it, has no column `id`"),
+        "unqualified, `batch` may be either table: {e:?}"
+    );
+    // Qualified, it is that schema's table only, and the message names it.
+    let e = errors(
+        &MERGE_ON.replace("USING batch", "USING archive.batch"),
+        &two,
+    );
+    assert!(
+        e[0].contains("`archive.batch`, as the test's schema has it, has no column `id`"),
+        "{e:?}"
+    );
+    let e = errors(&MERGE_ON.replace("USING batch", "USING public.batch"), &two);
+    assert!(e.is_empty(), "`public.batch` has `id`: {e:?}");
 }
 
-const FUNCTIONS: &str = "
-CREATE FUNCTION notify_claimed(bigint) RETURNS void LANGUAGE sql
-    AS $$ SELECT pg_notify('claimed', $1::text) $$;
-CREATE FUNCTION price(bigint) RETURNS numeric STABLE LANGUAGE sql AS $$ SELECT 1.0 $$;
-CREATE FUNCTION add_up(bigint, bigint) RETURNS bigint IMMUTABLE LANGUAGE sql AS $$ SELECT $1 + $2 $$;
-CREATE AGGREGATE sum_up(bigint) (sfunc = add_up, stype = bigint);
-";
-
 fn with_functions() -> Schema {
-    let mut schema = schema();
-    schema
-        .read("migrations/0002_functions.sql", FUNCTIONS)
-        .unwrap();
-    schema
+    base()
+        .function("notify_claimed", "bigint", Volatility::Volatile)
+        .function("price", "bigint", Volatility::Stable)
+        .function("add_up", "bigint, bigint", Volatility::Immutable)
+        .aggregate("sum_up", "bigint")
+        .schema()
 }
 
 #[test]
@@ -176,7 +166,10 @@ fn a_volatile_function_of_the_migrations_stands_where_the_fence_has_held() {
         e[0].contains("cannot see what `notify_claimed(..)` does"),
         "{e:?}"
     );
-    assert!(e[0].contains("creates `notify_claimed` VOLATILE"), "{e:?}");
+    assert!(
+        e[0].contains("has `public.notify_claimed(bigint)` VOLATILE"),
+        "{e:?}"
+    );
     let e = errors(
         "UPDATE jobs SET owner = $3 WHERE leader_fence($1, $2) AND notify_claimed(7) IS NULL",
         &schema,
@@ -195,14 +188,19 @@ fn stable_functions_stand_anywhere_and_aggregates_and_unknown_ones_nowhere() {
         "SELECT sum_up(id) FROM jobs WHERE leader_fence($1, $2) GROUP BY owner",
         &schema,
     );
-    assert!(e[0].contains("creates an aggregate `sum_up`"), "{e:?}");
+    assert!(
+        e[0].contains("has `public.sum_up(bigint)` as an aggregate"),
+        "{e:?}"
+    );
     // A function the migrations do not create may be an aggregate.
     let e = errors(
         "UPDATE jobs SET owner = $3 WHERE leader_fence($1, $2) RETURNING elsewhere(id)",
         &schema,
     );
     assert!(
-        e[0].contains("found no `CREATE FUNCTION elsewhere` in the migrations in `migrations/`"),
+        e[0].contains(
+            "found no function `elsewhere` that takes these arguments in the test's schema"
+        ),
         "{e:?}"
     );
 }
@@ -233,19 +231,12 @@ fn a_gate_on_rows_is_in_time_for_a_lock_on_a_table_not_on_a_view() {
 
 /// The differential's schema: `take_budget(q)` is VOLATILE and writes `budget`.
 fn with_take_budget() -> Schema {
-    let mut schema = Schema::new("the differential's schema");
-    schema
-        .read(
-            "schema.sql",
-            "CREATE TABLE q (id bigint PRIMARY KEY, grp int, status text, owner bigint);
-             CREATE TABLE budget (spent int NOT NULL);
-             CREATE FUNCTION take_budget(q) RETURNS int LANGUAGE plpgsql VOLATILE
-             AS $$ BEGIN UPDATE budget SET spent = spent + 1; RETURN 1; END $$;
-             CREATE FUNCTION bump(bigint) RETURNS int LANGUAGE plpgsql VOLATILE
-             AS $$ BEGIN UPDATE budget SET spent = spent + 1; RETURN 1; END $$;",
-        )
-        .unwrap();
-    schema
+    prepared()
+        .table("q", "id bigint, grp integer, status text, owner bigint")
+        .table("budget", "spent integer")
+        .function("take_budget", "q", Volatility::Volatile)
+        .function("bump", "bigint", Volatility::Volatile)
+        .schema()
 }
 
 /// The differential test's two finds (seed 1, 100,000 statements): a VOLATILE call in the `LIMIT`
@@ -313,16 +304,7 @@ fn a_field_of_a_bare_name_is_the_tables_column_where_no_column_has_that_name() {
 /// `take_budget` for a superseded leader in this statement with an index on `q.id`.
 #[test]
 fn a_volatile_call_in_an_init_plan_of_a_condition_is_not_protected_by_the_fence() {
-    let mut schema = Schema::new("the differential's schema");
-    schema
-        .read(
-            "schema.sql",
-            "CREATE TABLE q (id bigint PRIMARY KEY, grp int, status text, owner bigint);
-             CREATE TABLE budget (spent int NOT NULL);
-             CREATE FUNCTION take_budget(q) RETURNS int LANGUAGE plpgsql VOLATILE
-             AS $$ BEGIN UPDATE budget SET spent = spent + 1; RETURN 1; END $$;",
-        )
-        .unwrap();
+    let schema = with_take_budget();
     let e = errors(
         "UPDATE q t0 SET status = 'u' WHERE t0.id IN (SELECT t1.id * t0.grp FROM q t1
            WHERE leader_fence($1, $2)
@@ -338,13 +320,9 @@ fn a_volatile_call_in_an_init_plan_of_a_condition_is_not_protected_by_the_fence(
 
 #[test]
 fn init_plans_a_rescan_evaluates_are_not_kept_by_the_fence_around_them() {
-    let mut schema = Schema::new("a table");
-    schema
-        .read(
-            "schema.sql",
-            "CREATE TABLE q (id bigint PRIMARY KEY, grp int, status text, owner bigint);",
-        )
-        .unwrap();
+    let schema = prepared()
+        .table("q", "id bigint, grp integer, status text, owner bigint")
+        .schema();
     // Each run of the correlated sub-select rescans its plan, and the index scan of `t1`,
     // rescanned, takes its key from the scalar sub-select (an init plan) before the fence
     // above it is evaluated: PostgreSQL 15 locked `q`'s first row for a superseded leader.
@@ -458,4 +436,219 @@ fn a_limit_that_counts_a_gated_query_is_zero_and_nothing_below_it_runs() {
         );
         assert!(!e.is_empty(), "{limit} was taken for a limit of 0");
     }
+}
+
+/// Functions are resolved as PostgreSQL resolves a call: by schema, name, argument count and
+/// the argument types the SQL shows. An IMMUTABLE `score(integer)` is not refused for a VOLATILE
+/// `score(text)`; a call either may be counts VOLATILE.
+#[test]
+fn a_call_is_what_the_overloads_its_arguments_may_pick_are() {
+    let schema = base()
+        .function("score", "integer", Volatility::Immutable)
+        .function("score", "text", Volatility::Volatile)
+        .function("billing.score", "bigint", Volatility::Volatile)
+        .schema();
+    for accepted in [
+        "UPDATE jobs SET runs = score(5) WHERE leader_fence($1, $2) AND score(runs) > 0",
+        "UPDATE jobs SET runs = 1 WHERE public.score(2::int) > 0 AND leader_fence($1, $2)",
+        "UPDATE jobs SET runs = 1 WHERE public.score(jobs.runs) > 0 AND leader_fence($1, $2)",
+    ] {
+        assert_eq!(
+            errors(accepted, &schema),
+            Vec::<String>::new(),
+            "{accepted}"
+        );
+    }
+    // A string literal's type PostgreSQL picks among the candidates: either overload.
+    let e = errors(
+        "UPDATE jobs SET runs = 1 WHERE score('7') > 0 AND leader_fence($1, $2)",
+        &schema,
+    );
+    assert!(
+        e[0].contains("has `public.score(text)` VOLATILE") && e[0].contains("may be any of"),
+        "{e:?}"
+    );
+    // Unqualified, an integer fits `billing.score(bigint)` too (an implicit cast), which the
+    // search path may pick: both are candidates.
+    for sql in [
+        "UPDATE jobs SET runs = 1 WHERE score(7) > 0 AND leader_fence($1, $2)",
+        "UPDATE jobs SET runs = 1 WHERE score(2::int) > 0 AND leader_fence($1, $2)",
+    ] {
+        let e = errors(sql, &schema);
+        assert!(
+            e[0].contains("`billing.score(bigint)` VOLATILE"),
+            "{sql}: {e:?}"
+        );
+    }
+}
+
+/// A function `ALTER FUNCTION … STABLE` made stable is stable: the catalog says so.
+#[test]
+fn a_function_made_stable_stands_anywhere() {
+    let schema = base()
+        .function("price", "bigint", Volatility::Stable)
+        .schema();
+    let sql = "UPDATE jobs SET runs = 1 WHERE price(id) > 0 AND leader_fence($1, $2)";
+    assert_eq!(errors(sql, &schema), Vec::<String>::new());
+}
+
+/// `t.f` where `t` has no column `f` calls `f(t)` only if a function takes `t`'s row: no such
+/// function, and PostgreSQL refuses the statement; a STABLE one changes nothing.
+#[test]
+fn attribute_notation_calls_what_takes_the_tables_row() {
+    let schema = base()
+        .function("label", "jobs", Volatility::Stable)
+        .function("take", "batch", Volatility::Volatile)
+        .schema();
+    let sql = "UPDATE jobs j SET runs = 1 FROM batch b
+                WHERE j.label = b.note AND leader_fence($1, $2)";
+    assert_eq!(errors(sql, &schema), Vec::<String>::new());
+    // Read on `batch`'s rows before the gate on rows (the fenced `IN`) removes them.
+    let e = errors(
+        "UPDATE jobs j SET runs = 1 FROM batch b
+          WHERE b.take = 1 AND j.id IN (SELECT id FROM batch WHERE leader_fence($1, $2))",
+        &schema,
+    );
+    assert!(
+        e[0].contains("`b.take` may call a function `take(b)`")
+            && e[0].contains("`public.take(batch)` VOLATILE"),
+        "{e:?}"
+    );
+}
+
+/// A statement-level trigger fires once per statement even when it changes no row: a claim
+/// that fires one is refused however it is fenced, through a view too; a row-level one is not
+/// in the schema's list and changes nothing for a superseded leader.
+#[test]
+fn a_claim_that_fires_a_statement_level_trigger_is_refused() {
+    let schema = base()
+        .statement_trigger("jobs", "audit_jobs", &[Event::Update, Event::Insert])
+        .with_rule("batch", Event::Delete)
+        .schema();
+    let e = errors(
+        "UPDATE jobs SET runs = runs + 1 WHERE leader_fence($1, $2)",
+        &schema,
+    );
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(
+        e[0].contains("fires the statement-level trigger `audit_jobs` on `public.jobs`")
+            && e[0].contains("make the trigger `FOR EACH ROW`"),
+        "{e:?}"
+    );
+    let e = errors(
+        "UPDATE due_jobs SET due = now() WHERE leader_fence($1, $2)",
+        &schema,
+    );
+    assert!(e[0].contains("`audit_jobs`"), "through the view: {e:?}");
+    let e = errors("DELETE FROM batch WHERE leader_fence($1, $2)", &schema);
+    assert!(e[0].contains("a rule on `public.batch`"), "{e:?}");
+    // Other events, other tables: accepted.
+    for accepted in [
+        "DELETE FROM jobs WHERE leader_fence($1, $2)",
+        "UPDATE batch SET note = 'x' WHERE leader_fence($1, $2)",
+    ] {
+        assert_eq!(
+            errors(accepted, &schema),
+            Vec::<String>::new(),
+            "{accepted}"
+        );
+    }
+}
+
+/// `pg_notify` is a VOLATILE built-in: under the level's one-time fence PostgreSQL never calls
+/// it for a superseded leader; before the fence it does.
+#[test]
+fn pg_notify_stands_where_the_fence_has_held() {
+    let schema = schema();
+    for accepted in [
+        "SELECT pg_notify('claimed', id::text) FROM jobs WHERE leader_fence($1, $2) FOR UPDATE",
+        "UPDATE jobs SET runs = 1 WHERE leader_fence($1, $2) RETURNING pg_notify('c', id::text)",
+    ] {
+        assert_eq!(
+            errors(accepted, &schema),
+            Vec::<String>::new(),
+            "{accepted}"
+        );
+    }
+    let e = errors(
+        "UPDATE jobs SET runs = 1 WHERE leader_fence($1, $2) AND pg_notify('c', 'x') IS NULL",
+        &schema,
+    );
+    assert!(e[0].contains("`pg_notify` is a VOLATILE built-in"), "{e:?}");
+}
+
+/// The columns of a claim's own sub-selects and `WITH` queries are named as PostgreSQL names
+/// them: a cast after its column, `coalesce(..)` as `coalesce`, a recursive `WITH` query's by
+/// its column list; and a range whose bound is a fenced aggregate of no rows is null.
+#[test]
+fn a_claims_own_columns_are_named_as_postgresql_names_them() {
+    let schema = schema();
+    for accepted in [
+        "UPDATE jobs j SET runs = 1
+           FROM (SELECT id::bigint, coalesce(note, '') FROM batch WHERE leader_fence($1, $2)) b
+          WHERE j.id = b.id AND b.coalesce <> 'x'",
+        "WITH RECURSIVE chain (job, depth) AS (
+             SELECT id, 0 FROM batch WHERE leader_fence($1, $2)
+             UNION ALL SELECT c.job, c.depth + 1 FROM chain c WHERE c.depth < 3)
+         UPDATE jobs j SET runs = c.depth FROM chain c WHERE j.id = c.job",
+        "UPDATE jobs SET runs = 0
+          WHERE due BETWEEN now() - interval '1 day'
+                        AND (SELECT max(due) FROM jobs WHERE leader_fence($1, $2))",
+    ] {
+        assert_eq!(
+            errors(accepted, &schema),
+            Vec::<String>::new(),
+            "{accepted}"
+        );
+    }
+    // `NOT BETWEEN` a NULL bound may be true.
+    let e = errors(
+        "UPDATE jobs SET runs = 0
+          WHERE due NOT BETWEEN now() AND (SELECT max(due) FROM jobs WHERE leader_fence($1, $2))",
+        &schema,
+    );
+    assert!(e[0].contains("is not gated by the fence"), "{e:?}");
+}
+
+/// A read of a recursive `WITH` query in its own definition reads its working table, empty when
+/// its first arm is; a read of a sibling declared after it is not.
+#[test]
+fn only_a_recursive_querys_read_of_itself_is_empty_with_its_first_arm() {
+    let schema = schema();
+    let e = errors(
+        "WITH RECURSIVE a AS (SELECT id FROM b), b AS (SELECT id FROM batch)
+         UPDATE jobs SET runs = 1 WHERE id IN (SELECT id FROM a)",
+        &schema,
+    );
+    assert!(e[0].contains("is not gated by the fence"), "{e:?}");
+}
+
+/// A view PostgreSQL rewrites into its one table and pulls up into the query that reads it is
+/// locked as that table is, after the query's conditions; one whose columns call a function may
+/// not be pulled up.
+#[test]
+fn a_lock_on_a_view_read_as_its_table_lands_after_the_gate_on_rows() {
+    let schema = base()
+        .updatable_view(
+            "open_jobs",
+            "id bigint, owner text",
+            &["jobs"],
+            " SELECT jobs.id,\n    jobs.owner::text AS owner\n   FROM jobs\n  WHERE jobs.runs = 0;",
+        )
+        .updatable_view(
+            "labelled_jobs",
+            "id bigint, label text",
+            &["jobs"],
+            " SELECT jobs.id,\n    upper(jobs.owner) AS label\n   FROM jobs;",
+        )
+        .schema();
+    let claim = |view: &str| {
+        format!(
+            "SELECT id FROM {view} WHERE id IN (SELECT id FROM batch WHERE leader_fence($1, $2))
+               FOR UPDATE SKIP LOCKED"
+        )
+    };
+    assert_eq!(errors(&claim("open_jobs"), &schema), Vec::<String>::new());
+    let e = errors(&claim("labelled_jobs"), &schema);
+    assert!(e[0].contains("may be a view"), "{e:?}");
 }

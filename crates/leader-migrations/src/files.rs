@@ -19,8 +19,9 @@ pub struct MigrationFile {
     pub sql: String,
 }
 
-/// The up and plain migrations of `dir` (`*.sql` but not `*.down.sql`), in the order they run
-/// (file-name order); `Ok(None)` when the folder does not exist.
+/// The up and plain migrations of `dir` (`*.sql` but not `*.down.sql`), in the order sqlx runs
+/// them: by the integer version before the first `_` (`2_b.sql` before `10_a.sql`), then by name;
+/// a file without a version (which sqlx refuses) last. `Ok(None)` when the folder does not exist.
 ///
 /// # Errors
 ///
@@ -32,9 +33,13 @@ pub fn migration_files(
     let Some(names) = sql_file_names(dir)? else {
         return Ok(None);
     };
-    names
+    let mut names: Vec<String> = names
         .into_iter()
         .filter(|name| !name.ends_with(".down.sql"))
+        .collect();
+    names.sort_by_key(|name| (version(name).ok_or(()), name.clone()));
+    names
+        .into_iter()
         .map(|name| {
             let path = dir.join(&name);
             let sql = fs::read_to_string(&path).map_err(|source| RoleCheckError::Read {
@@ -59,6 +64,11 @@ pub fn migration_files(
         .map(Some)
 }
 
+/// The integer version sqlx reads from a migration's name: what comes before its first `_`.
+pub(crate) fn version(name: &str) -> Option<i64> {
+    name.split_once('_')?.0.parse().ok()
+}
+
 /// The names of every `.sql` file in `dir`, down migrations included, sorted; `Ok(None)` when
 /// the folder does not exist.
 pub(crate) fn sql_file_names(dir: &Path) -> Result<Option<Vec<String>>, RoleCheckError> {
@@ -80,4 +90,33 @@ pub(crate) fn sql_file_names(dir: &Path) -> Result<Option<Vec<String>>, RoleChec
         .collect();
     names.sort();
     Ok(Some(names))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrations_run_by_integer_version_as_sqlx_runs_them() {
+        let dir =
+            std::env::temp_dir().join(format!("leader-migrations-order-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        for name in [
+            "10_c.sql",
+            "2_b.up.sql",
+            "1_a.sql",
+            "2_b.down.sql",
+            "notes.sql",
+        ] {
+            fs::write(dir.join(name), "SELECT 1;").unwrap();
+        }
+        let names: Vec<String> = migration_files(&dir, &dir)
+            .unwrap()
+            .unwrap()
+            .into_iter()
+            .map(|f| f.name)
+            .collect();
+        fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(names, ["1_a.sql", "2_b.up.sql", "10_c.sql", "notes.sql"]);
+    }
 }

@@ -12,7 +12,10 @@
 //!   first argument a string constant naming it, `::name` cast or not);
 //! * a role is **resharded** by a call `leader_reshard('webhooks', 8)` (the first argument a
 //!   string constant, cast or not, the second an integer constant); the last such call in the
-//!   order the files run gives the role's count.
+//!   order the files run gives the role's count;
+//! * a table's shard key is **declared** by a call `leader_shard_key('webhooks', 'id')` (both
+//!   arguments string constants, cast or not); the last such call for the table (as written)
+//!   wins.
 //!
 //! Only a file's own statements are read: SQL inside a `DO` block or a function body is one
 //! string constant to the scanner, so a seed or a grant written there is not seen (and is written
@@ -38,6 +41,8 @@ struct File {
     operator_grants: Vec<String>,
     /// The `leader_reshard(role, count)` calls of this file, in order.
     reshards: Vec<(String, u32)>,
+    /// The `leader_shard_key(table, column)` calls of this file, in order.
+    shard_keys: Vec<(String, String)>,
 }
 
 /// A migrations folder, as far as the framework is concerned.
@@ -75,6 +80,7 @@ impl Folder {
                     grants: grants(&tokens, "leader_grant_app_role"),
                     operator_grants: grants(&tokens, "leader_grant_operator_role"),
                     reshards: reshards(&tokens),
+                    shard_keys: shard_keys(&tokens),
                     name: file.name,
                 })
             })
@@ -134,6 +140,16 @@ impl Folder {
             .flat_map(|file| &file.reshards)
             .rfind(|(resharded, _)| resharded == role)
             .map_or(1, |&(_, count)| count)
+    }
+
+    /// The column the folder's migrations last declared the shard key of `table` (as written in
+    /// the call) with `leader_shard_key`, in the order they run.
+    pub fn shard_key(&self, table: &str) -> Option<&str> {
+        self.files
+            .iter()
+            .flat_map(|file| &file.shard_keys)
+            .rfind(|(declared, _)| declared == table)
+            .map(|(_, column)| column.as_str())
     }
 
     /// True when the folder's migrations come in `.up.sql`/`.down.sql` pairs, so a new one should
@@ -239,6 +255,23 @@ fn reshards(tokens: &[Token<'_>]) -> Vec<(String, u32)> {
         .collect()
 }
 
+/// The (table, column) of each `leader_shard_key('table'[::type], 'column'[::type])` call.
+fn shard_keys(tokens: &[Token<'_>]) -> Vec<(String, String)> {
+    (0..tokens.len())
+        .filter_map(|i| {
+            let (table, j) = string_argument(tokens, i, "leader_shard_key")?;
+            if !tokens.get(j).is_some_and(|t| is(t, Kind::Ascii44)) {
+                return None;
+            }
+            let column = tokens
+                .get(j + 1)
+                .filter(|t| is(t, Kind::Sconst))
+                .and_then(|t| string_value(t.1))?;
+            Some((table, column))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -300,6 +333,25 @@ mod tests {
         assert_eq!(
             grants(&scan(operators).unwrap(), "leader_grant_operator_role"),
             ["ops"]
+        );
+    }
+
+    #[test]
+    fn shard_key_declarations_are_read_and_the_last_one_wins() {
+        let tokens = scan(
+            "SELECT leader_shard_key('webhooks', 'id');
+             -- SELECT leader_shard_key('webhooks', 'commented');
+             SELECT leader_shard_key('app.jobs'::regclass, 'tenant'::name);
+             SELECT leader_shard_key('webhooks', 'endpoint_id');",
+        )
+        .unwrap();
+        assert_eq!(
+            shard_keys(&tokens),
+            [
+                ("webhooks".to_owned(), "id".to_owned()),
+                ("app.jobs".to_owned(), "tenant".to_owned()),
+                ("webhooks".to_owned(), "endpoint_id".to_owned()),
+            ]
         );
     }
 

@@ -15,7 +15,7 @@
 //! ```
 //!
 //! A later migration may drop the constraint and add it again with more roles, so the last file
-//! (in file-name order, which is the order migrations run in) that defines it wins. Down
+//! (in the order sqlx runs them: by integer version, `2_` before `10_`) that defines it wins. Down
 //! migrations (`*.down.sql`) are skipped: they undo, they do not define the current schema.
 //!
 //! Every file is split into tokens by PostgreSQL's own scanner (`pg_query`), so comments, quoted

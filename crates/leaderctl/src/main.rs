@@ -43,6 +43,7 @@ mod migrations;
 mod operate;
 mod reshard;
 mod roles;
+mod schema_file;
 mod status;
 
 use std::path::PathBuf;
@@ -234,10 +235,65 @@ enum Command {
     /// The application's roles migrations.
     #[command(subcommand)]
     Roles(RolesCommand),
+    /// The schema `#[fenced]` and `#[leader_role]` read: prepare it from the migrations, check
+    /// it in CI, declare a table's shard key.
+    #[command(subcommand)]
+    Schema(SchemaCommand),
     /// Serve the operator's web page: every role's state, holder, history and health, and why a
     /// role is not running with its fix (docs/leaderctl.md, "dashboard").
     #[command(after_help = EXIT_CODES)]
     Dashboard(dashboard::Args),
+}
+
+/// The exit codes of `schema prepare` and `schema shard-key`.
+const SCHEMA_EXIT_CODES: &str = "\
+Exit codes:
+  0  written (with --check: the file is current)
+  1  refused: a migration or leader-tables.sql that fails on an empty database, a folder sqlx
+     cannot read, no Cargo.toml in the crate's directory, with --check a file that is missing or
+     out of date, a shard key already declared, or a malformed command line
+  2  cannot start a throwaway PostgreSQL, or cannot reach the server --database-url names";
+
+#[derive(Debug, Subcommand)]
+enum SchemaCommand {
+    /// Apply the crate's migrations and leader-tables.sql to an empty database as sqlx runs
+    /// them (by version, up files only; the framework's migrations first when the folder holds
+    /// none of them), read PostgreSQL's catalog, and write leader-schema.json next to
+    /// Cargo.toml, which `#[fenced]` and `#[leader_role]` read at compile time.
+    ///
+    /// The database is a throwaway PostgreSQL started from the machine's binaries (as root too),
+    /// or, with --database-url / DATABASE_URL, a fresh database created on that server and
+    /// dropped after (the URL's own database is not touched). Commit the file; a build whose
+    /// migrations changed since fails until it is prepared again.
+    #[command(after_help = SCHEMA_EXIT_CODES)]
+    Prepare {
+        /// The crate's directory, where Cargo.toml is and the file is written.
+        #[arg(long, value_name = "PATH", default_value = ".")]
+        manifest_dir: PathBuf,
+        /// The migrations folder, relative to the crate's directory.
+        #[arg(long, value_name = "DIR", default_value = "migrations")]
+        dir: String,
+        /// Write nothing; exit 1 unless the file is what a prepare writes now (for CI).
+        #[arg(long)]
+        check: bool,
+        /// A server to prepare on, where this user may create a database (a throwaway
+        /// PostgreSQL is started without it).
+        #[arg(long, env = "DATABASE_URL", value_name = "URL", hide_env_values = true)]
+        database_url: Option<String>,
+    },
+    /// Write the next migration of DIR declaring COLUMN the shard key of TABLE: every shard
+    /// claim on TABLE must select its rows by `leader_shard_of(COLUMN, $count) = $index`, which
+    /// `#[fenced]` checks. Apply it, then `schema prepare`. No database is needed.
+    #[command(after_help = SCHEMA_EXIT_CODES)]
+    ShardKey {
+        /// The table, schema-qualified or not, as the migrations name it.
+        table: String,
+        /// Its key column.
+        column: String,
+        /// The application's migrations folder.
+        #[arg(long, value_name = "DIR")]
+        dir: PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -377,6 +433,15 @@ async fn run(command: Command) -> Result<(), Failure> {
         Command::Roles(RolesCommand::Add { names, dir }) => roles::add(&dir, &names),
         Command::Roles(RolesCommand::Reshard { role, count, dir }) => {
             reshard::reshard(&dir, &role, count)
+        }
+        Command::Schema(SchemaCommand::Prepare {
+            manifest_dir,
+            dir,
+            check,
+            database_url,
+        }) => schema_file::prepare(&manifest_dir, &dir, database_url.as_deref(), check).await,
+        Command::Schema(SchemaCommand::ShardKey { table, column, dir }) => {
+            schema_file::shard_key(&dir, &table, &column)
         }
         Command::Dashboard(args) => dashboard::run(args).await,
     }

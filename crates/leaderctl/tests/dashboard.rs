@@ -90,8 +90,9 @@ async fn the_operators_login_granted_by_migrations_write_serves_the_pages_and_ot
         .map(|e| e.unwrap().path())
         .find(|p| {
             p.file_name().is_some_and(|n| {
-                n.to_string_lossy()
-                    .contains("_leader_grant_operator_leader_operator")
+                let name = n.to_string_lossy();
+                name.contains("_leader_grant_operator_leader_operator")
+                    && !name.ends_with(".down.sql")
             })
         })
         .expect("the operator's grant migration");

@@ -13,7 +13,6 @@ mod fence_use;
 #[cfg(test)]
 mod generated_sends;
 mod parse;
-mod schema;
 mod sends;
 mod validate;
 
@@ -25,13 +24,20 @@ pub use parse::{OPTION_NAMES, args as parse_args};
 pub fn fenced(args: TokenStream, item: TokenStream) -> TokenStream {
     let read = parse::args(args).and_then(|args| {
         let fenced = parse::parse(item.clone())?;
-        let schema = schema::read(args.migrations.as_ref(), fenced.fence_name.span())?;
-        Ok((fenced, schema))
+        let prepared = crate::prepared::load(
+            fenced.func.sig.ident.span(),
+            args.migrations.as_ref(),
+            crate::prepared::Needed::Required,
+            "fenced",
+        )?;
+        Ok((fenced, prepared))
     });
     match read {
-        Ok((fenced, schema)) => {
-            let checked = validate::validate(&fenced, schema.schema.as_ref());
-            expand::expand(fenced, &schema.files, checked)
+        Ok((fenced, prepared)) => {
+            let schema = prepared.as_ref().map(|p| &p.schema);
+            let checked = validate::validate(&fenced, schema);
+            let files = prepared.as_ref().map(|p| p.includes()).unwrap_or_default();
+            expand::expand(fenced, &files, checked)
         }
         Err(error) => expand::fallback(item, error),
     }
@@ -43,14 +49,38 @@ mod tests {
 
     /// The error messages `#[fenced]` gives for `item` (empty when it passes).
     fn errors(item: proc_macro2::TokenStream) -> Vec<String> {
+        errors_with(item, None)
+    }
+
+    /// [`errors`], given a schema.
+    fn errors_with(
+        item: proc_macro2::TokenStream,
+        schema: Option<&leader_fence_check::Schema>,
+    ) -> Vec<String> {
         let fenced = match super::parse::parse(item) {
             Ok(fenced) => fenced,
             Err(e) => return e.into_iter().map(|e| e.to_string()).collect(),
         };
-        match super::validate::validate(&fenced, None) {
+        match super::validate::validate(&fenced, schema) {
             Ok(()) => Vec::new(),
             Err(e) => e.into_iter().map(|e| e.to_string()).collect(),
         }
+    }
+
+    /// A schema with a table `t` keyed for shards by `id`.
+    fn keyed_t() -> leader_fence_check::Schema {
+        use leader_schema::model::{Column, QualifiedName, Relation, RelationKind, ShardKey};
+        let mut prepared = leader_schema::PreparedSchema::new("migrations", "sha256:00");
+        prepared.relations.push(Relation::new(
+            QualifiedName::new("public", "t"),
+            RelationKind::Table,
+            vec![Column::new("id", "bigint")],
+        ));
+        prepared.shard_keys.push(ShardKey {
+            table: QualifiedName::new("public", "t"),
+            column: "id".to_owned(),
+        });
+        leader_fence_check::Schema::new(prepared, "the test's schema")
     }
 
     #[test]
@@ -78,7 +108,10 @@ mod tests {
                 Ok(())
             }
         };
-        assert_eq!(errors(accepted), Vec::<String>::new());
+        assert_eq!(
+            errors_with(accepted, Some(&keyed_t())),
+            Vec::<String>::new()
+        );
 
         let count_from_elsewhere = quote! {
             async fn claim(pool: &PgPool, fence: ShardFence, n: i32) -> sqlx::Result<()> {
@@ -88,7 +121,7 @@ mod tests {
                 Ok(())
             }
         };
-        let errors_found = errors(count_from_elsewhere);
+        let errors_found = errors_with(count_from_elsewhere, Some(&keyed_t()));
         assert_eq!(errors_found.len(), 1, "{errors_found:#?}");
         assert!(
             errors_found[0]
@@ -105,7 +138,7 @@ mod tests {
                 Ok(())
             }
         };
-        let errors_found = errors(two_argument);
+        let errors_found = errors_with(two_argument, Some(&keyed_t()));
         assert!(
             errors_found[0].contains("proves no shard"),
             "{errors_found:#?}"
@@ -119,7 +152,7 @@ mod tests {
                 Ok(())
             }
         };
-        let errors_found = errors(unsharded_fence);
+        let errors_found = errors_with(unsharded_fence, Some(&keyed_t()));
         assert!(
             errors_found[0].contains("which carries no shard"),
             "{errors_found:#?}"
@@ -460,7 +493,6 @@ mod tests {
         // Through another name for sqlx's function, a generic executor, or a helper: the
         // literal is a claim the macro cannot follow.
         for body in [
-            quote! { sql("UPDATE t SET a = 1 WHERE leader_fence($1, $2)").bind(fence.role()).bind(fence.token()).execute(pool).await; },
             quote! { E::execute(ex, "UPDATE t SET a = 1 WHERE leader_fence($1, $2)").await; },
             quote! { Exec::execute(pool, "DELETE FROM t WHERE leader_fence($1, $2)").await; },
             quote! { let claim = "UPDATE t SET a = 1 WHERE leader_fence($1, $2)"; run(pool, claim).await; },
@@ -534,14 +566,51 @@ mod tests {
             quote! { async fn claim(pool: &PgPool, fence: Fence) { use sqlx::query as sql; sql("DELETE FROM t WHERE leader_fence($1, $2)").bind(fence.token()).bind(fence.role()).execute(pool).await; } },
             "is the fence's role and must be bound to `fence.role()`",
         );
-        // Not sqlx's, in another block, or shadowed by a local: not a send.
+        // Not sqlx's, in another block, or shadowed by a local: a call the macro does not know,
+        // whose query is sent.
         for body in [
             quote! { use other::query as sql; sql("DELETE FROM t WHERE leader_fence($1, $2)").bind(fence.role()).bind(fence.token()).execute(pool).await; },
             quote! { { use sqlx::query as sql; } sql("DELETE FROM t WHERE leader_fence($1, $2)").bind(fence.role()).bind(fence.token()).execute(pool).await; },
             quote! { use sqlx::query as sql; let sql = helper; sql("DELETE FROM t WHERE leader_fence($1, $2)").bind(fence.role()).bind(fence.token()).execute(pool).await; },
         ] {
-            claim_not_followed(body);
+            one_error_containing(
+                quote! { async fn claim(pool: &PgPool, fence: Fence) { #body } },
+                "cannot see the query `sql(..)` returns",
+            );
         }
+    }
+
+    /// The send chain: a query sent must come from one of sqlx's query functions in the
+    /// function, whatever a helper is given (a literal too: the helper may ignore it).
+    #[test]
+    fn a_query_a_helper_returns_is_refused_whatever_it_is_given() {
+        for body in [
+            quote! { labelled("nightly").execute(pool).await?; },
+            quote! { labelled("SELECT 1").fetch_all(pool).await?; },
+            quote! { labelled(name).fetch_optional(&mut *tx).await?; },
+            quote! { sql("UPDATE t SET a = 1 WHERE leader_fence($1, $2)").bind(fence.role()).bind(fence.token()).execute(pool).await?; },
+        ] {
+            let item = quote! {
+                async fn claim(pool: &PgPool, fence: Fence, name: &str) -> sqlx::Result<()> { #body Ok(()) }
+            };
+            let errors = errors(item);
+            assert!(
+                errors
+                    .iter()
+                    .any(|e| e.contains("`#[fenced]` cannot see the query")
+                        && e.contains("help: build the query here")),
+                "{body}: {errors:#?}"
+            );
+        }
+        // An executor a call returns, given SQL the macro reads, is an `Executor` send.
+        let item = quote! {
+            async fn claim(fence: Fence) -> sqlx::Result<()> {
+                pool().execute("SELECT 1").await?;
+                pool().execute(sqlx::query("DELETE FROM t WHERE leader_fence($1, $2)").bind(fence.role()).bind(fence.token())).await?;
+                Ok(())
+            }
+        };
+        assert_eq!(errors(item), Vec::<String>::new());
     }
 
     #[test]
@@ -551,7 +620,6 @@ mod tests {
                 sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(42_i64).execute(pool).await?;
                 let n: i64 = sqlx::query_scalar("SELECT count(*) FROM t").fetch_one(pool).await?;
                 tracing::info!("update the count: {n}");
-                sql("SELECT id FROM t WHERE due").fetch_all(pool).await?;
                 Ok(())
             }
         };

@@ -108,7 +108,7 @@ pub const OPTION_NAMES: [&str; 1] = ["migrations"];
 /// `#[fenced]`'s arguments.
 #[derive(Default)]
 pub struct Args {
-    /// `migrations = "db/migrations"`: the folder the tables' columns are read from.
+    /// `migrations = "db/migrations"`: the folder the prepared schema must come from.
     pub migrations: Option<LitStr>,
 }
 
@@ -127,8 +127,8 @@ impl Parse for Args {
                     key.span(),
                     format!(
                         "unknown `#[fenced]` argument `{key}`: it takes only \
-                         `migrations = \"db/migrations\"` (the folder its tables' columns are \
-                         read from; `migrations/` when absent)"
+                         `migrations = \"db/migrations\"` (the folder `leader-schema.json` \
+                         must have been prepared from)"
                     ),
                 ));
             }

@@ -175,16 +175,6 @@ pub(super) fn holds_query(expr: &Expr) -> bool {
     }
 }
 
-/// Whether a chain's base is a call given a string literal first: a query built from literal
-/// SQL through a function the macro does not know (`sql("…")` after `use sqlx::query as sql`),
-/// whose `.execute(pool)` is given the executor, not SQL. The literal is checked as a claim on
-/// its own.
-pub(super) fn built_from_literal(base: &Expr) -> bool {
-    matches!(base, Expr::Call(call)
-        if call.args.first().is_some_and(|arg| matches!(strip(arg),
-            Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(_), .. }))))
-}
-
 /// `base.m1(..).m2(..)` → `base` and the method calls, innermost first.
 pub(super) fn unchain(expr: &Expr) -> (&Expr, Vec<&ExprMethodCall>) {
     let mut methods = Vec::new();

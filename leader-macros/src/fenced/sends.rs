@@ -326,9 +326,21 @@ impl Finder {
                         binds.push(arg.clone());
                     }
                 }
-                (None, Some(Handling::Sends { sql })) if !built_from_literal(base) => {
+                (None, Some(Handling::Sends { sql })) => {
                     let sql = sql - 1;
-                    self.sent_to_executor(method.args.iter().nth(sql), &name, method.method.span());
+                    let arg = method.args.iter().nth(sql);
+                    // `make(..).execute(pool)`: the executor is the argument, and the query sent
+                    // is what a call the macro does not know returned.
+                    if let Expr::Call(call) = strip(base)
+                        && !arg.is_some_and(|arg| self.reads_as_sql(arg))
+                    {
+                        self.problems.push(unknown_query(call, &name));
+                        for arg in &method.args {
+                            self.visit_expr(arg);
+                        }
+                        continue;
+                    }
+                    self.sent_to_executor(arg, &name, method.method.span());
                     for (i, arg) in method.args.iter().enumerate() {
                         if i != sql {
                             self.visit_expr(arg);
@@ -358,6 +370,24 @@ impl Finder {
                 format!("{why}\nnote: {note}\nhelp: {help}"),
             ));
         }
+    }
+
+    /// Whether `arg` is SQL the macro reads (a literal, a `concat!`, a `const` of the body) or a
+    /// query it follows: what an `Executor` method is given, not an executor.
+    fn reads_as_sql(&self, arg: &Expr) -> bool {
+        let Some(arg) = statement_of(arg) else {
+            return false;
+        };
+        let body_const = matches!(strip(arg), Expr::Path(p)
+            if p.path.get_ident().is_some_and(|name| self.consts.iter().any(|(c, _, _)| c == name)));
+        if body_const || is_literal_sql(arg) {
+            return true;
+        }
+        matches!(strip(arg), Expr::Macro(m) if is_concat(&m.mac))
+            || matches!(
+                self.base_of(unchain(strip(arg)).0),
+                Base::Constructor(_) | Base::Local(..) | Base::QueryMacro(..)
+            )
     }
 
     /// An `Executor` method was given `arg`: it must be a query the macro follows, or a literal
@@ -504,6 +534,25 @@ impl Finder {
             span: mac.path.span(),
         });
     }
+}
+
+/// The error for a query sent that a call the macro does not know made: whatever it is given, it
+/// may return a claim the macro never sees.
+fn unknown_query(call: &ExprCall, method: &str) -> syn::Error {
+    let callee = last_segment(&call.func).unwrap_or_else(|| "this call".to_owned());
+    syn::Error::new_spanned(
+        &call.func,
+        format!(
+            "`#[fenced]` cannot see the query `{callee}(..)` returns, which `.{method}(..)` sends\n\
+             note: a query sent in a `#[fenced]` function must be made in it by one of sqlx's \
+             query functions (`sqlx::query`, `query_as`, `query_scalar`, `raw_sql`, also renamed by \
+             a `use sqlx::query as q;` inside the function) or a `query!` macro, from literal \
+             SQL; a helper may return a claim whatever it is given\n\
+             help: build the query here, e.g. `sqlx::query(\"… AND leader_fence($1, $2)\")\
+             .bind(fence.role()).bind(fence.token()).{method}(..)`, or make the helper \
+             `#[fenced]` itself and call it with the fence"
+        ),
+    )
 }
 
 impl<'ast> Visit<'ast> for Finder {

@@ -55,9 +55,9 @@ pub fn expand(job: &Job) -> TokenStream {
         None => quote!(::core::option::Option::None),
     };
     let path_suffix = format!("::{name}");
-    // Including the migration makes Cargo rebuild this crate, and so re-run the role check,
-    // when the migration changes.
-    let pin = pinned_by.as_ref().map(|path| {
+    // Including the prepared schema and the migrations it came from makes Cargo rebuild this
+    // crate, and so re-run the role check, when one of them changes.
+    let pin = pinned_by.iter().map(|path| {
         let path = path.to_string_lossy();
         quote!(
             const _: &[u8] = ::core::include_bytes!(#path);
@@ -91,7 +91,7 @@ pub fn expand(job: &Job) -> TokenStream {
 
         #const_item
 
-        #pin
+        #(#pin)*
 
         #adapters
 

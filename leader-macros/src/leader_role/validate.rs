@@ -7,8 +7,8 @@ use syn::{FnArg, Ident, LitStr, ReturnType, Type};
 
 use super::parse::{Args, JobFn};
 use crate::errors::Errors;
-use leader_migrations::{self as migrations, CONSTRAINT};
-use leader_role_name::MAX_SHARDS;
+use leader_role_name::{MAX_SHARDS, ROLE_CONSTRAINT as CONSTRAINT};
+use leader_schema::FILE_NAME;
 
 /// The signature a job must have, for error messages.
 const EXPECTED: &str = "a leader job is `async fn name(tick: TickContext) -> Result<(), E>`, \
@@ -23,8 +23,9 @@ pub struct Job<'a> {
     /// `BILLING` for `billing`.
     pub const_ident: Ident,
     pub schedule: ScheduleArg,
-    /// The migration that lists the role, when one was read.
-    pub pinned_by: Option<PathBuf>,
+    /// The prepared schema's files, when the role was pinned to it: the expansion includes
+    /// them, so an edit re-runs the check.
+    pub pinned_by: Vec<PathBuf>,
     /// `T` of a second parameter `State<T>`.
     pub state: Option<Type>,
     /// `shards = N`, checked to be 1 to [`MAX_SHARDS`].
@@ -86,9 +87,13 @@ pub fn validate(args: syn::Result<Args>, func: &JobFn) -> syn::Result<Job<'_>> {
         .and_then(|shards| errors.check(shard_count(shards)));
     let pinned_by = match role_ok {
         Some(()) => errors
-            .check(pin_to_migrations(&args.role, args.migrations.as_ref()))
-            .flatten(),
-        None => None,
+            .check(pin_to_schema(
+                &args.role,
+                args.migrations.as_ref(),
+                shard_count,
+            ))
+            .unwrap_or_default(),
+        None => Vec::new(),
     };
     errors.finish()?;
     Ok(Job {
@@ -312,50 +317,77 @@ fn state_type(arg: &FnArg) -> Option<Type> {
     }
 }
 
-/// Checks the role is listed by the migrations' role constraint, when a migration defines it.
-/// The migration read, if any.
-fn pin_to_migrations(role: &LitStr, dir: Option<&LitStr>) -> syn::Result<Option<PathBuf>> {
-    let Some((manifest_dir, folder)) = crate::migrations_folder::resolve(dir)? else {
-        return Ok(None);
-    };
-    let at = dir.map_or_else(|| role.span(), LitStr::span);
-    let check = migrations::find_role_check(&folder, &manifest_dir)
-        .map_err(|why| syn::Error::new(at, why.to_string()))?;
-    let Some(check) = check else {
-        return Ok(None);
-    };
-    let name = role.value();
-    if check.roles.contains(&name) {
-        return Ok(Some(check.path));
-    }
-    let listed = check
-        .roles
-        .iter()
-        .map(|r| format!("'{r}'"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let with_new = if listed.is_empty() {
-        format!("'{name}'")
-    } else {
-        format!("{listed}, '{name}'")
-    };
-    let dir = crate::migrations_folder::shown(dir);
-    Err(syn::Error::new(
+/// Checks the role against the crate's prepared schema, when it has one: the role CHECK lists
+/// it, and its rows have the shard count the job is led with. The schema's files, if any.
+fn pin_to_schema(
+    role: &LitStr,
+    dir: Option<&LitStr>,
+    shards: Option<u32>,
+) -> syn::Result<Vec<PathBuf>> {
+    let prepared = crate::prepared::load(
         role.span(),
-        format!(
-            "role `{name}` is not registered in the database: `{}`, the last migration that \
-             defines `{CONSTRAINT}`, lists only {}. `leaderctl roles add {name} --dir {dir}` \
-             writes the migration that registers it: the CHECK re-created as `CHECK (role IN \
-             ({with_new}))` and its row, `INSERT INTO leader_leases (role, holder_token) VALUES \
-             ('{name}', leader_seed_token()) ON CONFLICT DO NOTHING`",
-            check.shown,
-            if listed.is_empty() {
-                "no role".to_owned()
-            } else {
-                listed
-            },
-        ),
-    ))
+        dir,
+        crate::prepared::Needed::IfPresent,
+        "leader_role",
+    )?;
+    let Some(prepared) = prepared else {
+        return Ok(Vec::new());
+    };
+    let schema = prepared.schema.prepared();
+    let name = role.value();
+    let folder = &schema.migrations;
+    if let Some(roles) = &schema.role_check
+        && !roles.contains(&name)
+    {
+        let listed = roles
+            .iter()
+            .map(|r| format!("'{r}'"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let with_new = if listed.is_empty() {
+            format!("'{name}'")
+        } else {
+            format!("{listed}, '{name}'")
+        };
+        return Err(syn::Error::new(
+            role.span(),
+            format!(
+                "role `{name}` is not registered in the database: after the migrations in \
+                 `{folder}/`, `{CONSTRAINT}` lists only {} (`{FILE_NAME}`). `leaderctl roles add \
+                 {name} --dir {folder}` writes the migration that registers it: the CHECK \
+                 re-created as `CHECK (role IN ({with_new}))` and its row, `INSERT INTO \
+                 leader_leases (role, holder_token) VALUES ('{name}', leader_seed_token()) ON \
+                 CONFLICT DO NOTHING`; then run `leaderctl schema prepare`",
+                if listed.is_empty() {
+                    "no role".to_owned()
+                } else {
+                    listed
+                },
+            ),
+        ));
+    }
+    let led_with = shards.unwrap_or(1);
+    if let Some(rows) = schema.role_shards.iter().find(|r| r.role == name)
+        && rows.shard_count != led_with
+    {
+        let option = if led_with == 1 {
+            "no `shards`".to_owned()
+        } else {
+            format!("`shards = {led_with}`")
+        };
+        return Err(syn::Error::new(
+            role.span(),
+            format!(
+                "role `{name}` has {} shard(s) in the database after the migrations in \
+                 `{folder}/` (`{FILE_NAME}`), and this job leads it with {option}: the runtime \
+                 would refuse it at start-up. `leaderctl roles reshard {name} {led_with} --dir \
+                 {folder}` writes the migration that gives it {led_with} (then run `leaderctl \
+                 schema prepare`), or lead it with `shards = {}`",
+                rows.shard_count, rows.shard_count
+            ),
+        ));
+    }
+    Ok(prepared.includes())
 }
 
 #[cfg(test)]

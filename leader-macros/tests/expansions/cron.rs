@@ -25,6 +25,8 @@ const NIGHTLY_REPORT: ::leader_runtime::Role = ::leader_runtime::Role::from_stat
     "nightly_report",
 );
 
+const _: &[u8] = ::core::include_bytes!("/path/to/crate/leader-schema.json");
+
 const _: &[u8] = ::core::include_bytes!(
     "/path/to/crate/tests/fixtures/migrations/0001_tables.sql"
 );

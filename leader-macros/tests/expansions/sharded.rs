@@ -18,6 +18,12 @@ const WEBHOOK_DELIVERY: ::leader_runtime::Role = ::leader_runtime::Role::from_st
     "webhook_delivery",
 );
 
+const _: &[u8] = ::core::include_bytes!("/path/to/crate/leader-schema.json");
+
+const _: &[u8] = ::core::include_bytes!(
+    "/path/to/crate/tests/fixtures/migrations/0001_tables.sql"
+);
+
 #[doc(hidden)]
 #[allow(non_snake_case)]
 fn __leader_tick_for_deliver_webhooks(

@@ -19,6 +19,12 @@ const REMINDERS: ::leader_runtime::Role = ::leader_runtime::Role::from_static(
     "reminders",
 );
 
+const _: &[u8] = ::core::include_bytes!("/path/to/crate/leader-schema.json");
+
+const _: &[u8] = ::core::include_bytes!(
+    "/path/to/crate/tests/fixtures/migrations/0001_tables.sql"
+);
+
 #[doc(hidden)]
 #[allow(non_snake_case)]
 fn __leader_tick_for_send_reminders(tick: ::leader_runtime::TickContext) -> TickContext {

@@ -10,8 +10,8 @@ pub const ALPHA: Role = Role::from_static("alpha");
 pub const BETA: Role = Role::from_static("beta");
 pub const GAMMA: Role = Role::from_static("gamma");
 
-pub const ROLES_UP: &str = include_str!("../../migrations/roles.up.sql");
-pub const ROLES_DOWN: &str = include_str!("../../migrations/roles.down.sql");
+pub const ROLES_UP: &str = include_str!("../../migrations/20261201000100_roles.up.sql");
+pub const ROLES_DOWN: &str = include_str!("../../migrations/20261201000100_roles.down.sql");
 
 /// Short timings so expiry-based tests take about a second.
 pub const FAST: Timings = Timings::new_or_panic(TimingParts {

@@ -29,6 +29,9 @@
 
 pub mod ast;
 pub mod generator;
+pub mod history;
+pub mod history_claims;
+pub mod history_run;
 pub mod outcome;
 pub mod page;
 pub mod probe;

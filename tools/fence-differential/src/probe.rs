@@ -151,6 +151,8 @@ pub struct Probe {
     watcher: PgConnection,
     measure: String,
     watch: String,
+    /// The tables measured, as `FROM` names them, and the rows each was seeded with.
+    tables: Vec<(String, i64)>,
 }
 
 impl Probe {
@@ -162,6 +164,24 @@ impl Probe {
     ///
     /// If a connection or a setting fails.
     pub async fn connect(db: &TestDb, index_scans: bool) -> Res<Probe> {
+        let tables: Vec<(String, i64)> = TABLES
+            .iter()
+            .map(|(table, seeded)| ((*table).to_owned(), *seeded))
+            .collect();
+        Probe::connect_to(db, index_scans, tables).await
+    }
+
+    /// [`Probe::connect`], measuring `tables` (`(name as FROM writes it, rows seeded)`: `ONLY
+    /// app.t1` for a table others inherit from) instead of the fixture's.
+    ///
+    /// # Errors
+    ///
+    /// As [`Probe::connect`].
+    pub async fn connect_to(
+        db: &TestDb,
+        index_scans: bool,
+        tables: Vec<(String, i64)>,
+    ) -> Res<Probe> {
         let options = (*db.admin().connect_options()).clone();
         let mut claim = PgConnection::connect_with(&options).await?;
         let mut watcher = PgConnection::connect_with(&options).await?;
@@ -180,7 +200,7 @@ impl Probe {
                 .execute(&mut claim)
                 .await?;
         }
-        let measure = TABLES
+        let measure = tables
             .iter()
             .map(|(table, _)| {
                 format!(
@@ -190,7 +210,7 @@ impl Probe {
             })
             .collect::<Vec<_>>()
             .join(", ");
-        let watch = TABLES
+        let watch = tables
             .iter()
             .map(|(table, _)| {
                 format!("(SELECT count(*) FROM (SELECT 1 FROM {table} FOR UPDATE SKIP LOCKED) s)")
@@ -204,6 +224,7 @@ impl Probe {
                 "SELECT {measure} FROM (SELECT xid(pg_current_xact_id_if_assigned()) AS id) x"
             ),
             watch: format!("SELECT {watch}"),
+            tables,
         })
     }
 
@@ -326,7 +347,7 @@ impl Probe {
             returned,
             ..Effect::default()
         };
-        for (i, (_, seeded)) in TABLES.iter().enumerate() {
+        for (i, (_, seeded)) in self.tables.iter().enumerate() {
             let written: i64 = counts.try_get(2 * i)?;
             let rows: i64 = counts.try_get(2 * i + 1)?;
             let free: i64 = unlocked.try_get(i)?;

@@ -30,8 +30,8 @@ fn totals(w: &mut String, outcome: &Outcome) -> fmt::Result {
     writeln!(
         w,
         "{} statements from seed {}, each checked by `leader_fence_check::check_with` (given the \
-         columns of the fixture's tables and views, as `#[fenced]` reads a crate's migrations) \
-         and run as the superseded leader{}{}{}, in {:.1} s ({:.1} ms a statement); shrinking took {:.1} s more.\n",
+         fixture's schema as PostgreSQL's catalog reports it, as `#[fenced]` reads a crate's \
+         `leader-schema.json`) and run as the superseded leader{}{}{}, in {:.1} s ({:.1} ms a statement); shrinking took {:.1} s more.\n",
         total.total(),
         settings.seed,
         if settings.live {

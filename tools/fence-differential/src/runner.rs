@@ -93,10 +93,10 @@ pub struct Case {
     pub acted_under: Option<Plan>,
 }
 
-/// Whether the checker accepts `sql` as one claim, knowing the columns of the fixture's tables
-/// and views as `#[fenced]` knows an application's from its migrations.
-pub fn accepted(sql: &str) -> Result<(), String> {
-    let hints = leader_fence_check::Hints::default().with_schema(&crate::schema::COLUMNS);
+/// Whether the checker accepts `sql` as one claim, given the fixture's schema as `#[fenced]` is
+/// given an application's prepared one.
+pub fn accepted(sql: &str, schema: &leader_fence_check::Schema) -> Result<(), String> {
+    let hints = leader_fence_check::Hints::default().with_schema(schema);
     let checked = leader_fence_check::check_with(sql, &hints);
     if let Some(error) = checked.errors.first() {
         return Err(error.message.clone());
@@ -245,7 +245,7 @@ async fn one_case(
     } else {
         render(statement)
     };
-    let refusal = accepted(&rendered.sql).err();
+    let refusal = accepted(&rendered.sql, &fixture.schema).err();
     let shard = settings.sharded.then_some((0, SHARDS as i32));
     let fence = |token| {
         rendered.binds_fence.then_some(FenceBinds {

@@ -2,7 +2,6 @@
 //! migrations, the test roles, the tables and views the grammar names, and the role `alpha`
 //! granted first to a holder that is then superseded, then to the live holder.
 
-use std::sync::LazyLock;
 use std::time::Duration;
 
 use leader_core::lease::{self, Acquired};
@@ -16,7 +15,7 @@ use crate::Res;
 pub const ROLE: Role = Role::from_static("alpha");
 
 /// The registered roles, as an application's roles migration lists them.
-const ROLES_UP: &str = include_str!("../../../tests/migrations/roles.up.sql");
+const ROLES_UP: &str = include_str!("../../../tests/migrations/20261201000100_roles.up.sql");
 
 /// Every table a claim can touch, with the rows it is seeded with. Every table and view has the
 /// columns `id, grp, status, owner` (`budget` aside), so most generated statements are valid.
@@ -30,6 +29,8 @@ pub const TABLES: [(&str, i64); 4] = [("q", 10), ("r", 10), ("sink", 3), ("budge
 /// * `v_flat` the planner pulls up into the query that reads it; `v_lim` it cannot (`LIMIT`).
 /// * `take_budget(q)` and `take_budget(r)` are VOLATILE and write the one row of `budget`, so a
 ///   call, written as a call or in attribute notation (`t.take_budget`), shows as a written row.
+/// * `q`, `r` and `sink` declare `id` their shard key (`leader_shard_key`), as an application's
+///   migrations declare the keys of the tables its shard claims touch.
 /// * The tables are analyzed once and never by autovacuum, so the planner's statistics, and with
 ///   them the plans (which decide, say, whether a join reads a row it then locks), stay the same
 ///   through a run: a seed reproduces.
@@ -55,21 +56,27 @@ ALTER TABLE r SET (autovacuum_enabled = false);
 ALTER TABLE sink SET (autovacuum_enabled = false);
 ALTER TABLE budget SET (autovacuum_enabled = false);
 ANALYZE q, r, sink, budget;
+SELECT leader_shard_key('q', 'id'), leader_shard_key('r', 'id'), leader_shard_key('sink', 'id');
 ";
 
-/// The columns of [`SCHEMA`]'s tables and views, read as `#[fenced]` reads a crate's migrations.
-pub static COLUMNS: LazyLock<Schema> = LazyLock::new(|| {
-    let mut columns = Schema::new("the differential's schema");
-    columns
-        .read("tools/fence-differential/src/schema.rs", SCHEMA)
-        .expect("the differential's schema parses");
-    columns
-});
+/// The schema the checker is given: the fixture database's own catalog, read as `leaderctl
+/// schema prepare` reads an application's after its migrations.
+///
+/// # Errors
+///
+/// If the catalog cannot be read.
+pub async fn prepared(db: &TestDb) -> Res<Schema> {
+    let mut conn = db.admin().acquire().await?;
+    let prepared = leaderctl::catalog::read(&mut conn).await?;
+    Ok(Schema::new(prepared, "the differential's schema"))
+}
 
 /// The database and the two fence tokens of [`ROLE`].
 #[derive(Debug)]
 pub struct Fixture {
     pub db: TestDb,
+    /// The schema the checker is given: [`prepared`] from the database.
+    pub schema: Schema,
     /// A token `alpha` was granted and then lost: its `leader_fence` is false.
     pub stale: i64,
     /// The token of the live holder (a day's lease): its `leader_fence` is true.
@@ -149,13 +156,46 @@ impl Fixture {
             )
             .into());
         }
+        let schema = prepared(&db).await?;
         Ok(Fixture {
             db,
+            schema,
             stale: stale.token(),
             live: live.token(),
             other_shard,
         })
     }
+}
+
+/// Registers the test roles in `db` (a database with the framework's tables), grants [`ROLE`]
+/// to a holder that is then superseded and to the live one: their tokens, checked to be told
+/// apart by the fence.
+///
+/// # Errors
+///
+/// If a statement fails or the fence does not tell the tokens apart.
+pub async fn superseded_and_live(db: &TestDb) -> Res<(i64, i64)> {
+    sqlx::raw_sql(ROLES_UP).execute(db.admin()).await?;
+    let stale = grant(db, "superseded-leader", None).await?;
+    sqlx::query(
+        "UPDATE leader_leases SET expires_at = now() - interval '1 ms'
+          WHERE role = $1 AND holder_id IS NOT NULL",
+    )
+    .bind(ROLE.as_str())
+    .execute(db.admin())
+    .await?;
+    let live = grant(db, "live-leader", None).await?;
+    let (stale_fence, live_fence): (bool, bool) =
+        sqlx::query_as("SELECT leader_fence($1, $2), leader_fence($1, $3)")
+            .bind(ROLE.as_str())
+            .bind(stale.token())
+            .bind(live.token())
+            .fetch_one(db.admin())
+            .await?;
+    if stale_fence || !live_fence {
+        return Err("the fence does not tell the tokens apart".into());
+    }
+    Ok((stale.token(), live.token()))
 }
 
 async fn grant(db: &TestDb, holder: &str, shard: Option<Shard>) -> Res<Fence> {

@@ -1,7 +1,8 @@
 //! Throwaway PostgreSQL for leader-runtime's tests and examples.
 //!
 //! * [`Cluster`]: a private cluster from the machine's PostgreSQL binaries, on a free port,
-//!   removed when its owner goes away (works as root, through `runuser -u postgres`).
+//!   removed when its owner goes away (works as root, through `runuser -u postgres`): the
+//!   published `leader-throwaway-pg` crate's, which `leaderctl schema prepare` uses too.
 //! * [`Pooler`]: PgBouncer in transaction mode in front of a server.
 //! * [`get_metrics`]: a process's `/metrics` page, for checks of what a runtime exports.
 //! * [`TestDb`]: a fresh database per test on `DATABASE_URL`, or on a private cluster started for
@@ -13,17 +14,15 @@
 //! Why not an existing crate: `pgtemp` runs `initdb` as the current user, which PostgreSQL
 //! refuses when that is root (as on CI here), and `#[sqlx::test]` needs a server already running
 //! (`DATABASE_URL`) and gives no way to route a test's pool through a pooler. This crate starts
-//! the server itself, through `runuser -u postgres` when root, and hands out both pools.
+//! the server itself (`leader-throwaway-pg`), and hands out both pools.
 
 #![warn(missing_docs)]
 
-mod cluster;
 mod metrics_page;
 mod pooler;
-mod process;
 mod testdb;
 
-pub use cluster::Cluster;
+pub use leader_throwaway_pg::Cluster;
 pub use metrics_page::get_metrics;
 pub use pooler::{POOLER_USERS, Pooler, PoolerSettings, pgbouncer_binary};
 pub use testdb::{DATABASE_URL, POOLER_URL, TestDb, VIA_POOLER, via_pooler};
@@ -65,6 +64,21 @@ pub enum HarnessError {
     /// The server refused a connection or a setup statement.
     #[error("could not set up the test database: {0}")]
     Connect(#[source] sqlx::Error),
+}
+
+impl From<leader_throwaway_pg::ClusterError> for HarnessError {
+    fn from(error: leader_throwaway_pg::ClusterError) -> HarnessError {
+        use leader_throwaway_pg::ClusterError;
+        match error {
+            ClusterError::NoBinaries => HarnessError::NoBinaries,
+            ClusterError::Io { what, source } => HarnessError::Io { what, source },
+            ClusterError::Command { what, output } => HarnessError::Command { what, output },
+            other => HarnessError::Command {
+                what: "start a throwaway PostgreSQL",
+                output: other.to_string(),
+            },
+        }
+    }
 }
 
 impl HarnessError {

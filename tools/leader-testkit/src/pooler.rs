@@ -5,7 +5,9 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::HarnessError;
-use crate::process::{free_port, owned_temp_dir, run, server_command, wait_for, watch_owner};
+use leader_throwaway_pg::process::{
+    free_port, owned_temp_dir, run, server_command, wait_for, watch_owner,
+};
 
 /// The login roles the pooler lets through: the superuser, the least-privilege test role and the
 /// operator's (the dashboard's) test role.
@@ -190,7 +192,7 @@ impl Pooler {
         let ini = ini(&dir, port, server_host, server_port, &settings);
         let ini_path = dir.join("pgbouncer.ini");
         std::fs::write(&ini_path, ini).map_err(HarnessError::io("write pgbouncer.ini"))?;
-        if crate::process::is_root() {
+        if leader_throwaway_pg::process::is_root() {
             run(
                 Command::new("chown").arg("-R").arg("postgres:").arg(&dir),
                 "chown the pooler dir",
@@ -295,6 +297,7 @@ impl Pooler {
             Command::new("kill").args(["-HUP", pid.trim()]),
             "reload pgbouncer",
         )
+        .map_err(HarnessError::from)
     }
 
     /// Stops the pooler and removes its files.

@@ -10,6 +10,8 @@
 //!   that returns NULL from no rows (`x < (SELECT min(..) … fenced)`), and `x op ANY (q)` or
 //!   `x op ALL (q)` (or over `ARRAY (q)`) where `q` returns just that NULL row (`x = NULL` is
 //!   null, and so is `ANY` or `ALL` of nulls; an *empty* `ALL` is true, so it gates only so);
+//! * `x BETWEEN a AND b` (or `SYMMETRIC`) where `x`, `a` or `b` is such a null scalar sub-select
+//!   (a range whose bound is a fenced `max(..)` of no rows);
 //! * `a AND b` where either gates, `a OR b` where both do, `NOT a` where `a` is always null;
 //! * `CASE WHEN c₁ THEN r₁ … ELSE e END` where every arm is never chosen (its `cᵢ` gates) or
 //!   yields false or null (its `rᵢ` gates, or is the constant `false` or `NULL`), and so does
@@ -45,6 +47,7 @@ impl Props<'_, '_> {
             },
             "A_Expr" | "AExpr" => match int(fields, "kind") {
                 AEXPR_OP_ANY if self.array_sub_select_empty(fields) => true,
+                AEXPR_BETWEEN | AEXPR_BETWEEN_SYMMETRIC => self.between_null_bound(fields),
                 _ => self.always_null(conjunct),
             },
             "BoolExpr" => {
@@ -97,6 +100,26 @@ impl Props<'_, '_> {
             }
             _ => false,
         }
+    }
+
+    /// `x BETWEEN a AND b` (`SYMMETRIC` too) where `x`, `a` or `b` is a scalar sub-select that is
+    /// null when the fence is false: `x >= a AND x <= b` is then null or false, never true (not
+    /// always null, so `NOT BETWEEN` is no gate).
+    fn between_null_bound(&self, expr: &Fields) -> bool {
+        let mut sides: Vec<&Value> = expr.get("lexpr").into_iter().collect();
+        if let Some(("List", bounds)) = child(expr, "rexpr") {
+            sides.extend(
+                bounds
+                    .get("items")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten(),
+            );
+        }
+        sides.iter().any(|side| {
+            matches!(node(side), Some(("SubLink", link))
+                if int(link, "sub_link_type") == EXPR_SUBLINK && self.sub_select_null(link))
+        })
     }
 
     /// `CASE`: every arm is never chosen or yields false or null, and so does the `ELSE`.

@@ -170,7 +170,12 @@ async fn run(args: Args) -> Res<bool> {
             .map_err(|e| format!("cannot write {path}: {e}"))?;
         eprintln!("{NAME}: wrote the false rejections' samples to {path}");
     }
-    let page = page::page(NAME, &facts, &report::markdown(&outcome));
+    let page = page::page(
+        "The fence checker against PostgreSQL, on generated claims",
+        NAME,
+        &facts,
+        &report::markdown(&outcome),
+    );
     println!("{page}");
     if let Some(path) = &args.write {
         generated_block::write(path, &generated_block::Markers::report(NAME), &page)?;

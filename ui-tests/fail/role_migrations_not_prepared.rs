@@ -1,4 +1,4 @@
-//! A role missing from the migrations folder named by `migrations = "..."`.
+//! `migrations = "..."` naming another folder than the one the prepared schema came from.
 use leader_runtime::{TickContext, leader_role};
 
 #[leader_role("billing", every = "1h", migrations = "db/migrations")]

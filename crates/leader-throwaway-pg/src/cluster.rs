@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::HarnessError;
+use crate::ClusterError;
 use crate::process::{free_port, owned_temp_dir, run, server_command, watch_owner};
 
 /// A private PostgreSQL cluster on a free loopback port, with trust authentication for the
@@ -23,7 +23,7 @@ pub struct Cluster {
     stopped: bool,
 }
 
-fn find_bindir() -> Result<PathBuf, HarnessError> {
+fn find_bindir() -> Result<PathBuf, ClusterError> {
     if let Some(path) = std::env::var_os("PATH") {
         for dir in std::env::split_paths(&path) {
             if dir.join("initdb").is_file() && dir.join("pg_ctl").is_file() {
@@ -34,12 +34,12 @@ fn find_bindir() -> Result<PathBuf, HarnessError> {
     let out = Command::new("pg_config")
         .arg("--bindir")
         .output()
-        .map_err(|_| HarnessError::NoBinaries)?;
+        .map_err(|_| ClusterError::NoBinaries)?;
     let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
     if dir.join("initdb").is_file() {
         Ok(dir)
     } else {
-        Err(HarnessError::NoBinaries)
+        Err(ClusterError::NoBinaries)
     }
 }
 
@@ -48,8 +48,8 @@ impl Cluster {
     ///
     /// # Errors
     ///
-    /// [`HarnessError`] naming the step that failed, with the server's output.
-    pub fn start() -> Result<Cluster, HarnessError> {
+    /// [`ClusterError`] naming the step that failed, with the server's output.
+    pub fn start() -> Result<Cluster, ClusterError> {
         Cluster::start_with(
             "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300",
         )
@@ -62,11 +62,11 @@ impl Cluster {
     /// # Errors
     ///
     /// As [`Cluster::start`].
-    pub fn start_durable() -> Result<Cluster, HarnessError> {
+    pub fn start_durable() -> Result<Cluster, ClusterError> {
         Cluster::start_with("-c max_connections=300")
     }
 
-    fn start_with(settings: &str) -> Result<Cluster, HarnessError> {
+    fn start_with(settings: &str) -> Result<Cluster, ClusterError> {
         let bindir = find_bindir()?;
         let dir = owned_temp_dir("leader-pg")?;
         let data = dir.join("data");
@@ -137,8 +137,8 @@ impl Cluster {
     ///
     /// # Errors
     ///
-    /// [`HarnessError::Command`] with `pg_ctl`'s output.
-    pub fn restart(&self, mode: &str) -> Result<(), HarnessError> {
+    /// [`ClusterError::Command`] with `pg_ctl`'s output.
+    pub fn restart(&self, mode: &str) -> Result<(), ClusterError> {
         run(
             server_command(&self.bindir.join("pg_ctl"))
                 .arg("-D")
@@ -156,8 +156,8 @@ impl Cluster {
     ///
     /// # Errors
     ///
-    /// [`HarnessError::Command`] naming the step that failed, with its output.
-    pub fn start_standby(&self) -> Result<Cluster, HarnessError> {
+    /// [`ClusterError::Command`] naming the step that failed, with its output.
+    pub fn start_standby(&self) -> Result<Cluster, ClusterError> {
         let dir = owned_temp_dir("leader-pg-standby")?;
         let data = dir.join("data");
         // pg_basebackup sits beside the real pg_ctl (PATH may hold only symlinks to a few tools).
@@ -210,7 +210,7 @@ impl Cluster {
                 .args(["-o", &options, "-w", "-t", "60", "start"]),
             "pg_ctl start (standby)",
         )
-        .map_err(|error| HarnessError::Command {
+        .map_err(|error| ClusterError::Command {
             what: "pg_ctl start (standby)",
             output: format!(
                 "{error}\n{}",
@@ -224,8 +224,8 @@ impl Cluster {
     ///
     /// # Errors
     ///
-    /// [`HarnessError::Command`] with `pg_ctl`'s output.
-    pub fn promote(&self) -> Result<(), HarnessError> {
+    /// [`ClusterError::Command`] with `pg_ctl`'s output.
+    pub fn promote(&self) -> Result<(), ClusterError> {
         run(
             server_command(&self.bindir.join("pg_ctl"))
                 .arg("-D")
@@ -240,8 +240,8 @@ impl Cluster {
     ///
     /// # Errors
     ///
-    /// [`HarnessError::Command`] with `pg_ctl`'s output.
-    pub fn crash(&self) -> Result<(), HarnessError> {
+    /// [`ClusterError::Command`] with `pg_ctl`'s output.
+    pub fn crash(&self) -> Result<(), ClusterError> {
         run(
             server_command(&self.bindir.join("pg_ctl"))
                 .arg("-D")
@@ -256,8 +256,8 @@ impl Cluster {
     ///
     /// # Errors
     ///
-    /// [`HarnessError::Command`] with `pg_ctl`'s output.
-    pub fn shut_down(&self) -> Result<(), HarnessError> {
+    /// [`ClusterError::Command`] with `pg_ctl`'s output.
+    pub fn shut_down(&self) -> Result<(), ClusterError> {
         run(
             server_command(&self.bindir.join("pg_ctl"))
                 .arg("-D")

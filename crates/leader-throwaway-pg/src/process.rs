@@ -1,4 +1,4 @@
-//! Running the server's programs: as the `postgres` OS user when root, with temp dirs that user
+//! Running the server's programs (and PgBouncer's): as the `postgres` OS user when root, with temp dirs that user
 //! owns, a watchdog that cleans up after the owning process, and polling for readiness.
 
 use std::net::TcpListener;
@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::HarnessError;
+use crate::ClusterError;
 
 /// True when this process runs as root (PostgreSQL then refuses to run as us).
-pub(crate) fn is_root() -> bool {
+pub fn is_root() -> bool {
     Command::new("id")
         .arg("-u")
         .output()
@@ -18,7 +18,7 @@ pub(crate) fn is_root() -> bool {
 }
 
 /// Runs `program` as the `postgres` OS user when we are root, else as ourselves.
-pub(crate) fn server_command(program: &Path) -> Command {
+pub fn server_command(program: &Path) -> Command {
     if is_root() {
         let mut cmd = Command::new("runuser");
         cmd.args(["-u", "postgres", "--"]).arg(program);
@@ -29,21 +29,31 @@ pub(crate) fn server_command(program: &Path) -> Command {
 }
 
 /// A free TCP port on loopback.
-pub(crate) fn free_port() -> Result<u16, HarnessError> {
+///
+/// # Errors
+///
+/// [`ClusterError::Io`] if no socket can be bound.
+pub fn free_port() -> Result<u16, ClusterError> {
     let listener =
-        TcpListener::bind("127.0.0.1:0").map_err(HarnessError::io("find a free port"))?;
+        TcpListener::bind("127.0.0.1:0").map_err(ClusterError::io("find a free port"))?;
     Ok(listener
         .local_addr()
-        .map_err(HarnessError::io("find a free port"))?
+        .map_err(ClusterError::io("find a free port"))?
         .port())
 }
 
-pub(crate) fn run(cmd: &mut Command, what: &'static str) -> Result<(), HarnessError> {
-    let out = cmd.output().map_err(HarnessError::io(what))?;
+/// Runs `cmd` to its end: [`ClusterError::Command`] naming `what`, with everything it printed,
+/// unless it succeeds.
+///
+/// # Errors
+///
+/// [`ClusterError::Io`] if it cannot be started, [`ClusterError::Command`] if it fails.
+pub fn run(cmd: &mut Command, what: &'static str) -> Result<(), ClusterError> {
+    let out = cmd.output().map_err(ClusterError::io(what))?;
     if out.status.success() {
         Ok(())
     } else {
-        Err(HarnessError::Command {
+        Err(ClusterError::Command {
             what,
             output: format!(
                 "{}{}",
@@ -54,14 +64,18 @@ pub(crate) fn run(cmd: &mut Command, what: &'static str) -> Result<(), HarnessEr
     }
 }
 
-/// A directory the server user owns, under the system temp dir.
-pub(crate) fn owned_temp_dir(prefix: &str) -> Result<PathBuf, HarnessError> {
+/// A directory the server user owns, under the system temp dir, named `PREFIX-PID-RANDOM`.
+///
+/// # Errors
+///
+/// [`ClusterError::Io`] if it cannot be created, [`ClusterError::Command`] if `chown` fails.
+pub fn owned_temp_dir(prefix: &str) -> Result<PathBuf, ClusterError> {
     let dir = std::env::temp_dir().join(format!(
         "{prefix}-{}-{:08x}",
         std::process::id(),
         rand::random::<u32>()
     ));
-    std::fs::create_dir_all(&dir).map_err(HarnessError::io("create the temp dir"))?;
+    std::fs::create_dir_all(&dir).map_err(ClusterError::io("create the temp dir"))?;
     if is_root() {
         run(
             Command::new("chown").arg("postgres:").arg(&dir),
@@ -72,7 +86,11 @@ pub(crate) fn owned_temp_dir(prefix: &str) -> Result<PathBuf, HarnessError> {
 }
 
 /// Starts a detached watchdog that runs `cleanup` (a shell snippet) once this process is gone.
-pub(crate) fn watch_owner(cleanup: &str) -> Result<(), HarnessError> {
+///
+/// # Errors
+///
+/// [`ClusterError::Io`] if the watchdog cannot be started.
+pub fn watch_owner(cleanup: &str) -> Result<(), ClusterError> {
     let script = format!(
         "while [ -d /proc/{pid} ]; do sleep 1; done; {cleanup}",
         pid = std::process::id()
@@ -90,12 +108,12 @@ pub(crate) fn watch_owner(cleanup: &str) -> Result<(), HarnessError> {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .map_err(HarnessError::io("start the cleanup watchdog"))?;
+        .map_err(ClusterError::io("start the cleanup watchdog"))?;
     Ok(())
 }
 
 /// Waits until `check` succeeds or `timeout` passes.
-pub(crate) fn wait_for(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
+pub fn wait_for(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
     while start.elapsed() < timeout {
         if check() {
