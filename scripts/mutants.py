@@ -358,6 +358,10 @@ M = [
                     "                                                                 = l.holder_anchor_start))\n",
            "")],
      "-p tests --test placement an_open_acquire_of_every_lease"),
+    ("a dropped run future leaves its ticks' tasks running",
+     [edit("leader-runtime/src/tick.rs", "    let _end_tasks = EndOnDrop(tasks.clone());\n",
+           "    let _end_tasks = tasks.clone();\n")],
+     "-p tests --test dropped_run a_dropped_run_future_ends"),
     ("a dead replica's presence still counts toward the spread",
      [edit(ACQUIRE, "                          AND NOT leader_anchor_ended(p.anchor_pid, p.anchor_start,\n"
                     "                                                      p.anchor_recorded_at)\n", "")],
