@@ -77,6 +77,11 @@ within_share AS MATERIALIZED (
                    CASE WHEN sharded
                         THEN row_number() OVER (PARTITION BY role
                                                 ORDER BY last_tick_holder IS DISTINCT FROM :holder,
+                                                         -- Each replica's own order of the
+                                                         -- others' shards, so that replicas
+                                                         -- polling together lock different
+                                                         -- rows rather than skip each other's.
+                                                         hashtext(:holder || ':' || shard_index),
                                                          shard_index)
                         ELSE row_number() OVER (PARTITION BY sharded ORDER BY role)
                    END AS nth
