@@ -118,11 +118,12 @@ async fn setup(admin: &mut PgConnection, roles: usize, shards: u32) -> Res<()> {
     Ok(())
 }
 
-/// Lock waits and statements of 300 ms or more go to the server's log, with the plans of those
-/// of 500 ms or more.
+/// Lock waits, ended sessions and statements of 300 ms or more go to the server's log, with the
+/// plans of those of 500 ms or more.
 async fn log_slow_statements(admin: &mut PgConnection) -> Res<()> {
     for setting in [
         "ALTER SYSTEM SET log_lock_waits = on",
+        "ALTER SYSTEM SET log_disconnections = on",
         "ALTER SYSTEM SET deadlock_timeout = '100ms'",
         "ALTER SYSTEM SET log_min_duration_statement = '300ms'",
         "LOAD 'auto_explain'",
