@@ -355,6 +355,27 @@ M = [
      [edit(ACQUIRE, "           holder_anchor_pid = :anchor_pid,\n           holder_anchor_start = :anchor_start,\n",
            "           holder_anchor_pid = NULL,\n           holder_anchor_start = NULL,\n")],
      "-p tests --test anchors a_lease_whose_holders_anchor_ended"),
+    # Placement at fleet scale (issue 44): ACQUIRE's work and locks grow with what it grants.
+    ("acquire reads within_share once per answer row",
+     [edit(ACQUIRE, "       coalesce(ws.sharded AND NOT ws.within, false) AS over_share,\n",
+           "       coalesce((SELECT w.sharded AND NOT w.within FROM within_share w\n"
+           "                  WHERE w.role = s.wanted_role AND w.shard_index = s.wanted_shard_index),\n"
+           "                false) AS over_share,\n")],
+     "-p tests --test placement acquire_work_per_lease"),
+    ("acquire's takeover locks every live lease it is asked about",
+     [edit(ACQUIRE, "                                      AND l.holder_anchor_pid IS NOT NULL\n"
+                    "                                      AND NOT EXISTS (SELECT 1\n"
+                    "                                                        FROM sessions a\n"
+                    "                                                       WHERE a.pid = l.holder_anchor_pid\n"
+                    "                                                         AND (a.backend_start IS NULL\n"
+                    "                                                              OR a.backend_start\n"
+                    "                                                                 = l.holder_anchor_start))\n",
+           "")],
+     "-p tests --test placement an_open_acquire_of_every_lease"),
+    ("a dropped run future leaves its ticks' tasks running",
+     [edit("leader-runtime/src/tick.rs", "    let _end_tasks = EndOnDrop(tasks.clone());\n",
+           "    let _end_tasks = tasks.clone();\n")],
+     "-p tests --test dropped_run a_dropped_run_future_ends"),
     ("a dead replica's presence still counts toward the spread",
      [edit(ACQUIRE, "                          AND NOT leader_anchor_ended(p.anchor_pid, p.anchor_start,\n"
                     "                                                      p.anchor_recorded_at)\n", "")],

@@ -59,25 +59,48 @@ pub(crate) fn single(statement: Statement, rows: Vec<PgRow>) -> Result<PgRow, St
         .ok_or_else(|| StatementError::database(statement)(sqlx::Error::RowNotFound))
 }
 
-/// The answer row whose `columns` name `role` and `shard` (shard 0 when `None`): the statements
-/// over many leases answer one row per lease asked, in no particular order.
-pub(crate) fn row_of<'r>(
-    rows: &'r [PgRow],
-    (role_column, shard_column): (&str, &str),
-    role: Role,
-    shard: Option<Shard>,
+/// The answer rows of a statement over many leases, indexed by the lease each names: the
+/// statements answer one row per lease asked, in no particular order.
+///
+/// Built once per answer, so that finding every lease's row is linear in the leases asked: a
+/// search of every row for each lease was quadratic, and at 2,000 leases took a poll's worker
+/// thread for long enough that the replica's heartbeats missed their beats.
+pub(crate) struct RowsByLease<'r> {
+    rows: std::collections::HashMap<(&'r str, i64), &'r PgRow>,
     statement: Statement,
-) -> Result<&'r PgRow, StatementError> {
-    let index = i64::from(shard.map_or(0, Shard::index));
-    rows.iter()
-        .find(|row| {
-            row.try_get::<&str, _>(role_column)
-                .is_ok_and(|r| r == role.as_str())
-                && row
-                    .try_get::<i64, _>(shard_column)
-                    .is_ok_and(|i| i == index)
-        })
-        .ok_or_else(|| StatementError::database(statement)(sqlx::Error::RowNotFound))
+}
+
+impl<'r> RowsByLease<'r> {
+    /// `rows`, indexed by their `columns` (a role and a shard index); a row without them is left
+    /// out (and its lease then has no row).
+    pub(crate) fn new(
+        rows: &'r [PgRow],
+        (role_column, shard_column): (&str, &str),
+        statement: Statement,
+    ) -> RowsByLease<'r> {
+        let rows = rows
+            .iter()
+            .filter_map(|row| {
+                let role = row.try_get::<&str, _>(role_column).ok()?;
+                let index = row.try_get::<i64, _>(shard_column).ok()?;
+                Some(((role, index), row))
+            })
+            .collect();
+        RowsByLease { rows, statement }
+    }
+
+    /// The row of `role` and `shard` (shard 0 when `None`).
+    pub(crate) fn get(
+        &self,
+        role: Role,
+        shard: Option<Shard>,
+    ) -> Result<&'r PgRow, StatementError> {
+        let index = i64::from(shard.map_or(0, Shard::index));
+        self.rows
+            .get(&(role.as_str(), index))
+            .copied()
+            .ok_or_else(|| StatementError::database(self.statement)(sqlx::Error::RowNotFound))
+    }
 }
 
 /// The rendered rows of a `VALUES` list, comma-separated.

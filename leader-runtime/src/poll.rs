@@ -252,11 +252,14 @@ pub(crate) async fn poll_roles(
                             }
                         };
                     }
-                    let running: Vec<Role> = roles
+                    // One entry per role, not per shard: it is searched once per answer.
+                    let mut running: Vec<Role> = roles
                         .iter()
                         .filter(|polled| polled.runs && polled.shard.is_some())
                         .map(|polled| polled.role)
                         .collect();
+                    running.sort_unstable();
+                    running.dedup();
                     for (&i, answer) in asked.iter().zip(answers) {
                         let polled = &mut roles[i];
                         let (role, shard) = polled.key();

@@ -190,8 +190,20 @@ impl Runtime {
     /// location, chained in front of the hook set before it (see
     /// [the crate docs](crate#panics-and-the-panic-hook)).
     ///
-    /// Dropping (or aborting) the returned future stops every role at once *without* releasing,
-    /// as a crashed process would: the leases then run out after their TTL.
+    /// # Dropping the future
+    ///
+    /// Dropping (or aborting) the returned future, as a service's `select!` does when another
+    /// branch ends first, stops everything `run` started, as dropping a `JoinSet` does: every
+    /// loop, every tick's job and every task a job spawned through its tick
+    /// ([`TickContext::spawn`](crate::TickContext::spawn)) is aborted (a job blocked in its
+    /// thread ends when it next yields; work on the blocking pool cannot be aborted and runs to
+    /// its end), and the direct connection of [`wake_on_release`](crate::RuntimeBuilder::wake_on_release),
+    /// with its anchor, is closed. Nothing is released and the sharded roles are not left, as
+    /// for a crashed process: its leases run out after their TTL, or, with
+    /// [`take_over_when_dead`](crate::RuntimeBuilder::take_over_when_dead), are taken over as
+    /// soon as the other replicas see its anchor gone. The other replicas' leases are not
+    /// touched. For a graceful stop that releases every tick, complete `shutdown` instead and
+    /// await the future.
     ///
     /// # Start-up checks
     ///

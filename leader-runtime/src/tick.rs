@@ -18,7 +18,7 @@ use crate::panic_capture::{CatchPanic, CaughtPanic, catch};
 use crate::registry::JobError;
 use crate::role_spec::RoleSpec;
 use crate::statements::LeaseStatements;
-use crate::tick_tasks::TickTasks;
+use crate::tick_tasks::{EndOnDrop, TickTasks};
 
 /// How the job's future ended.
 #[derive(Debug)]
@@ -153,6 +153,7 @@ async fn run_granted(
     let started = Instant::now();
     let cancellation = TickCancellation::new();
     let tasks = TickTasks::new(tracing::Span::current());
+    let _end_tasks = EndOnDrop(tasks.clone());
     let context = TickContext::new(
         fence,
         cancellation.view(),

@@ -8,6 +8,9 @@
 //!    task spawned after that is aborted before it is first polled, so no async work of a tick
 //!    outlives its lease. Code blocked in a thread cannot be aborted; the runtime stops waiting
 //!    for it after the grace period, as it stops waiting for a job.
+//! 3. A tick whose future is dropped before its job ended (the runtime's `run` future dropped,
+//!    which aborts the lease's task) ends its tasks as in 2, through [`EndOnDrop`]: a dropped
+//!    runtime leaves none of its ticks' tasks running, as a dropped `JoinSet` leaves none of its.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -15,6 +18,17 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::task::{AbortHandle, JoinHandle};
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
+
+/// Ends a tick's tasks ([`TickTasks::end`]) when dropped, whether the tick ran to its end or its
+/// future was dropped half-way (invariant 3).
+#[derive(Debug)]
+pub(crate) struct EndOnDrop(pub(crate) TickTasks);
+
+impl Drop for EndOnDrop {
+    fn drop(&mut self) {
+        self.0.end();
+    }
+}
 
 /// The tasks of one tick. Clones share them.
 #[derive(Debug, Clone)]
@@ -117,7 +131,18 @@ impl TickTasks {
 mod tests {
     use std::time::Duration;
 
-    use super::TickTasks;
+    use super::{EndOnDrop, TickTasks};
+
+    #[tokio::test(start_paused = true)]
+    async fn dropping_the_guard_ends_the_tasks_as_end_does() {
+        let tasks = TickTasks::new(tracing::Span::none());
+        let running = tasks.spawn(std::future::pending::<()>());
+        drop(EndOnDrop(tasks.clone()));
+        let later = tasks.spawn(async {});
+        assert!(running.await.unwrap_err().is_cancelled());
+        assert!(later.await.unwrap_err().is_cancelled());
+        tasks.ended().await;
+    }
 
     #[tokio::test(start_paused = true)]
     async fn ending_aborts_the_running_tasks_and_every_later_one() {

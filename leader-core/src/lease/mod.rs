@@ -57,7 +57,7 @@ mod wanted;
 
 pub use acquire::{
     ACQUIRE_GUARDS, Acquired, Grant, Refusal, RefusalReason, TAKEOVER_GUARDS, acquire,
-    acquire_anchored, acquire_one,
+    acquire_anchored, acquire_one, acquire_text,
 };
 pub use anchor::{
     ANCHOR_ENDED_CHANNEL, ANCHOR_LOCK_CLASS, Anchor, AnchorError, AnchorWait, RingKey,

@@ -8,7 +8,7 @@ use sqlx::{PgExecutor, Row};
 use super::renew::{LossReason, loss_reason};
 use crate::guard::{Guard, Guarded};
 use crate::inline::{Value, render};
-use crate::send::{check_interval, lock_timeout, ms, row_of, send, values_list};
+use crate::send::{RowsByLease, check_interval, lock_timeout, ms, send, values_list};
 use crate::{Fence, ReleaseOutcome, Shard, Statement, StatementError, Timings};
 
 /// The result of RELEASE.
@@ -280,16 +280,15 @@ async fn send_release<'e>(
         ],
     );
     let rows = send(db, Statement::Release, timings.statement_timeout(), sql).await?;
+    let by_lease = RowsByLease::new(
+        &rows,
+        ("ending_role", "ending_shard_index"),
+        Statement::Release,
+    );
     let field = StatementError::database(Statement::Release);
     ends.iter()
         .map(|end| {
-            let row = row_of(
-                &rows,
-                ("ending_role", "ending_shard_index"),
-                end.fence.role(),
-                end.fence.shard(),
-                Statement::Release,
-            )?;
+            let row = by_lease.get(end.fence.role(), end.fence.shard())?;
             let released_at: Option<DateTime<Utc>> = row.try_get("db_now").map_err(&field)?;
             Ok(Released {
                 changed: released_at.is_some(),

@@ -9,7 +9,7 @@ use sqlx::{PgExecutor, Row};
 
 use crate::guard::{Guard, Guarded};
 use crate::inline::{Value, render};
-use crate::send::{lock_timeout, ms, row_of, send, values_list};
+use crate::send::{RowsByLease, lock_timeout, ms, send, values_list};
 use crate::{Fence, Shard, Statement, StatementError, Timings};
 
 // `:token` in the guard is rendered as the column `held_token`, so the guards read exactly as in
@@ -160,16 +160,11 @@ pub async fn renew<'e>(
         ],
     );
     let rows = send(db, Statement::Renew, timings.statement_timeout(), sql).await?;
+    let by_lease = RowsByLease::new(&rows, ("held_role", "held_shard_index"), Statement::Renew);
     fences
         .iter()
         .map(|&fence| {
-            let row = row_of(
-                &rows,
-                ("held_role", "held_shard_index"),
-                fence.role(),
-                fence.shard(),
-                Statement::Renew,
-            )?;
+            let row = by_lease.get(fence.role(), fence.shard())?;
             renewed_from(row, fence)
         })
         .collect()
