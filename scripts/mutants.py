@@ -363,13 +363,9 @@ M = [
            "                false) AS over_share,\n")],
      "-p tests --test placement acquire_work_per_lease"),
     ("acquire's takeover locks every live lease it is asked about",
-     [edit(ACQUIRE, "                                      AND l.holder_anchor_pid IS NOT NULL\n"
-                    "                                      AND NOT EXISTS (SELECT 1\n"
-                    "                                                        FROM sessions a\n"
-                    "                                                       WHERE a.pid = l.holder_anchor_pid\n"
-                    "                                                         AND (a.backend_start IS NULL\n"
-                    "                                                              OR a.backend_start\n"
-                    "                                                                 = l.holder_anchor_start))\n",
+     [edit(ACQUIRE, "                                      AND leader_anchor_ended(l.holder_anchor_pid,\n"
+                    "                                                              l.holder_anchor_start,\n"
+                    "                                                              l.acquired_at)\n",
            "")],
      "-p tests --test placement an_open_acquire_of_every_lease"),
     ("a dropped run future leaves its ticks' tasks running",

@@ -161,7 +161,13 @@ fn expand(case: &Case) -> TokenStream {
 
 /// The snapshot file's text: the input as comments, then the expansion, printed.
 fn snapshot(case: &Case) -> String {
-    let expanded = expand(case);
+    // The crate's directory is shown as SHOWN_CRATE_DIR before printing, so that the lines wrap
+    // alike wherever the checkout is.
+    let expanded: proc_macro2::TokenStream = expand(case)
+        .to_string()
+        .replace(crate_dir().to_str().expect("a UTF-8 path"), SHOWN_CRATE_DIR)
+        .parse()
+        .expect("the expansion's text is tokens");
     let file: syn::File = syn::parse2(expanded.clone())
         .unwrap_or_else(|e| panic!("{}: the expansion is not items: {e}\n{expanded}", case.name));
     let printed = unparse(file);
@@ -170,8 +176,6 @@ fn snapshot(case: &Case) -> String {
         "{}: the input is refused:\n{printed}",
         case.name
     );
-    let crate_dir = crate_dir();
-    let printed = printed.replace(crate_dir.to_str().expect("a UTF-8 path"), SHOWN_CRATE_DIR);
     let mut text = String::from("// What you write:\n//\n");
     for line in case.input.trim().lines() {
         text.push_str(if line.is_empty() { "//" } else { "// " });

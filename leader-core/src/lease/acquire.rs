@@ -78,9 +78,9 @@ use crate::{Fence, Role, Statement, StatementError, Timings};
 //
 // ACQUIRE's work and locks grow with what it grants or ends, not with what it is asked about: the
 // answer joins `within_share` rather than reading it once per answer row, and `ended_early` locks
-// only the live rows whose holder's anchor ended, found by one join with the server's sessions
-// (`sessions`; its UPDATE checks every guard again once they are locked). Issue 44 measured both: read per answer row, 2,000 leases asked for took over a
-// second; locking every live row asked about made each RENEW of them wait for the ACQUIREs of the
+// only the live rows whose holder's anchor the guard `leader_anchor_ended` says ended (its
+// UPDATE asks every guard again once they are locked, so a drill that breaks the guard breaks
+// both). Issue 44 measured both: read per answer row, 2,000 leases asked for took over a second; locking every live row asked about made each RENEW of them wait for the ACQUIREs of the
 // other replicas until its lock timeout, and leases were lost fleet-wide.
 //
 // A lease whose holder's anchor session the server no longer has (see `anchor`) is ended early by
@@ -204,7 +204,7 @@ pub const TAKEOVER_GUARDS: Guarded = Guarded {
     plumbing: &[
         "role = wanted_role",
         "shard_index = wanted_shard_index",
-        "(role, shard_index) IN (SELECT l.role, l.shard_index FROM leader_leases l JOIN wanted w ON l.role = w.wanted_role AND l.shard_index = w.wanted_shard_index WHERE l.expires_at > now() AND l.holder_anchor_pid IS NOT NULL AND NOT EXISTS (SELECT 1 FROM sessions a WHERE a.pid = l.holder_anchor_pid AND (a.backend_start IS NULL OR a.backend_start = l.holder_anchor_start)) FOR UPDATE OF l SKIP LOCKED)",
+        "(role, shard_index) IN (SELECT l.role, l.shard_index FROM leader_leases l JOIN wanted w ON l.role = w.wanted_role AND l.shard_index = w.wanted_shard_index WHERE l.expires_at > now() AND leader_anchor_ended(l.holder_anchor_pid, l.holder_anchor_start, l.acquired_at) FOR UPDATE OF l SKIP LOCKED)",
         "(SELECT applied FROM lock_bound) IS NOT NULL",
     ],
 };

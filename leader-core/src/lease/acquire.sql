@@ -96,13 +96,6 @@ picked AS MATERIALIZED (
      LIMIT :max_grants
        FOR UPDATE SKIP LOCKED
 ),
--- The server's sessions, read once (PostgreSQL keeps one view of them per transaction): the rows
--- `ended_early` locks are those whose holder's anchor is not among them, the rows
--- leader_anchor_ended says ended, found by one join rather than a read of pg_stat_activity per
--- row. Its UPDATE checks leader_anchor_ended itself on the rows it locked.
-sessions AS MATERIALIZED (
-    SELECT a.pid, a.backend_start FROM pg_catalog.pg_stat_activity a
-),
 ended_early AS (
     UPDATE leader_leases
        SET expires_at = now()
@@ -114,13 +107,13 @@ ended_early AS (
                                      JOIN wanted w ON l.role = w.wanted_role
                                                   AND l.shard_index = w.wanted_shard_index
                                     WHERE l.expires_at > now()
-                                      AND l.holder_anchor_pid IS NOT NULL
-                                      AND NOT EXISTS (SELECT 1
-                                                        FROM sessions a
-                                                       WHERE a.pid = l.holder_anchor_pid
-                                                         AND (a.backend_start IS NULL
-                                                              OR a.backend_start
-                                                                 = l.holder_anchor_start))
+                                      -- Only rows whose anchor the guard says ended are locked:
+                                      -- a live holder's row never is, so its RENEW never waits
+                                      -- on this ACQUIRE. The UPDATE asks the guard again of the
+                                      -- row as locked.
+                                      AND leader_anchor_ended(l.holder_anchor_pid,
+                                                              l.holder_anchor_start,
+                                                              l.acquired_at)
                                       FOR UPDATE OF l SKIP LOCKED)
        AND (SELECT applied FROM lock_bound) IS NOT NULL
        AND shard_count = :shard_count

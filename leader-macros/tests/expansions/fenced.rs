@@ -24,9 +24,7 @@
 // What the macro emits in its place:
 
 async fn claim_batch(pool: &PgPool, fence: Fence, limit: i64) -> sqlx::Result<Vec<i64>> {
-    const _: &[u8] = ::core::include_bytes!(
-        "/path/to/crate/leader-schema.json"
-    );
+    const _: &[u8] = ::core::include_bytes!("/path/to/crate/leader-schema.json");
     const _: &[u8] = ::core::include_bytes!(
         "/path/to/crate/tests/fixtures/migrations/0001_tables.sql"
     );
