@@ -30,12 +30,9 @@ pub use testdb::{DATABASE_URL, POOLER_URL, TestDb, VIA_POOLER, via_pooler};
 /// Why a throwaway server could not be provided.
 #[derive(Debug, thiserror::Error)]
 pub enum HarnessError {
-    /// No PostgreSQL server binaries were found.
-    #[error(
-        "no PostgreSQL server binaries: put initdb and pg_ctl on PATH (or install PostgreSQL so \
-         `pg_config --bindir` finds them), or set DATABASE_URL to a server to use"
-    )]
-    NoBinaries,
+    /// The throwaway cluster could not be started or driven (no server binaries among them).
+    #[error(transparent)]
+    Cluster(#[from] leader_throwaway_pg::ClusterError),
     /// PgBouncer is not installed.
     #[error(
         "pgbouncer is not installed: apt-get install -y pgbouncer (or unset LEADER_REQUIRE_POOLER)"
@@ -64,21 +61,6 @@ pub enum HarnessError {
     /// The server refused a connection or a setup statement.
     #[error("could not set up the test database: {0}")]
     Connect(#[source] sqlx::Error),
-}
-
-impl From<leader_throwaway_pg::ClusterError> for HarnessError {
-    fn from(error: leader_throwaway_pg::ClusterError) -> HarnessError {
-        use leader_throwaway_pg::ClusterError;
-        match error {
-            ClusterError::NoBinaries => HarnessError::NoBinaries,
-            ClusterError::Io { what, source } => HarnessError::Io { what, source },
-            ClusterError::Command { what, output } => HarnessError::Command { what, output },
-            other => HarnessError::Command {
-                what: "start a throwaway PostgreSQL",
-                output: other.to_string(),
-            },
-        }
-    }
 }
 
 impl HarnessError {
