@@ -29,7 +29,17 @@
 //!   and nothing evaluated on its rows (its `FROM` items, the sub-selects of conditions on its
 //!   columns, its select list, `SET` and `RETURNING`) runs. Not covered: its `LIMIT` and
 //!   `OFFSET` (evaluated before it), and conditions that read no column of the level
-//!   (PostgreSQL may evaluate them up front, beside the fence, in any order). A `LIMIT` of a
+//!   (PostgreSQL may evaluate them up front, beside the fence, in any order). What a condition
+//!   reads is judged as the planner sees it: a column of a sub-select, view or `WITH` query
+//!   PostgreSQL pulls up into the level is that column's expression there (`1` for
+//!   `(SELECT 1 AS id FROM q) t`), and folding constants takes columns out of `CASE WHEN true
+//!   …`, `coalesce(1, …)` and a strict operator given a bind parameter (a NULL when PostgreSQL
+//!   plans for the statement's values). A condition counts as reading a column only where one
+//!   is left after both (and, without a [`Schema`], a name may be a view of constants: no
+//!   column of it counts). A condition that calls a `VOLATILE` function outside its
+//!   sub-selects is never evaluated up front (PostgreSQL keeps it a filter on the rows, below
+//!   the One-Time Filter), so that call is covered wherever the condition stands; the
+//!   sub-selects of a condition that reads no column are not. A `LIMIT` of a
 //!   sub-select in its `FROM` is covered unless the level's plan may be rescanned (a
 //!   correlated sub-select's plan is rescanned at each run, and a rescanned Limit recomputes
 //!   its count whether or not it then runs). A `WITH` query that changes rows runs to

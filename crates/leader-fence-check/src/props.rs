@@ -27,6 +27,7 @@ use serde_json::Value;
 
 mod empty_group;
 mod gates;
+mod kept_columns;
 mod one_time;
 mod zero_limit;
 
@@ -490,6 +491,27 @@ impl<'l, 'a> Props<'l, 'a> {
             || (pos == Pos::Head && self.rescanned(level))
     }
 
+    /// Whether PostgreSQL may evaluate a call of a `VOLATILE` function written at `pos` of
+    /// `level`, outside its sub-selects, for a superseded leader. It is [`Self::evaluated`],
+    /// except that a condition holding such a call is never one PostgreSQL evaluates once up
+    /// front as a constant (a `VOLATILE` call keeps it from being one), whatever columns it
+    /// reads: it stays a condition on the level's rows (or groups), below the level's one-time
+    /// fence. A call of a function that is not `VOLATILE` changes and locks nothing wherever it
+    /// is evaluated.
+    pub fn volatile_call_evaluated(&self, level: usize, pos: Pos) -> bool {
+        match pos {
+            Pos::Conjunct(_) => {
+                self.reached(level) && !self.zero_limit(level) && !self.one_time(level)
+            }
+            Pos::Having(_) => {
+                self.reached(level)
+                    && !self.zero_limit(level)
+                    && (!self.gated(level) || self.groups_from_nothing(level))
+            }
+            _ => self.evaluated(level, pos),
+        }
+    }
+
     /// Whether `pos` of `level` is a conjunct that reads no column of the level, in a level
     /// PostgreSQL may flatten into an enclosing query it evaluates. Flattened, the conjunct
     /// becomes one more condition of that query that reads no column: PostgreSQL evaluates it
@@ -570,29 +592,22 @@ impl<'l, 'a> Props<'l, 'a> {
     /// Whether a conjunct (of `WHERE`/`ON`, or of `HAVING`) reads a column of its own level
     /// (or, in `HAVING`, an aggregate of it), so that PostgreSQL can only evaluate it on the
     /// level's rows, never up front.
+    ///
+    /// What counts is the conjunct as PostgreSQL plans it: a column it keeps once sub-selects
+    /// are pulled up and constants folded ([`Props::keeps_column`]), or a call of a `VOLATILE`
+    /// function outside its sub-selects, which keeps PostgreSQL from evaluating it as a
+    /// constant.
     fn conjunct_reads_level(&self, level: usize, n: usize, having: bool) -> bool {
-        let levels = self.levels;
-        let pos = if having {
-            Pos::Having(n)
+        let l = &self.levels.levels[level];
+        let (pos, conjunct) = if having {
+            (Pos::Having(n), l.having[n])
         } else {
-            Pos::Conjunct(n)
+            (Pos::Conjunct(n), l.conjuncts[n].1)
         };
-        let l = &levels.levels[level];
         if having && l.aggregates.iter().any(|a| a.pos == pos) {
             return true;
         }
-        let here = l
-            .refs
-            .iter()
-            .filter(|r| r.pos == pos)
-            .any(|r| reads_level(levels, level, r) == Some(level));
-        here || levels.levels.iter().enumerate().any(|(d, nested)| {
-            self.hangs_at(d, level, pos)
-                && nested
-                    .refs
-                    .iter()
-                    .any(|r| r.names.len() > 1 && reads_level(levels, d, r) == Some(level))
-        })
+        self.keeps_column(level, level, conjunct) || self.volatile_call_at(level, pos)
     }
 
     /// Whether level `d` lies inside what stands at `pos` of `level`.
@@ -605,6 +620,30 @@ impl<'l, 'a> Props<'l, 'a> {
             at = parent.level;
         }
         false
+    }
+
+    /// Whether a call written at `pos` of `level` (outside its sub-selects and aggregates) is
+    /// certainly of a `VOLATILE` function: a built-in one, or one where every function of the
+    /// schema the call may be is.
+    fn volatile_call_at(&self, level: usize, pos: Pos) -> bool {
+        self.levels.levels[level]
+            .calls
+            .iter()
+            .filter(|call| call.pos == pos && call.aggregate.is_none())
+            .any(|call| {
+                let name = function_name(call.fields);
+                let Some((last, namespace)) = name.split_last() else {
+                    return false;
+                };
+                match self.levels.schema {
+                    Some(schema) if schema.has_function(last) => schema.certainly_volatile(
+                        namespace.last().map(String::as_str),
+                        last,
+                        &crate::arg_types::args(self.levels, level, call.fields),
+                    ),
+                    _ => functions::volatile_builtin(&name).is_some(),
+                }
+            })
     }
 }
 

@@ -51,16 +51,7 @@ impl Schema {
         name: &str,
         args: &Args,
     ) -> Option<Routine> {
-        let candidates: Vec<&Function> = self
-            .functions
-            .get(name)
-            .into_iter()
-            .flatten()
-            .map(|&i| &self.prepared().functions[i])
-            .filter(|f| namespace.is_none_or(|wanted| wanted == f.name.schema))
-            .filter(|f| f.kind != FunctionKind::Procedure)
-            .filter(|f| self.takes(f, args))
-            .collect();
+        let candidates = self.candidates(namespace, name, args);
         if candidates.is_empty() {
             return None;
         }
@@ -104,6 +95,38 @@ impl Schema {
             ))),
             None => Some(Routine::ReadOnly),
         }
+    }
+
+    /// Whether every function a call of `name` (in schema `namespace`, where written) with
+    /// `args` may call is a plain `VOLATILE` function of the schema: PostgreSQL never evaluates a
+    /// condition that holds such a call (outside its sub-selects) once up front as a constant.
+    /// A name a built-in also has is not certain: PostgreSQL may pick the built-in.
+    pub(crate) fn certainly_volatile(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        args: &Args,
+    ) -> bool {
+        let candidates = self.candidates(namespace, name, args);
+        !candidates.is_empty()
+            && crate::functions::known(&[name.to_owned()]).is_none()
+            && candidates
+                .iter()
+                .all(|f| f.kind == FunctionKind::Function && f.volatility == Volatility::Volatile)
+    }
+
+    /// The schema's functions (not procedures) PostgreSQL may pick for a call of `name` with
+    /// `args`.
+    fn candidates(&self, namespace: Option<&str>, name: &str, args: &Args) -> Vec<&Function> {
+        self.functions
+            .get(name)
+            .into_iter()
+            .flatten()
+            .map(|&i| &self.prepared().functions[i])
+            .filter(|f| namespace.is_none_or(|wanted| wanted == f.name.schema))
+            .filter(|f| f.kind != FunctionKind::Procedure)
+            .filter(|f| self.takes(f, args))
+            .collect()
     }
 
     /// Whether PostgreSQL may pick `f` for a call with `args`.

@@ -170,7 +170,7 @@ impl Rules<'_, '_, '_> {
                     Routine::Volatile(what) => {
                         self.claim = true;
                         if self.evaluated(level, call.pos, call.aggregate) {
-                            let why = self.why_evaluated(level, call.pos);
+                            let why = self.why_call_evaluated(level, call.pos);
                             self.errors.push(self.messages.unknown_function(
                                 &name,
                                 at,
@@ -222,13 +222,17 @@ impl Rules<'_, '_, '_> {
 
     /// Whether PostgreSQL may evaluate an expression at `pos` of `level` (inside aggregate
     /// `aggregate` of it, if any) for a superseded leader ([`Props::evaluated`]).
+    ///
+    /// The call is `VOLATILE` (it is refused or accepted on that alone otherwise), so a
+    /// condition holding it outside an aggregate is never evaluated up front as a constant
+    /// ([`Props::volatile_call_evaluated`]).
     fn evaluated(&self, level: usize, pos: Pos, aggregate: Option<usize>) -> bool {
         match aggregate {
             Some(a) => {
                 self.props.hoisted(level, pos)
                     || (self.props.reached(level) && self.props.aggregate_arguments_live(level, a))
             }
-            None => self.props.evaluated(level, pos),
+            None => self.props.volatile_call_evaluated(level, pos),
         }
     }
 
@@ -262,7 +266,7 @@ impl Rules<'_, '_, '_> {
                 continue;
             }
             let at = r.at.map(|start| self.reference_range(start, r));
-            let why = self.why_evaluated(level, r.pos);
+            let why = self.why_call_evaluated(level, r.pos);
             self.errors
                 .push(self.messages.possible_call(&shown(r), &call, at, why));
         }
@@ -498,9 +502,20 @@ impl Rules<'_, '_, '_> {
     /// Why PostgreSQL may evaluate what stands at `pos` of `level` for a superseded leader,
     /// where an enclosing fence would suggest otherwise.
     fn why_evaluated(&self, level: usize, pos: Pos) -> Option<String> {
+        self.why_evaluated_from(level, pos, false)
+    }
+
+    /// [`Self::why_evaluated`] for a `VOLATILE` call written at `pos` of `level`, whose own
+    /// condition PostgreSQL never evaluates up front ([`Props::volatile_call_evaluated`]).
+    fn why_call_evaluated(&self, level: usize, pos: Pos) -> Option<String> {
+        self.why_evaluated_from(level, pos, true)
+    }
+
+    fn why_evaluated_from(&self, level: usize, pos: Pos, volatile_call: bool) -> Option<String> {
         let (mut at, mut pos) = (level, pos);
+        let mut own_condition = volatile_call && matches!(pos, Pos::Conjunct(_) | Pos::Having(_));
         loop {
-            if self.props.hoisted(at, pos) && !self.props.one_time(at) {
+            if !own_condition && self.props.hoisted(at, pos) && !self.props.one_time(at) {
                 return Some(
                     "it is in a condition that reads no column of a sub-select PostgreSQL may \
                      flatten into the query around it, where the condition is evaluated once up \
@@ -534,6 +549,7 @@ impl Rules<'_, '_, '_> {
             }
             let parent = self.levels.levels[at].parent?;
             (at, pos) = (parent.level, parent.pos);
+            own_condition = false;
         }
     }
 }

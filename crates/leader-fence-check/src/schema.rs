@@ -254,6 +254,74 @@ impl Schema {
             })
     }
 
+    /// Whether column `column` of relation `name` (in schema `namespace`) is, in every relation
+    /// the name may be, a column of stored rows where a query reads it, also after PostgreSQL
+    /// pulls a view up into that query: a table's column is; a view's is where its definition
+    /// keeps a query of its own (`GROUP BY`, `DISTINCT`, `LIMIT`, …: the view stays a sub-query
+    /// whose columns are read as columns) or where the column is plainly a column of the one
+    /// table the view reads. A view's column computed from constants becomes that constant
+    /// when the view is pulled up (`SELECT 1 AS id FROM q`), and a view whose definition these
+    /// rules do not follow counts as one that may: a condition on such a column may read no
+    /// column after all.
+    pub(crate) fn column_is_stored(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        column: &str,
+    ) -> bool {
+        self.column_is_stored_at(namespace, name, column, 0)
+    }
+
+    fn column_is_stored_at(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        column: &str,
+        depth: usize,
+    ) -> bool {
+        let mut found = self.matching_indexed(namespace, name).peekable();
+        found.peek().is_some()
+            && found.all(|(i, r)| match r.kind {
+                RelationKind::View => {
+                    if r.definition.as_deref().is_some_and(keeps_own_query) {
+                        return true;
+                    }
+                    let Some(view) = self.flat_views.get(&i) else {
+                        return false;
+                    };
+                    let position = r.columns.iter().position(|c| c.name == column);
+                    match position
+                        .and_then(|p| view.columns.get(p))
+                        .cloned()
+                        .flatten()
+                    {
+                        Some(base_column) => {
+                            depth < 8
+                                && self.column_is_stored_at(
+                                    view.base.0.as_deref(),
+                                    &view.base.1,
+                                    &base_column,
+                                    depth + 1,
+                                )
+                        }
+                        None => false,
+                    }
+                }
+                RelationKind::Table
+                | RelationKind::PartitionedTable
+                | RelationKind::MaterializedView
+                | RelationKind::ForeignTable
+                | RelationKind::CompositeType => true,
+                // A kind this crate does not know yet may be read as anything.
+                _ => false,
+            })
+    }
+
+    /// Whether the schema has a function (of any kind, in any schema) called `name`.
+    pub(crate) fn has_function(&self, name: &str) -> bool {
+        self.functions.contains_key(name)
+    }
+
     /// [`Schema::matching`], with each relation's index.
     fn matching_indexed<'s>(
         &'s self,
@@ -421,6 +489,38 @@ fn flat_view(definition: &str) -> Option<FlatView> {
         columns,
         plain_list,
     })
+}
+
+/// Whether a view's definition, as PostgreSQL prints it, is a query PostgreSQL never pulls up
+/// into the query that reads the view: a set operation other than `UNION ALL`, or a `SELECT`
+/// that groups, aggregates over `HAVING`, removes duplicates, limits, or declares `WITH`
+/// queries. Its columns are then read as the columns of a sub-query's rows.
+fn keeps_own_query(definition: &str) -> bool {
+    use crate::tree::{enums::SETOP_NONE, has, int};
+    let Ok(statements) = crate::tree::parse(definition) else {
+        return false;
+    };
+    let [statement] = statements.as_slice() else {
+        return false;
+    };
+    let select = &statement.fields;
+    if statement.kind != "SelectStmt" {
+        return false;
+    }
+    let op = int(select, "op");
+    if op != SETOP_NONE && op != 0 {
+        return select.get("all") != Some(&serde_json::Value::Bool(true));
+    }
+    [
+        "group_clause",
+        "having_clause",
+        "distinct_clause",
+        "limit_count",
+        "limit_offset",
+        "with_clause",
+    ]
+    .iter()
+    .any(|field| has(select, field))
 }
 
 /// An expression of columns, constants, casts and `coalesce` alone.

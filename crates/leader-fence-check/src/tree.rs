@@ -150,6 +150,9 @@ pub mod enums {
     pub const AEXPR_OP: i64 = 1;
     pub const AEXPR_OP_ANY: i64 = 2;
     pub const AEXPR_OP_ALL: i64 = 3;
+    pub const AEXPR_IN: i64 = 7;
+    pub const AEXPR_LIKE: i64 = 8;
+    pub const AEXPR_ILIKE: i64 = 9;
     pub const AEXPR_BETWEEN: i64 = 11;
     pub const AEXPR_BETWEEN_SYMMETRIC: i64 = 13;
 
@@ -203,6 +206,9 @@ mod tests {
         assert_eq!(AEXPR_OP, pb::AExprKind::AexprOp as i64);
         assert_eq!(AEXPR_OP_ANY, pb::AExprKind::AexprOpAny as i64);
         assert_eq!(AEXPR_OP_ALL, pb::AExprKind::AexprOpAll as i64);
+        assert_eq!(AEXPR_IN, pb::AExprKind::AexprIn as i64);
+        assert_eq!(AEXPR_LIKE, pb::AExprKind::AexprLike as i64);
+        assert_eq!(AEXPR_ILIKE, pb::AExprKind::AexprIlike as i64);
         assert_eq!(
             GROUPING_SET_EMPTY,
             pb::GroupingSetKind::GroupingSetEmpty as i64

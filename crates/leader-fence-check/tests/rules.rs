@@ -2,7 +2,9 @@
 //! Every accepted shape here is also run against PostgreSQL with a superseded token in
 //! `tests/tests/fenced_sql.rs`.
 
-use leader_fence_check::check;
+mod support;
+
+use leader_fence_check::{Hints, check, check_with};
 
 /// The fence calls of an accepted statement, as `(role, token)` placeholder numbers.
 fn accepted(sql: &str) -> Vec<(usize, usize)> {
@@ -13,6 +15,29 @@ fn accepted(sql: &str) -> Vec<(usize, usize)> {
         checked.errors
     );
     checked.fences.iter().map(|f| (f.role, f.token)).collect()
+}
+
+/// [`accepted`], on a schema in which `t`, `u` and `v` are tables with columns `id`, `a`, `b`.
+/// Without a schema, a name may be a view whose column is a constant (`SELECT 1 AS id FROM x`),
+/// which PostgreSQL pulls up into the query, so a condition on that column may read no column
+/// and run before the fence: such a statement is refused without the schema.
+fn accepted_on_tables(sql: &str) {
+    let schema = support::prepared()
+        .table("t", "id bigint, a bigint, b boolean")
+        .table("u", "id bigint, a bigint, b boolean")
+        .table("v", "id bigint, a bigint, b boolean")
+        .schema();
+    let checked = check_with(sql, &Hints::default().with_schema(&schema));
+    assert!(
+        checked.errors.is_empty(),
+        "expected {sql:?} to be accepted on tables, got {:#?}",
+        checked.errors
+    );
+    let unknown = refused(sql);
+    assert!(
+        unknown.contains("it is in a condition that reads no column"),
+        "{unknown}"
+    );
 }
 
 /// The messages of a refused statement, joined.
@@ -249,8 +274,10 @@ fn locking_sub_select_needs_its_own_fence() {
     // A one-time fence of the enclosing query stops everything that reads its rows, a
     // sub-select in its FROM or in a condition on its columns included.
     accepted("SELECT * FROM (SELECT id FROM t FOR UPDATE) s WHERE leader_fence($1, $2)");
-    accepted("SELECT id FROM t WHERE leader_fence($1, $2) AND id IN (SELECT id FROM u FOR SHARE)");
-    accepted(
+    accepted_on_tables(
+        "SELECT id FROM t WHERE leader_fence($1, $2) AND id IN (SELECT id FROM u FOR SHARE)",
+    );
+    accepted_on_tables(
         "UPDATE t SET a = 1 WHERE leader_fence($1, $2) AND id IN
            (SELECT id FROM t WHERE b FOR UPDATE SKIP LOCKED)",
     );
@@ -319,7 +346,7 @@ fn conditions_of_a_flattened_sub_select_join_the_fence_up_front() {
           WHERE leader_fence($1, $2)",
     );
     // A condition that reads the sub-select's rows is evaluated on them, after the fence.
-    accepted(
+    accepted_on_tables(
         "SELECT * FROM (SELECT id FROM t WHERE id IN (SELECT id FROM u FOR UPDATE)) s
           WHERE leader_fence($1, $2)",
     );
@@ -372,7 +399,7 @@ fn conditions_on_an_outer_column_read_no_column_of_their_query() {
                                           AND a IN (SELECT id FROM v FOR UPDATE))",
     );
     // In a sub-select in FROM that is not LATERAL, only its own table can give `a`.
-    accepted(
+    accepted_on_tables(
         "SELECT * FROM t, (SELECT id FROM u WHERE leader_fence($1, $2)
                               AND a IN (SELECT id FROM v FOR UPDATE)) s",
     );

@@ -170,11 +170,25 @@ fn a_volatile_function_of_the_migrations_stands_where_the_fence_has_held() {
         e[0].contains("has `public.notify_claimed(bigint)` VOLATILE"),
         "{e:?}"
     );
+    // In a sub-select of a condition that reads no column: an init plan of the up-front
+    // condition, evaluated beside the fence in PostgreSQL's order.
     let e = errors(
-        "UPDATE jobs SET owner = $3 WHERE leader_fence($1, $2) AND notify_claimed(7) IS NULL",
+        "UPDATE jobs SET owner = $3 WHERE leader_fence($1, $2)
+            AND (SELECT notify_claimed(7)) IS NULL",
         &schema,
     );
     assert!(e[0].contains("reads no column"), "{e:?}");
+    // Written in the condition itself, a VOLATILE call keeps the condition from being one
+    // PostgreSQL evaluates up front: it filters the rows, below the fence's One-Time Filter
+    // (PostgreSQL 15: `Result (One-Time Filter: leader_fence(..)) -> Seq Scan (Filter:
+    // (notify_claimed('7') IS NULL))`).
+    assert_eq!(
+        errors(
+            "UPDATE jobs SET owner = $3 WHERE leader_fence($1, $2) AND notify_claimed(7) IS NULL",
+            &schema,
+        ),
+        Vec::<String>::new()
+    );
 }
 
 #[test]
@@ -316,6 +330,69 @@ fn a_volatile_call_in_an_init_plan_of_a_condition_is_not_protected_by_the_fence(
             .any(|e| e.contains("cannot see what `take_budget(..)` does")),
         "{e:?}"
     );
+}
+
+/// A column of a sub-select (or view) PostgreSQL pulls up into the query becomes its
+/// expression there: computed from constants, a condition on it reads no column and runs once,
+/// up front, beside the fence. Found by `fence-differential` (seed 7, 10,000 statements):
+/// PostgreSQL 15 ran the `LIMIT`'s `take_budget` for a superseded leader in the first statement.
+#[test]
+fn a_condition_on_a_pulled_up_constant_column_reads_no_column() {
+    let schema = prepared()
+        .table("q", "id bigint, grp integer, status text, owner bigint")
+        .table("budget", "spent integer")
+        .function("take_budget", "q", Volatility::Volatile)
+        .view("v_const", "id bigint, grp integer", &["q"])
+        .schema();
+    let guarded = "<> ALL (SELECT t2.id FROM q t2 WHERE leader_fence($1, $2) ORDER BY 1
+                    LIMIT (SELECT take_budget(t3) FROM q t3 ORDER BY t3.id LIMIT 1))";
+    for refused in [
+        format!(
+            "SELECT t1.id FROM (SELECT 1::bigint AS id FROM q t0) t1
+              WHERE t1.id {guarded} AND leader_fence($1, $2)"
+        ),
+        // Folded: `CASE WHEN true THEN 1 ELSE t0.id END` is 1, `coalesce(1, ..)` is 1.
+        format!(
+            "SELECT t1.id FROM (SELECT CASE WHEN true THEN 1 ELSE t0.id END AS id FROM q t0) t1
+              WHERE t1.id {guarded} AND leader_fence($1, $2)"
+        ),
+        format!(
+            "SELECT t0.id FROM q t0 WHERE coalesce(1, t0.id) {guarded} AND leader_fence($1, $2)"
+        ),
+        // A strict operator given a bind parameter, which may be NULL when PostgreSQL plans.
+        format!("SELECT t0.id FROM q t0 WHERE (t0.id + $3) {guarded} AND leader_fence($1, $2)"),
+        // Pulled up twice, and through a view whose definition the file does not follow.
+        format!(
+            "SELECT s.id FROM (SELECT t1.id FROM (SELECT 2::bigint AS id FROM q) t1) s
+              WHERE s.id {guarded} AND leader_fence($1, $2)"
+        ),
+        format!("SELECT v.id FROM v_const v WHERE v.id {guarded} AND leader_fence($1, $2)"),
+    ] {
+        let e = errors(&refused, &schema);
+        assert!(
+            e.iter()
+                .any(|e| e.contains("cannot see what `take_budget(..)` does")),
+            "{refused}\n{e:?}"
+        );
+    }
+    for accepted in [
+        // A stored column, through a sub-select pulled up or one that keeps its own query.
+        format!(
+            "SELECT t1.id FROM (SELECT t0.id AS id FROM q t0) t1
+              WHERE t1.id {guarded} AND leader_fence($1, $2)"
+        ),
+        format!(
+            "SELECT t1.id FROM (SELECT 1::bigint AS id FROM q t0 LIMIT 5) t1
+              WHERE t1.id {guarded} AND leader_fence($1, $2)"
+        ),
+        format!("SELECT t0.id FROM q t0 WHERE (t0.id + 1) {guarded} AND leader_fence($1, $2)"),
+    ] {
+        assert_eq!(
+            errors(&accepted, &schema),
+            Vec::<String>::new(),
+            "{accepted}"
+        );
+    }
 }
 
 #[test]
@@ -460,8 +537,9 @@ fn a_call_is_what_the_overloads_its_arguments_may_pick_are() {
         );
     }
     // A string literal's type PostgreSQL picks among the candidates: either overload.
+    // (Each in a LIMIT, which PostgreSQL evaluates before the fence.)
     let e = errors(
-        "UPDATE jobs SET runs = 1 WHERE score('7') > 0 AND leader_fence($1, $2)",
+        "SELECT id FROM jobs WHERE leader_fence($1, $2) LIMIT score('7') FOR UPDATE",
         &schema,
     );
     assert!(
@@ -471,8 +549,8 @@ fn a_call_is_what_the_overloads_its_arguments_may_pick_are() {
     // Unqualified, an integer fits `billing.score(bigint)` too (an implicit cast), which the
     // search path may pick: both are candidates.
     for sql in [
-        "UPDATE jobs SET runs = 1 WHERE score(7) > 0 AND leader_fence($1, $2)",
-        "UPDATE jobs SET runs = 1 WHERE score(2::int) > 0 AND leader_fence($1, $2)",
+        "SELECT id FROM jobs WHERE leader_fence($1, $2) LIMIT score(7) FOR UPDATE",
+        "SELECT id FROM jobs WHERE leader_fence($1, $2) LIMIT score(2::int) FOR UPDATE",
     ] {
         let e = errors(sql, &schema);
         assert!(
@@ -563,6 +641,8 @@ fn pg_notify_stands_where_the_fence_has_held() {
     for accepted in [
         "SELECT pg_notify('claimed', id::text) FROM jobs WHERE leader_fence($1, $2) FOR UPDATE",
         "UPDATE jobs SET runs = 1 WHERE leader_fence($1, $2) RETURNING pg_notify('c', id::text)",
+        // A VOLATILE call keeps its condition from being evaluated up front.
+        "UPDATE jobs SET runs = 1 WHERE leader_fence($1, $2) AND pg_notify('c', 'x') IS NULL",
     ] {
         assert_eq!(
             errors(accepted, &schema),
@@ -571,7 +651,7 @@ fn pg_notify_stands_where_the_fence_has_held() {
         );
     }
     let e = errors(
-        "UPDATE jobs SET runs = 1 WHERE leader_fence($1, $2) AND pg_notify('c', 'x') IS NULL",
+        "UPDATE jobs SET runs = 1 WHERE leader_fence($1, $2) AND (SELECT pg_notify('c', 'x')) IS NULL",
         &schema,
     );
     assert!(e[0].contains("`pg_notify` is a VOLATILE built-in"), "{e:?}");
