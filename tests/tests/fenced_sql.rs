@@ -203,6 +203,12 @@ const CASES: &[Case] = &[
         params: &[],
     },
     Case {
+        marker: "AND note_claimed(0) = 0",
+        setup: SCHEMA_TABLES,
+        tables: SCHEMA_TABLE_NAMES,
+        params: &[],
+    },
+    Case {
         marker: "WHERE id IN (SELECT job_id FROM runs WHERE started_at IS NULL AND leader_fence",
         setup: SCHEMA_TABLES,
         tables: SCHEMA_TABLE_NAMES,

@@ -5,7 +5,7 @@ use sqlx::PgPool;
 
 #[fenced]
 async fn claim(pool: &PgPool, fence: Fence) -> sqlx::Result<()> {
-    sqlx::query("UPDATE jobs SET runs = 1 WHERE made_by_do(7) > 0 AND leader_fence($1, $2)")
+    sqlx::query("UPDATE jobs SET runs = 1 WHERE (SELECT made_by_do(7)) > 0 AND leader_fence($1, $2)")
         .bind(fence.role())
         .bind(fence.token())
         .execute(pool)

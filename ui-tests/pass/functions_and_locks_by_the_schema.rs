@@ -17,6 +17,18 @@ async fn start(pool: &PgPool, fence: &Fence) -> sqlx::Result<Vec<i64>> {
     .bind(fence.token())
     .fetch_all(&mut *tx)
     .await?;
+    // In a condition that reads no column: the VOLATILE call keeps PostgreSQL from evaluating
+    // the condition up front, so it filters the rows below the fence's One-Time Filter.
+    noted.extend(
+        sqlx::query_scalar::<_, i64>(
+            "UPDATE jobs SET runs = runs + 1 WHERE leader_fence($1, $2) AND note_claimed(0) = 0
+             RETURNING id",
+        )
+        .bind(fence.role())
+        .bind(fence.token())
+        .fetch_all(&mut *tx)
+        .await?,
+    );
     noted.extend(
         sqlx::query_scalar::<_, i64>(
             "SELECT id FROM jobs
