@@ -90,6 +90,15 @@ pub async fn prepare(
         })
     });
     if !holds_framework {
+        if let Some((ours, framework)) = from_folder.as_ref().and_then(clashing_version) {
+            return Err(PrepareError::Refused(format!(
+                "{ours} in {} has the version of the framework's migration {framework}, which \
+                 prepare applies first: sqlx keeps one row per version in _sqlx_migrations, so \
+                 it would take yours for that one, modified. Give yours another version (rename \
+                 the file), then prepare again",
+                folder.display()
+            )));
+        }
         leader_core::schema::MIGRATOR
             .run(&mut conn)
             .await
@@ -128,6 +137,19 @@ pub async fn prepare(
     schema.migrations = migrations.to_owned();
     schema.fingerprint = fingerprint;
     Ok((schema, applied))
+}
+
+/// A migration of `folder` with the version of one of the framework's, and that one, each as
+/// `VERSION_description`.
+fn clashing_version(folder: &Migrator) -> Option<(String, String)> {
+    let name =
+        |m: &sqlx::migrate::Migration| format!("{}_{}", m.version, m.description.replace(' ', "_"));
+    folder.iter().find_map(|ours| {
+        leader_core::schema::MIGRATOR
+            .iter()
+            .find(|framework| framework.version == ours.version)
+            .map(|framework| (name(ours), name(framework)))
+    })
 }
 
 fn failed(what: &str, error: &dyn std::fmt::Display) -> PrepareError {

@@ -280,6 +280,20 @@ async fn a_migration_that_fails_or_a_folder_sqlx_refuses_is_refused_naming_it() 
         "{run:#?}"
     );
     assert!(!app.path().join(leader_schema::FILE_NAME).exists());
+    // A migration numbered as one of the framework's (`sqlx migrate add` at that second): sqlx
+    // alone says "previously applied but has been modified", which names neither file.
+    let app = crate_with(&[("20261208000000_jobs.sql", "CREATE TABLE jobs (id bigint);")]);
+    let dir = app.path().to_str().unwrap();
+    let run = ctl(&url, &["schema", "prepare", "--manifest-dir", dir]).await;
+    assert_eq!(run.code, Some(1), "{run:#?}");
+    assert!(
+        run.stderr.contains("20261208000000_jobs in")
+            && run
+                .stderr
+                .contains("has the version of the framework's migration 20261208000000_")
+            && run.stderr.contains("Give yours another version"),
+        "{run:#?}"
+    );
     let app = crate_with(&[("notes.sql", "SELECT 1;")]);
     let dir = app.path().to_str().unwrap();
     let run = ctl(&url, &["schema", "prepare", "--manifest-dir", dir]).await;
