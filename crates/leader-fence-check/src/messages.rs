@@ -162,8 +162,9 @@ impl<'s> Messages<'s> {
                  rows\nnote: {what}{when}\nnote: at {}\nhelp: call a VOLATILE function \
                  of your migrations only where the fence has already held, on the rows of a \
                  query whose WHERE has `{}` as a top-level AND condition (its select list, SET, \
-                 RETURNING, or a condition that reads its columns), or compute the value before \
-                 the claim and bind it; STABLE and IMMUTABLE functions, and the built-ins in \
+                 RETURNING, a condition that reads its columns, or one that calls the function \
+                 itself, outside a sub-select), or compute the value before the claim and bind \
+                 it; STABLE and IMMUTABLE functions, and the built-ins in \
                  `leader_fence_check::KNOWN_FUNCTIONS`, may stand anywhere",
                 name.join("."),
                 self.place(&at),
