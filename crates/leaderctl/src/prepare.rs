@@ -114,7 +114,7 @@ pub async fn prepare(
         applied.migrations = migrator
             .iter()
             .filter(|m| m.migration_type.is_up_migration())
-            .map(|m| format!("{}_{}", m.version, m.description.replace(' ', "_")))
+            .map(migration_name)
             .collect();
     }
     let declared = manifest_dir.join(DECLARED_TABLES);
@@ -142,14 +142,17 @@ pub async fn prepare(
 /// A migration of `folder` with the version of one of the framework's, and that one, each as
 /// `VERSION_description`.
 fn clashing_version(folder: &Migrator) -> Option<(String, String)> {
-    let name =
-        |m: &sqlx::migrate::Migration| format!("{}_{}", m.version, m.description.replace(' ', "_"));
     folder.iter().find_map(|ours| {
         leader_core::schema::MIGRATOR
             .iter()
             .find(|framework| framework.version == ours.version)
-            .map(|framework| (name(ours), name(framework)))
+            .map(|framework| (migration_name(ours), migration_name(framework)))
     })
+}
+
+/// A migration as its file names it: `VERSION_description`.
+fn migration_name(m: &sqlx::migrate::Migration) -> String {
+    format!("{}_{}", m.version, m.description.replace(' ', "_"))
 }
 
 fn failed(what: &str, error: &dyn std::fmt::Display) -> PrepareError {
